@@ -1,0 +1,149 @@
+/*
+ * backend.h: the backend table. Layers, losses, the GradScaler and the optimizers never
+ * ask which device they run on: they call through this table, filled by the CPU backend
+ * (harness/cpu/, always built) or the CUDA backend (kernels/, a shared library loaded with
+ * dlopen only when a GPU is asked for or found).
+ *
+ * Contract of every op:
+ *  - tensors' data live in the backend's memory; shapes have been checked by the caller.
+ *  - an op computes in float32 ("opmath") from its inputs' exact float32 values and rounds
+ *    once, into the output tensor's dtype, when it stores; ops whose PyTorch CUDA kernel
+ *    rounds after every operation say so and do the same (see loss_math.h, optim_math.h).
+ *  - `st`, when not NULL, receives the counts and histogram of that final rounding
+ *    (stats.h); when NULL, no bookkeeping is done (observation off).
+ *  - GEMMs take operands of any float dtype, multiply exactly in float32 (half products
+ *    are exact there), accumulate in float32 and round the output once.
+ *  - failures that the user can cause (out of memory) come back as a non-zero return
+ *    with a message in be->err; library failures are reported where they happen
+ *    (the CHECK macros print the statement, file, line and library error) and abort.
+ */
+#ifndef AMPSCOPE_BACKEND_H
+#define AMPSCOPE_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memory.h"
+#include "stats.h"
+#include "tensor.h"
+#include "optim_math.h"
+
+typedef struct conv2d_geom {
+    int64_t n, c_in, h_in, w_in;    /* input  [N, C_in, H_in, W_in] */
+    int64_t c_out, h_out, w_out;    /* output [N, C_out, H_out, W_out] */
+    int64_t kh, kw, stride, padding, dilation;
+} conv2d_geom;
+
+/* One parameter's optimizer step: param (and master when master weights are on), grad,
+ * state tensors as optim_math.h lists them for the optimizer kind. */
+typedef struct optim_tensors {
+    tensor *param;  /* the tensor the step writes: the master when there is one */
+    tensor *grad;   /* same dtype as param */
+    tensor *state[OPTIM_MAX_STATE];
+    dtype visible;  /* dtype of the parameter the model sees (for lost updates) */
+} optim_tensors;
+
+typedef struct optim_result {
+    round_stats param;
+    round_stats state[OPTIM_MAX_STATE];
+    int64_t lost_updates;
+} optim_result;
+
+typedef struct backend backend;
+struct backend {
+    const char *name;  /* "cpu" | "cuda" */
+    char device[128];  /* summary.csv's device: "cpu", "cuda:NVIDIA H200" */
+    char err[512];     /* message of the last failure an op returned */
+    mem_account *account; /* where scratch allocations are counted (as MEM_WORKSPACE) */
+    void *ctx;         /* the backend's own state */
+
+    /* ---- memory ---- */
+    void *(*alloc)(backend *be, int64_t bytes); /* NULL (and be->err) when out of memory */
+    void (*free)(backend *be, void *p);
+    void (*upload)(backend *be, void *dst, const void *src, int64_t bytes);
+    void (*download)(backend *be, void *dst, const void *src, int64_t bytes);
+    int64_t (*mem_available)(backend *be);
+    void (*synchronize)(backend *be); /* waits for queued work (timing) */
+    void (*close)(backend *be);
+
+    /* ---- elementwise ---- */
+    /* dst = round(src) into dst->dtype (same numel) */
+    void (*cast)(backend *be, const tensor *src, tensor *dst, round_stats *st);
+    /* dst = round(float(src) * s); src and dst may be the same tensor */
+    void (*mul_scalar)(backend *be, const tensor *src, float s, tensor *dst, round_stats *st);
+    void (*fill)(backend *be, tensor *dst, float value);
+    /* counts of dst as it is (a rounding of each value to itself) */
+    void (*observe)(backend *be, const tensor *t, round_stats *st);
+    void (*relu_forward)(backend *be, const tensor *x, tensor *y, round_stats *st);
+    /* dx = y > 0 ? dy : 0 (PyTorch's threshold_backward on the result) */
+    void (*relu_backward)(backend *be, const tensor *dy, const tensor *y, tensor *dx,
+                          round_stats *st);
+
+    /* ---- matrix products ---- */
+    /* y[B,O] = x[B,I] w[O,I]^T (+ b[O]) */
+    int (*linear_forward)(backend *be, const tensor *x, const tensor *w, const tensor *b,
+                          tensor *y, round_stats *st);
+    /* dx[B,I] = dy[B,O] w[O,I] */
+    int (*linear_backward_input)(backend *be, const tensor *dy, const tensor *w, tensor *dx,
+                                 round_stats *st);
+    /* dw[O,I] = dy[B,O]^T x[B,I] */
+    int (*linear_backward_weight)(backend *be, const tensor *dy, const tensor *x, tensor *dw,
+                                  round_stats *st);
+    /* db[C] = sum of dy viewed as [outer, C, inner] over outer and inner */
+    void (*channel_sum)(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
+                        round_stats *st);
+    int (*conv2d_forward)(backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,
+                          const tensor *b, tensor *y, round_stats *st);
+    int (*conv2d_backward_input)(backend *be, const conv2d_geom *g, const tensor *dy,
+                                 const tensor *w, tensor *dx, round_stats *st);
+    int (*conv2d_backward_weight)(backend *be, const conv2d_geom *g, const tensor *dy,
+                                  const tensor *x, tensor *dw, round_stats *st);
+
+    /* ---- losses (rows are over the last dim) ---- */
+    void (*log_softmax_forward)(backend *be, const tensor *x, tensor *y, round_stats *st);
+    /* dx = dy - exp(y) * sum(dy) per row */
+    void (*log_softmax_backward)(backend *be, const tensor *dy, const tensor *y, tensor *dx,
+                                 round_stats *st);
+    /* loss = -mean_i logp[i, target[i]]; target int64 */
+    void (*nll_loss_forward)(backend *be, const tensor *logp, const tensor *target, tensor *loss,
+                             round_stats *st);
+    /* dlogp[i, target[i]] = -dloss / B, 0 elsewhere */
+    void (*nll_loss_backward)(backend *be, const tensor *dloss, const tensor *target,
+                              tensor *dlogp, round_stats *st);
+    /* y = (a - b)^2 elementwise, in y's dtype as loss_math.h rounds it */
+    void (*mse_forward)(backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st);
+    /* da = alpha * (a - b) * dy; dy has a's numel or is a scalar broadcast */
+    void (*mse_backward)(backend *be, const tensor *dy, const tensor *a, const tensor *b,
+                         double alpha, tensor *da, round_stats *st);
+    /* y (one element) = sum(x) / numel */
+    void (*mean_forward)(backend *be, const tensor *x, tensor *y, round_stats *st);
+    /* dx = float(dy) * (1.0f / numel), every element */
+    void (*mean_backward)(backend *be, const tensor *dy, tensor *dx, round_stats *st);
+
+    /* ---- GradScaler and optimizers ---- */
+    /* *found_inf |= any element of g is inf or NaN; then g = round(float(g) * inv_scale) */
+    void (*unscale)(backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st);
+    void (*optimizer_step)(backend *be, const optim_config *cfg, const optim_hyper *h,
+                           optim_tensors *t, optim_result *out);
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CPU backend; always available. */
+backend *backend_cpu_open(mem_account *account);
+
+/* Loads lib/libampscope_cuda.so and opens the first GPU. Returns NULL with a message in
+ * err ("no usable CUDA device: ...") when that is not possible. */
+backend *backend_cuda_load(mem_account *account, const char *lib_dir, char *err, int errlen);
+
+/* What the CUDA library exports (looked up by name with dlsym). */
+typedef backend *(*backend_cuda_open_fn)(mem_account *account, char *err, int errlen);
+#define BACKEND_CUDA_OPEN_SYMBOL "ampscope_backend_cuda_open"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,148 @@
+/*
+ * case.h: a case file, parsed and validated. A case file (cases/NAME.case) is INI-style text
+ * describing one precision configuration; README.md documents every section and key.
+ *
+ * case_load() reads the file, applies `--set section.key=value` overrides as if they were
+ * written at the end of their section, checks every key and value, and checks the model's
+ * shapes against the data (each layer's output shape is stored in its layer_spec). Every
+ * problem found is appended to `errs` as "file:line: message" (line 0: no line applies);
+ * the caller prints them and exits 2. Nothing here allocates tensors or touches results/.
+ */
+#ifndef AMPSCOPE_CASE_H
+#define AMPSCOPE_CASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dtype.h"
+#include "optim_math.h"
+
+#define CASE_NAME_MAX 128
+#define CASE_PATH_MAX 1024
+#define CASE_TEXT_MAX 512
+#define CASE_MAX_LAYERS 64
+#define CASE_MAX_INITS 128
+#define CASE_MAX_EXPECTS 128
+#define CASE_MAX_OBSERVE 256
+#define LAYER_NAME_MAX 64
+
+typedef enum layer_kind { LAYER_LINEAR = 0, LAYER_RELU, LAYER_CONV2D, LAYER_FLATTEN } layer_kind;
+
+typedef struct layer_spec {
+    char name[LAYER_NAME_MAX]; /* [A-Za-z_][A-Za-z0-9_]* */
+    layer_kind kind;
+    int line;                  /* line in the case file, for later error messages */
+    int64_t in, out;           /* linear: features; conv2d: channels */
+    bool bias;                 /* linear, conv2d: bias=yes|no, default yes */
+    int64_t kernel, stride, padding, dilation; /* conv2d: defaults -, 1, 0, 1 */
+    /* filled by validation: per-sample output shape (batch dim excluded) */
+    int out_ndim;
+    int64_t out_shape[3];
+} layer_spec;
+
+typedef enum input_source { INPUT_RANDN = 0, INPUT_FILE } input_source;
+typedef enum target_kind {
+    TARGET_CLASSES = 0, /* int64 labels in [0, classes), drawn uniformly */
+    TARGET_RANDN,       /* float32 randn, the model output's shape */
+    TARGET_RANDN_LIKE,  /* randn in the model output's dtype (torch.randn_like) */
+    TARGET_FILE
+} target_kind;
+typedef enum loss_kind { LOSS_CROSS_ENTROPY = 0, LOSS_MSE } loss_kind;
+typedef enum schedule_kind { SCHEDULE_CONSTANT = 0, SCHEDULE_COSINE } schedule_kind;
+typedef enum expect_kind { EXPECT_DTYPE = 0, EXPECT_ERROR } expect_kind;
+
+typedef struct init_spec {
+    char tensor[CASE_NAME_MAX]; /* "fc1.weight" */
+    char path[CASE_PATH_MAX];   /* resolved against the case file's folder */
+    int line;
+} init_spec;
+
+typedef struct expect_spec {
+    expect_kind kind;
+    char tensor[CASE_NAME_MAX]; /* EXPECT_DTYPE: "fc1.weight.grad" */
+    dtype dt;                   /* EXPECT_DTYPE */
+    char text[CASE_TEXT_MAX];   /* EXPECT_ERROR: substring, or "" for `error = none` */
+    int line;
+} expect_spec;
+
+typedef struct case_config {
+    char path[CASE_PATH_MAX]; /* as given */
+    char dir[CASE_PATH_MAX];  /* its folder: relative paths resolve here */
+    /* [case] */
+    char name[CASE_NAME_MAX]; /* default: file name without .case; [A-Za-z0-9._-]+ */
+    char description[CASE_TEXT_MAX];
+    char baseline[CASE_NAME_MAX]; /* "" when none */
+    /* observe: which steps record tensors.csv/hist.csv rows. observe_every > 0: steps
+     * 0, every, 2*every, ... and the last; else the observe_steps list. Default: every step
+     * when steps <= 10, else every = steps / 10 rounded up (and the last step). */
+    int64_t observe_every;
+    int64_t observe_steps[CASE_MAX_OBSERVE];
+    int n_observe_steps;
+    /* [model] */
+    layer_spec layers[CASE_MAX_LAYERS];
+    int n_layers;
+    /* [data] */
+    int64_t batch;
+    int sample_ndim;          /* shape = 1024 or 3x555x555; default: first layer's input */
+    int64_t sample_shape[3];
+    input_source input;
+    char input_path[CASE_PATH_MAX];
+    dtype input_dtype;        /* default float32 */
+    target_kind target;
+    char target_path[CASE_PATH_MAX];
+    /* [precision] */
+    dtype params;             /* default float32 */
+    bool autocast;            /* autocast = off | float16 | bfloat16; default off */
+    dtype autocast_dtype;
+    bool loss_in_autocast;    /* default yes */
+    bool master_weights;      /* default no; only with half params */
+    /* [scaler]: no section = no scaler */
+    bool scaler;
+    double init_scale, growth_factor, backoff_factor; /* 65536, 2.0, 0.5 */
+    int64_t growth_interval;                          /* 2000 */
+    /* [train] */
+    loss_kind loss;
+    bool loss_reduction_none; /* `mse reduction=none`: elementwise loss then .mean() */
+    optim_config optim;
+    schedule_kind schedule;
+    int64_t t_max;            /* cosine: T_max (required) */
+    double eta_min;           /* cosine: default 0 */
+    int64_t steps;            /* default 1 */
+    uint64_t seed;            /* default 0 */
+    /* [init] */
+    init_spec inits[CASE_MAX_INITS];
+    int n_inits;
+    /* [expect] */
+    expect_spec expects[CASE_MAX_EXPECTS];
+    int n_expects;
+    /* overrides applied (for naming variants: "<case>+<key>=<value>") */
+    int n_sets;
+} case_config;
+
+typedef struct err_list {
+    char **msgs;
+    int n, cap;
+} err_list;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Returns the number of errors appended to errs (0: cfg is valid). sets: "section.key=value". */
+int case_load(const char *path, const char *const *sets, int n_sets, case_config *cfg,
+              err_list *errs);
+/* Writes the normalized configuration as one JSON object (for `ampscope check --json`).
+ * Returns 0, or -1 when the stream's error flag is set afterwards (a write failed). */
+int case_write_json(const case_config *cfg, FILE *f);
+/* true when step s (0-based) records tensors.csv and hist.csv rows */
+bool case_observes_step(const case_config *cfg, int64_t s);
+
+void err_list_add(err_list *e, const char *fmt, ...);
+void err_list_free(err_list *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * backend_cpu.c: the CPU backend's table and its memory (host malloc). The ops live in the
+ * files named after their concern (round.c, linear.c, conv2d.c, ...), twins of kernels/.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+static void *cpu_alloc(backend *be, int64_t bytes)
+{
+    void *p = malloc((size_t)bytes);
+    if (!p)
+        snprintf(be->err, sizeof be->err, "out of host memory: %lld bytes needed, %lld available",
+                 (long long)bytes, (long long)be->mem_available(be));
+    return p;
+}
+
+static void cpu_free(backend *be, void *p)
+{
+    (void)be;
+    free(p);
+}
+
+static void cpu_copy(backend *be, void *dst, const void *src, int64_t bytes)
+{
+    (void)be;
+    memcpy(dst, src, (size_t)bytes);
+}
+
+/* MemAvailable from /proc/meminfo, in bytes; -1 when it cannot be read. */
+static int64_t cpu_mem_available(backend *be)
+{
+    (void)be;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
+static void cpu_close(backend *be) { free(be); }
+
+static void cpu_synchronize(backend *be) { (void)be; }
+
+float *cpu_scratch(backend *be, int64_t n)
+{
+    float *p = cpu_alloc(be, n * (int64_t)sizeof(float));
+    if (p)
+        mem_account_add(be->account, MEM_WORKSPACE, n * (int64_t)sizeof(float));
+    return p;
+}
+
+void cpu_scratch_free(backend *be, float *p, int64_t n)
+{
+    if (!p)
+        return;
+    free(p);
+    mem_account_add(be->account, MEM_WORKSPACE, -n * (int64_t)sizeof(float));
+}
+
+const float *cpu_as_f32(backend *be, const tensor *t, float **owned)
+{
+    *owned = NULL;
+    if (t->dtype == DTYPE_FLOAT32)
+        return t->data;
+    float *p = cpu_scratch(be, t->numel);
+    if (!p)
+        return NULL;
+    for (int64_t i = 0; i < t->numel; i++)
+        p[i] = load_as_float(t->data, t->dtype, i);
+    *owned = p;
+    return p;
+}
+
+backend *backend_cpu_open(mem_account *account)
+{
+    backend *be = calloc(1, sizeof *be);
+    if (!be)
+        return NULL;
+    *be = (backend){
+        .name = "cpu",
+        .device = "cpu",
+        .account = account,
+        .alloc = cpu_alloc,
+        .free = cpu_free,
+        .upload = cpu_copy,
+        .download = cpu_copy,
+        .mem_available = cpu_mem_available,
+        .synchronize = cpu_synchronize,
+        .close = cpu_close,
+        .cast = cpu_cast,
+        .mul_scalar = cpu_mul_scalar,
+        .fill = cpu_fill,
+        .observe = cpu_observe,
+        .relu_forward = cpu_relu_forward,
+        .relu_backward = cpu_relu_backward,
+        .linear_forward = cpu_linear_forward,
+        .linear_backward_input = cpu_linear_backward_input,
+        .linear_backward_weight = cpu_linear_backward_weight,
+        .channel_sum = cpu_channel_sum,
+        .conv2d_forward = cpu_conv2d_forward,
+        .conv2d_backward_input = cpu_conv2d_backward_input,
+        .conv2d_backward_weight = cpu_conv2d_backward_weight,
+        .log_softmax_forward = cpu_log_softmax_forward,
+        .log_softmax_backward = cpu_log_softmax_backward,
+        .nll_loss_forward = cpu_nll_loss_forward,
+        .nll_loss_backward = cpu_nll_loss_backward,
+        .mse_forward = cpu_mse_forward,
+        .mse_backward = cpu_mse_backward,
+        .mean_forward = cpu_mean_forward,
+        .mean_backward = cpu_mean_backward,
+        .unscale = cpu_unscale,
+        .optimizer_step = cpu_optimizer_step,
+    };
+    return be;
+}

@@ -1,0 +1,138 @@
+/*
+ * conv2d.c: 2-d convolution on the CPU by im2col + OpenBLAS sgemm, one sample at a time
+ * (twin of kernels/conv2d.cu, which uses cuDNN). Layout NCHW; weight [C_out, C_in, KH, KW];
+ * groups = 1. Operands of any float dtype are widened to exact float32, products are
+ * accumulated in float32, and each output is rounded once into its dtype. A column matrix
+ * holds one sample: [C_in*KH*KW, H_out*W_out].
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "cpu.h"
+
+static void im2col(const conv2d_geom *g, const float *x, float *col)
+{
+    int64_t hw = g->h_out * g->w_out;
+    for (int64_t c = 0; c < g->c_in; c++)
+        for (int64_t ki = 0; ki < g->kh; ki++)
+            for (int64_t kj = 0; kj < g->kw; kj++) {
+                float *row = col + ((c * g->kh + ki) * g->kw + kj) * hw;
+                for (int64_t oh = 0; oh < g->h_out; oh++) {
+                    int64_t ih = oh * g->stride - g->padding + ki * g->dilation;
+                    for (int64_t ow = 0; ow < g->w_out; ow++) {
+                        int64_t iw = ow * g->stride - g->padding + kj * g->dilation;
+                        bool inside = ih >= 0 && ih < g->h_in && iw >= 0 && iw < g->w_in;
+                        row[oh * g->w_out + ow] =
+                            inside ? x[(c * g->h_in + ih) * g->w_in + iw] : 0.0f;
+                    }
+                }
+            }
+}
+
+static void col2im(const conv2d_geom *g, const float *col, float *x)
+{
+    int64_t hw = g->h_out * g->w_out;
+    memset(x, 0, sizeof(float) * (size_t)(g->c_in * g->h_in * g->w_in));
+    for (int64_t c = 0; c < g->c_in; c++)
+        for (int64_t ki = 0; ki < g->kh; ki++)
+            for (int64_t kj = 0; kj < g->kw; kj++) {
+                const float *row = col + ((c * g->kh + ki) * g->kw + kj) * hw;
+                for (int64_t oh = 0; oh < g->h_out; oh++) {
+                    int64_t ih = oh * g->stride - g->padding + ki * g->dilation;
+                    if (ih < 0 || ih >= g->h_in)
+                        continue;
+                    for (int64_t ow = 0; ow < g->w_out; ow++) {
+                        int64_t iw = ow * g->stride - g->padding + kj * g->dilation;
+                        if (iw >= 0 && iw < g->w_in)
+                            x[(c * g->h_in + ih) * g->w_in + iw] += row[oh * g->w_out + ow];
+                    }
+                }
+            }
+}
+
+/* one sample of t (any float dtype) widened into dst */
+static void load_sample(const tensor *t, int64_t sample, int64_t per_sample, float *dst)
+{
+    for (int64_t i = 0; i < per_sample; i++)
+        dst[i] = load_as_float(t->data, t->dtype, sample * per_sample + i);
+}
+
+int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,
+                       const tensor *b, tensor *y, round_stats *st)
+{
+    int64_t k = g->c_in * g->kh * g->kw, hw = g->h_out * g->w_out;
+    int64_t x_per = g->c_in * g->h_in * g->w_in, y_per = g->c_out * hw;
+    float *w_own;
+    const float *wf = cpu_as_f32(be, w, &w_own);
+    float *xs = cpu_scratch(be, x_per), *col = cpu_scratch(be, k * hw), *out = cpu_scratch(be, y_per);
+    int rc = (wf && xs && col && out) ? 0 : -1;
+    for (int64_t s = 0; rc == 0 && s < g->n; s++) {
+        load_sample(x, s, x_per, xs);
+        im2col(g, xs, col);
+        for (int64_t c = 0; c < g->c_out; c++) {
+            float bias = b ? load_as_float(b->data, b->dtype, c) : 0.0f;
+            for (int64_t i = 0; i < hw; i++)
+                out[c * hw + i] = bias;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->c_out, (blasint)hw,
+                    (blasint)k, 1.0f, wf, (blasint)k, col, (blasint)hw, 1.0f, out, (blasint)hw);
+        cpu_store(out, y->data, y->dtype, s * y_per, y_per, st);
+    }
+    cpu_scratch_free(be, out, y_per);
+    cpu_scratch_free(be, col, k * hw);
+    cpu_scratch_free(be, xs, x_per);
+    cpu_scratch_free(be, w_own, w->numel);
+    return rc;
+}
+
+int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *dy,
+                              const tensor *w, tensor *dx, round_stats *st)
+{
+    int64_t k = g->c_in * g->kh * g->kw, hw = g->h_out * g->w_out;
+    int64_t x_per = g->c_in * g->h_in * g->w_in, y_per = g->c_out * hw;
+    float *w_own;
+    const float *wf = cpu_as_f32(be, w, &w_own);
+    float *dys = cpu_scratch(be, y_per), *col = cpu_scratch(be, k * hw), *dxs = cpu_scratch(be, x_per);
+    int rc = (wf && dys && col && dxs) ? 0 : -1;
+    for (int64_t s = 0; rc == 0 && s < g->n; s++) {
+        load_sample(dy, s, y_per, dys);
+        /* dcol[K, HW] = w[C_out, K]^T dy[C_out, HW] */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)k, (blasint)hw,
+                    (blasint)g->c_out, 1.0f, wf, (blasint)k, dys, (blasint)hw, 0.0f, col,
+                    (blasint)hw);
+        col2im(g, col, dxs);
+        cpu_store(dxs, dx->data, dx->dtype, s * x_per, x_per, st);
+    }
+    cpu_scratch_free(be, dxs, x_per);
+    cpu_scratch_free(be, col, k * hw);
+    cpu_scratch_free(be, dys, y_per);
+    cpu_scratch_free(be, w_own, w->numel);
+    return rc;
+}
+
+int cpu_conv2d_backward_weight(backend *be, const conv2d_geom *g, const tensor *dy,
+                               const tensor *x, tensor *dw, round_stats *st)
+{
+    int64_t k = g->c_in * g->kh * g->kw, hw = g->h_out * g->w_out;
+    int64_t x_per = g->c_in * g->h_in * g->w_in, y_per = g->c_out * hw;
+    float *xs = cpu_scratch(be, x_per), *col = cpu_scratch(be, k * hw);
+    float *dys = cpu_scratch(be, y_per), *acc = cpu_scratch(be, g->c_out * k);
+    int rc = (xs && col && dys && acc) ? 0 : -1;
+    if (rc == 0)
+        memset(acc, 0, sizeof(float) * (size_t)(g->c_out * k));
+    for (int64_t s = 0; rc == 0 && s < g->n; s++) {
+        load_sample(x, s, x_per, xs);
+        load_sample(dy, s, y_per, dys);
+        im2col(g, xs, col);
+        /* dw[C_out, K] += dy[C_out, HW] col[K, HW]^T */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)g->c_out, (blasint)k,
+                    (blasint)hw, 1.0f, dys, (blasint)hw, col, (blasint)hw, 1.0f, acc, (blasint)k);
+    }
+    if (rc == 0)
+        cpu_store(acc, dw->data, dw->dtype, 0, g->c_out * k, st);
+    cpu_scratch_free(be, acc, g->c_out * k);
+    cpu_scratch_free(be, dys, y_per);
+    cpu_scratch_free(be, col, k * hw);
+    cpu_scratch_free(be, xs, x_per);
+    return rc;
+}

@@ -1,0 +1,67 @@
+/*
+ * cpu.h: helpers shared by the CPU backend's op files (harness/cpu/). Not for the rest
+ * of the harness, which calls the backend table.
+ *
+ * The CPU computes every op in float32 and rounds once with cpu_store(), which writes the
+ * destination dtype and does the op's bookkeeping in the same pass. Half operands of GEMMs
+ * and convolutions are widened into float32 scratch buffers (counted as workspace), which
+ * is exact, then OpenBLAS's cblas_sgemm multiplies them.
+ */
+#ifndef AMPSCOPE_CPU_H
+#define AMPSCOPE_CPU_H
+
+#include "../backend.h"
+
+#define CPU_CHUNK 4096
+
+/* Rounds pre[0..n) into dst[off..off+n) of dtype dt; tallies into st when not NULL.
+ * pre may alias dst when dt is float32. */
+void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, round_stats *st);
+
+/* float32 scratch of n elements, counted as workspace; NULL with be->err set when out of memory */
+float *cpu_scratch(backend *be, int64_t n);
+void cpu_scratch_free(backend *be, float *p, int64_t n);
+
+/* t's values as float32: t's own buffer when it is float32, else a widened scratch copy
+ * (*owned set to it, to give to cpu_scratch_free). NULL when out of memory. */
+const float *cpu_as_f32(backend *be, const tensor *t, float **owned);
+
+/* the ops, as the table in backend_cpu.c lists them */
+void cpu_cast(backend *be, const tensor *src, tensor *dst, round_stats *st);
+void cpu_mul_scalar(backend *be, const tensor *src, float s, tensor *dst, round_stats *st);
+void cpu_fill(backend *be, tensor *dst, float value);
+void cpu_observe(backend *be, const tensor *t, round_stats *st);
+void cpu_relu_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
+void cpu_relu_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
+                       round_stats *st);
+int cpu_linear_forward(backend *be, const tensor *x, const tensor *w, const tensor *b, tensor *y,
+                       round_stats *st);
+int cpu_linear_backward_input(backend *be, const tensor *dy, const tensor *w, tensor *dx,
+                              round_stats *st);
+int cpu_linear_backward_weight(backend *be, const tensor *dy, const tensor *x, tensor *dw,
+                               round_stats *st);
+void cpu_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
+                     round_stats *st);
+int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,
+                       const tensor *b, tensor *y, round_stats *st);
+int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *dy,
+                              const tensor *w, tensor *dx, round_stats *st);
+int cpu_conv2d_backward_weight(backend *be, const conv2d_geom *g, const tensor *dy,
+                               const tensor *x, tensor *dw, round_stats *st);
+void cpu_log_softmax_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
+void cpu_log_softmax_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
+                              round_stats *st);
+void cpu_nll_loss_forward(backend *be, const tensor *logp, const tensor *target, tensor *loss,
+                          round_stats *st);
+void cpu_nll_loss_backward(backend *be, const tensor *dloss, const tensor *target, tensor *dlogp,
+                           round_stats *st);
+void cpu_mse_forward(backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st);
+void cpu_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b,
+                      double alpha, tensor *da, round_stats *st);
+void cpu_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
+void cpu_mean_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st);
+void cpu_unscale(backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st);
+void cpu_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper *h,
+                        optim_tensors *t, optim_result *out);
+
+#endif

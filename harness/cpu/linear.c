@@ -1,0 +1,86 @@
+/*
+ * linear.c: the linear layer's products on the CPU through OpenBLAS (twin of
+ * kernels/linear.cu, which uses cuBLAS). Operands of any float dtype are widened to exact
+ * float32 (cpu_as_f32), multiplied and accumulated in float32 by cblas_sgemm, and the
+ * output is rounded once into its dtype (cpu_store), as cuBLAS does for half operands with
+ * float32 compute. Shapes: x [B,I], w [O,I], b [O], y [B,O].
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "cpu.h"
+
+/* c[m,n] (+)= op(a) op(b) in float32, then rounded into out; a and b of any float dtype */
+static int gemm_round(backend *be, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                      const tensor *a, const tensor *b, const tensor *bias, tensor *out,
+                      round_stats *st)
+{
+    float *a_own, *b_own;
+    const float *af = cpu_as_f32(be, a, &a_own);
+    const float *bf = af ? cpu_as_f32(be, b, &b_own) : NULL;
+    float *c_own = NULL;
+    float *c = out->dtype == DTYPE_FLOAT32 ? out->data : (c_own = cpu_scratch(be, m * n));
+    if (!af || !bf || !c) {
+        cpu_scratch_free(be, a_own, a->numel);
+        if (af)
+            cpu_scratch_free(be, b_own, b->numel);
+        return -1;
+    }
+    float beta = 0.0f;
+    if (bias) { /* every row starts from the bias, as addmm's beta = 1 */
+        for (int64_t j = 0; j < n; j++)
+            c[j] = load_as_float(bias->data, bias->dtype, j);
+        for (int64_t i = 1; i < m; i++)
+            memcpy(c + i * n, c, sizeof(float) * (size_t)n);
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (blasint)m, (blasint)n, (blasint)k, 1.0f, af, (blasint)(ta ? m : k), bf,
+                (blasint)(tb ? k : n), beta, c, (blasint)n);
+    cpu_store(c, out->data, out->dtype, 0, m * n, st);
+    cpu_scratch_free(be, c_own, m * n);
+    cpu_scratch_free(be, a_own, a->numel);
+    cpu_scratch_free(be, b_own, b->numel);
+    return 0;
+}
+
+int cpu_linear_forward(backend *be, const tensor *x, const tensor *w, const tensor *b, tensor *y,
+                       round_stats *st)
+{
+    return gemm_round(be, false, true, x->shape[0], w->shape[0], w->shape[1], x, w, b, y, st);
+}
+
+int cpu_linear_backward_input(backend *be, const tensor *dy, const tensor *w, tensor *dx,
+                              round_stats *st)
+{
+    return gemm_round(be, false, false, dy->shape[0], w->shape[1], w->shape[0], dy, w, NULL, dx,
+                      st);
+}
+
+int cpu_linear_backward_weight(backend *be, const tensor *dy, const tensor *x, tensor *dw,
+                               round_stats *st)
+{
+    return gemm_round(be, true, false, dy->shape[1], x->shape[1], dy->shape[0], dy, x, NULL, dw,
+                      st);
+}
+
+void cpu_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
+                     round_stats *st)
+{
+    (void)be;
+    int64_t channels = db->numel;
+    float buf[CPU_CHUNK];
+    for (int64_t c0 = 0; c0 < channels; c0 += CPU_CHUNK) {
+        int64_t n = channels - c0 < CPU_CHUNK ? channels - c0 : CPU_CHUNK;
+        for (int64_t c = 0; c < n; c++) {
+            float acc = 0.0f; /* float32 accumulation, as PyTorch's sum kernels */
+            for (int64_t o = 0; o < outer; o++) {
+                int64_t base = (o * channels + c0 + c) * inner;
+                for (int64_t i = 0; i < inner; i++)
+                    acc += load_as_float(dy->data, dy->dtype, base + i);
+            }
+            buf[c] = acc;
+        }
+        cpu_store(buf, db->data, db->dtype, c0, n, st);
+    }
+}

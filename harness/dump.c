@@ -1,0 +1,48 @@
+/* dump.c: tensors as .npy files (see dump.h). */
+#include "dump.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "npy.h"
+
+static int make_dir(const char *path, char *err, int errlen)
+{
+    if (mkdir(path, 0777) && errno != EEXIST) {
+        snprintf(err, (size_t)errlen, "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int dump_tensor(backend *be, const char *dir, const char *sub, const tensor *t, char *err,
+                int errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    if (make_dir(dir, err, errlen) || make_dir(path, err, errlen))
+        return -1;
+    bool bf16 = t->dtype == DTYPE_BFLOAT16;
+    snprintf(path, sizeof path, "%s/%s/%s%s.npy", dir, sub, t->name, bf16 ? ".bfloat16" : "");
+    int64_t bytes = tensor_bytes(t);
+    void *host = malloc(bytes ? (size_t)bytes : 1);
+    float *wide = bf16 ? malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1)) : NULL;
+    if (!host || (bf16 && !wide)) {
+        free(host);
+        free(wide);
+        snprintf(err, (size_t)errlen, "out of host memory dumping %s", t->name);
+        return -1;
+    }
+    be->download(be, host, t->data, bytes);
+    if (bf16)
+        for (int64_t i = 0; i < t->numel; i++)
+            wide[i] = load_as_float(host, DTYPE_BFLOAT16, i);
+    int rc = npy_write(path, bf16 ? DTYPE_FLOAT32 : t->dtype, t->ndim, t->shape,
+                       bf16 ? (const void *)wide : host, err, errlen);
+    free(host);
+    free(wide);
+    return rc;
+}

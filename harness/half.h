@@ -1,0 +1,230 @@
+/*
+ * half.h: scalar float16 / bfloat16 rounding and the per-value bookkeeping of a rounding,
+ * shared by the CPU backend and the CUDA kernels (AMP_HD is __host__ __device__ under nvcc),
+ * so the exhaustive tests run here cover the GPU's numerics too.
+ *
+ * Conventions:
+ *  - float16 is IEEE binary16, bfloat16 the top half of a float32; both are stored as their
+ *    uint16_t bit patterns. Conversion from float32 rounds to nearest, ties to even, keeps
+ *    subnormals (no flush to zero), overflows to inf. NaN stays NaN: float16 keeps the
+ *    payload's top bits and sets the quiet bit (as x86 F16C does); bfloat16 gives 0x7FC0
+ *    (as c10::BFloat16's round_to_nearest_even does).
+ *  - Everything is done with integer operations, so the result does not depend on the
+ *    floating-point environment (FTZ, fast-math, rounding mode).
+ *  - A "rounding" turns a float32 value `pre` into the value `post` a tensor of dtype dt
+ *    stores. round_tally() classifies one (pre, post) pair into the counts that tensors.csv
+ *    reports and the log2|pre| histogram bin that hist.csv reports.
+ */
+#ifndef AMPSCOPE_HALF_H
+#define AMPSCOPE_HALF_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "dtype.h"
+
+#ifdef __CUDACC__
+#define AMP_HD __host__ __device__
+#else
+#define AMP_HD
+#endif
+
+static inline AMP_HD uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline AMP_HD float bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline AMP_HD uint16_t half_from_float(float f)
+{
+    uint32_t x = float_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) /* NaN: quiet it, keep the payload's top 10 bits */
+        return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    if (ax >= 0x477ff000u) /* >= 65520 (and inf): inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax >= 0x38800000u) { /* >= 2^-14: a normal float16; rebias and round at bit 13 */
+        uint32_t odd = (ax >> 13) & 1u;
+        ax += 0xc8000fffu + odd;
+        return (uint16_t)(sign | (ax >> 13));
+    }
+    if (ax <= 0x33000000u) /* <= 2^-25: rounds to zero (2^-25 is a tie, to even 0) */
+        return sign;
+    /* subnormal float16: value = m * 2^(e-150); in units of 2^-24 that is m >> (126 - e) */
+    uint32_t e = ax >> 23;
+    uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126u - e; /* 14..24 */
+    uint32_t q = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1u);
+    uint32_t halfway = 1u << (shift - 1u);
+    if (rem > halfway || (rem == halfway && (q & 1u)))
+        q++;
+    return (uint16_t)(sign | q);
+}
+
+static inline AMP_HD float float_from_half(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu;
+    uint32_t m = h & 0x3ffu;
+    if (e == 0x1f)
+        return bits_float(sign | 0x7f800000u | (m << 13));
+    if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float32 */
+        float v = (float)m * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+static inline AMP_HD uint16_t bf16_from_float(float f)
+{
+    uint32_t x = float_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return 0x7fc0u;
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+static inline AMP_HD float float_from_bf16(uint16_t h) { return bits_float((uint32_t)h << 16); }
+
+/* The value a float32 `x` becomes when stored in dt and read back (dt float32: x itself). */
+static inline AMP_HD float round_to(float x, dtype dt)
+{
+    if (dt == DTYPE_FLOAT16)
+        return float_from_half(half_from_float(x));
+    if (dt == DTYPE_BFLOAT16)
+        return float_from_bf16(bf16_from_float(x));
+    return x;
+}
+
+/* Element i of a buffer of dtype dt (float32, float16 or bfloat16), as float32 (exact). */
+static inline AMP_HD float load_as_float(const void *p, dtype dt, int64_t i)
+{
+    if (dt == DTYPE_FLOAT16)
+        return float_from_half(((const uint16_t *)p)[i]);
+    if (dt == DTYPE_BFLOAT16)
+        return float_from_bf16(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+/* Rounds x into element i of a buffer of dtype dt; returns the stored value as float32. */
+static inline AMP_HD float store_from_float(void *p, dtype dt, int64_t i, float x)
+{
+    if (dt == DTYPE_FLOAT16) {
+        uint16_t h = half_from_float(x);
+        ((uint16_t *)p)[i] = h;
+        return float_from_half(h);
+    }
+    if (dt == DTYPE_BFLOAT16) {
+        uint16_t h = bf16_from_float(x);
+        ((uint16_t *)p)[i] = h;
+        return float_from_bf16(h);
+    }
+    ((float *)p)[i] = x;
+    return x;
+}
+
+/* ---- histogram of log2|pre|: bin k holds 2^k <= |x| < 2^(k+1), k = -149..127 ---- */
+#define HIST_MIN_EXP (-149)
+#define HIST_MAX_EXP 127
+#define HIST_ZERO (HIST_MAX_EXP - HIST_MIN_EXP + 1) /* 277 */
+#define HIST_INF (HIST_ZERO + 1)
+#define HIST_NAN (HIST_ZERO + 2)
+#define HIST_BINS (HIST_ZERO + 3)
+
+static inline AMP_HD int count_leading_zeros32(uint32_t x)
+{
+#ifdef __CUDA_ARCH__
+    return __clz((int)x);
+#else
+    return __builtin_clz(x);
+#endif
+}
+
+static inline AMP_HD int hist_bin(float x)
+{
+    uint32_t b = float_bits(x) & 0x7fffffffu;
+    if (b == 0)
+        return HIST_ZERO;
+    if (b == 0x7f800000u)
+        return HIST_INF;
+    if (b > 0x7f800000u)
+        return HIST_NAN;
+    int e = (int)(b >> 23);
+    if (e)
+        return e - 127 - HIST_MIN_EXP;
+    return (31 - count_leading_zeros32(b)) - 149 - HIST_MIN_EXP; /* float32 subnormal */
+}
+
+/* ---- counts of one rounding ---- */
+typedef struct round_counts {
+    int64_t zeros;     /* post == 0 */
+    int64_t underflow; /* pre finite and non-zero, post == 0 */
+    int64_t subnormal; /* post non-zero and below dt's smallest normal */
+    int64_t overflow;  /* pre finite, post infinite */
+    int64_t nan;       /* post is NaN */
+    float amax;        /* max |post| over non-NaN values (0 when none) */
+    float amin_nonzero; /* min |post| over non-zero non-NaN values (+inf when none) */
+} round_counts;
+
+static inline AMP_HD float dtype_min_normal(dtype dt)
+{
+    return dt == DTYPE_FLOAT16 ? 6.103515625e-5f : 1.17549435082228751e-38f;
+}
+
+static inline AMP_HD void round_counts_init(round_counts *c)
+{
+    c->zeros = c->underflow = c->subnormal = c->overflow = c->nan = 0;
+    c->amax = 0.0f;
+    c->amin_nonzero = bits_float(0x7f800000u);
+}
+
+/* Classifies one rounding of `pre` into `post`; min_normal = dtype_min_normal(dt). */
+static inline AMP_HD void round_tally(round_counts *c, float pre, float post, float min_normal)
+{
+    uint32_t apre = float_bits(pre) & 0x7fffffffu;
+    uint32_t apost = float_bits(post) & 0x7fffffffu;
+    if (apost > 0x7f800000u) {
+        c->nan++;
+        return;
+    }
+    float a = bits_float(apost);
+    if (apost == 0) {
+        c->zeros++;
+        if (apre != 0 && apre < 0x7f800000u)
+            c->underflow++;
+        return;
+    }
+    if (apost == 0x7f800000u && apre < 0x7f800000u)
+        c->overflow++;
+    if (a < min_normal)
+        c->subnormal++;
+    if (a > c->amax)
+        c->amax = a;
+    if (a < c->amin_nonzero)
+        c->amin_nonzero = a;
+}
+
+static inline AMP_HD void round_counts_merge(round_counts *into, const round_counts *c)
+{
+    into->zeros += c->zeros;
+    into->underflow += c->underflow;
+    into->subnormal += c->subnormal;
+    into->overflow += c->overflow;
+    into->nan += c->nan;
+    if (c->amax > into->amax)
+        into->amax = c->amax;
+    if (c->amin_nonzero < into->amin_nonzero)
+        into->amin_nonzero = c->amin_nonzero;
+}
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * cross_entropy.c: F.cross_entropy = log_softmax + nll_loss (mean reduction), both in
+ * float32 under autocast. The logits' upcast is a cast node ("fc3.out@float32"): PyTorch's
+ * CUDA path fuses it into _log_softmax(half_to_float=true), whose backward rounds the
+ * gradient to half at the same point with the same values, so the counts agree.
+ */
+#include "../autocast.h"
+#include "layers.h"
+
+static void log_softmax_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    r->be->log_softmax_backward(r->be, n->grad, n->saved[0], dx, stp);
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+static void nll_loss_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    r->be->nll_loss_backward(r->be, n->grad, n->saved[1], dx, stp);
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+tensor *cross_entropy_forward(run *r, tensor *logits, tensor *target)
+{
+    tensor *xa = autocast_arg(r, "log_softmax", logits);
+    tensor *logp = run_tensor_like(r, xa, "log_softmax.out", xa->dtype, MEM_ACTIVATIONS);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    r->be->log_softmax_forward(r->be, xa, logp, stp);
+    node *n = tape_record(r, "log_softmax", log_softmax_backward, logp, &xa, 1);
+    tape_save(n, 0, logp);
+    observe_tensor(r->obs, logp, ROLE_ACTIVATION, stp);
+    tensor_release(&r->pool, xa);
+
+    tensor *lp = autocast_arg(r, "nll_loss", logp);
+    tensor *loss = run_tensor(r, "loss", lp->dtype, 0, NULL, MEM_ACTIVATIONS);
+    stp = run_stats(r, &st);
+    r->be->nll_loss_forward(r->be, lp, target, loss, stp);
+    tensor *in[2] = {lp, target};
+    n = tape_record(r, "nll_loss", nll_loss_backward, loss, in, 2);
+    tape_save(n, 1, target);
+    observe_tensor(r->obs, loss, ROLE_LOSS, stp);
+    tensor_release(&r->pool, lp);
+    tensor_release(&r->pool, logp);
+    return loss;
+}

@@ -1,0 +1,82 @@
+/*
+ * mse.c: F.mse_loss and Tensor.mean. Under autocast mse_loss runs in float32 (its inputs
+ * are cast up); outside autocast it runs in the promoted dtype of its inputs. A float16
+ * prediction against a float32 target then gets a float32 gradient that the autograd
+ * engine casts down to float16 (validate_outputs; checked with PyTorch 2.15 on the CPU,
+ * where 1.13 raised "Found dtype Float but expected Half" instead). With
+ * reduction='mean' the loss is one node whose backward scales by alpha = 2/N; with
+ * reduction='none' the elementwise loss "mse.out" is followed by a separate mean node,
+ * whose backward stores dtype(1/N computed in float32) in every element.
+ */
+#include "../autocast.h"
+#include "layers.h"
+
+static dtype promote(dtype a, dtype b)
+{
+    return a == b ? a : DTYPE_FLOAT32; /* float16 with bfloat16 also promotes to float32 */
+}
+
+static void mse_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    if (n->in[0].dtype == n->out.dtype) {
+        r->be->mse_backward(r->be, n->grad, n->saved[0], n->saved[1], n->scalar, dx, stp);
+    } else { /* computed in the promoted dtype, then cast to the input's */
+        tensor *wide = run_tensor_like(r, dx, dx->name, n->out.dtype, MEM_GRADS);
+        r->be->mse_backward(r->be, n->grad, n->saved[0], n->saved[1], n->scalar, wide, NULL);
+        r->be->cast(r->be, wide, dx, stp);
+        tensor_release(&r->pool, wide);
+    }
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+static void mean_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    r->be->mean_backward(r->be, n->grad, dx, stp);
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+tensor *mean_forward(run *r, tensor *x, const char *name)
+{
+    tensor *y = run_tensor(r, name, x->dtype, 0, NULL, MEM_ACTIVATIONS);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    r->be->mean_forward(r->be, x, y, stp);
+    tape_record(r, "mean", mean_backward, y, &x, 1);
+    observe_tensor(r->obs, y, ROLE_LOSS, stp);
+    return y;
+}
+
+tensor *mse_loss_forward(run *r, tensor *pred, tensor *target, bool reduction_none)
+{
+    tensor *pa = autocast_arg(r, "mse_loss", pred);
+    tensor *ta = autocast_arg(r, "mse_loss", target);
+    dtype dt = promote(pa->dtype, ta->dtype);
+    tensor *elem = run_tensor_like(r, pa, "mse.out", dt, MEM_ACTIVATIONS);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    r->be->mse_forward(r->be, pa, ta, elem, stp);
+    tensor *out = elem;
+    if (!reduction_none) { /* apply_loss_reduction: the elementwise loss, then its mean */
+        out = run_tensor(r, "loss", dt, 0, NULL, MEM_ACTIVATIONS);
+        stp = run_stats(r, &st);
+        r->be->mean_forward(r->be, elem, out, stp);
+        tensor_release(&r->pool, elem);
+    }
+    tensor *in[2] = {pa, ta};
+    node *n = tape_record(r, "mse_loss", mse_backward, out, in, 2);
+    if (n) {
+        n->scalar = reduction_none ? 2.0 : 2.0 / (double)pa->numel;
+        tape_save(n, 0, pa);
+        tape_save(n, 1, ta);
+    }
+    observe_tensor(r->obs, out, reduction_none ? ROLE_ACTIVATION : ROLE_LOSS, stp);
+    tensor_release(&r->pool, pa);
+    tensor_release(&r->pool, ta);
+    return out;
+}

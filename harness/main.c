@@ -1,0 +1,250 @@
+/*
+ * main.c: the ampscope command line.
+ *   ampscope run CASE... [--device cpu|cuda|auto] [--out DIR] [--steps N] [--dump DIR]
+ *                        [--dump-only PATTERN] [--set SECTION.KEY=VALUE]... [--observe off]
+ *                        [--quiet]
+ *   ampscope check CASE... [--json] [--set SECTION.KEY=VALUE]...
+ *   ampscope ops
+ * Exit status: 0 every case passed, 1 a case did not, 2 bad input (case files, options).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autocast.h"
+#include "results.h"
+
+#define AMPSCOPE_VERSION "0.1.0"
+#define MAX_SETS 32
+
+static const char usage[] =
+    "usage: ampscope run CASE... [options]   run cases, write results\n"
+    "       ampscope check CASE... [--json] [--set S.K=V]...   validate case files\n"
+    "       ampscope ops                     print the autocast policy table\n"
+    "       ampscope --help | --version\n"
+    "run options:\n"
+    "  --device cpu|cuda|auto   where to run (default auto: CUDA when usable, else CPU)\n"
+    "  --out DIR                results folder (default results)\n"
+    "  --steps N                override every case's steps\n"
+    "  --set SECTION.KEY=VALUE  override a case key (repeatable); the run is named\n"
+    "                           <case>+SECTION.KEY=VALUE and its expectations do not fail it\n"
+    "  --dump DIR               write initial parameters, input, target and observed\n"
+    "                           tensors as .npy files under DIR\n"
+    "  --dump-only PATTERN      only tensors whose name matches PATTERN (shell glob)\n"
+    "  --observe off            record dtypes only: no counts, no histograms\n"
+    "  --quiet                  no progress display\n";
+
+typedef struct cli {
+    const char *cmd;
+    const char **cases;
+    int n_cases;
+    const char *sets[MAX_SETS];
+    int n_sets;
+    const char *device, *out;
+    train_options train;
+    bool json;
+} cli;
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "ampscope: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage);
+    return 2;
+}
+
+/* returns 0, or the exit status for bad usage */
+static int parse_cli(int argc, char **argv, cli *c)
+{
+    c->cmd = argv[1];
+    c->device = "auto";
+    c->out = "results";
+    c->cases = calloc((size_t)argc, sizeof *c->cases);
+    if (!c->cases)
+        return bad_usage("%s", "out of memory");
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_value = i + 1 < argc;
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            c->cases[c->n_cases++] = a;
+        } else if (strcmp(a, "--json") == 0) {
+            c->json = true;
+        } else if (strcmp(a, "--quiet") == 0) {
+            c->train.quiet = true;
+        } else if (!has_value) {
+            return bad_usage("option %s needs a value", a);
+        } else if (strcmp(a, "--device") == 0) {
+            c->device = argv[++i];
+            if (strcmp(c->device, "cpu") && strcmp(c->device, "cuda") && strcmp(c->device, "auto"))
+                return bad_usage("--device takes cpu, cuda or auto, not '%s'", c->device);
+        } else if (strcmp(a, "--out") == 0) {
+            c->out = argv[++i];
+        } else if (strcmp(a, "--steps") == 0) {
+            char *end;
+            c->train.steps = strtoll(argv[++i], &end, 10);
+            if (*end || c->train.steps <= 0)
+                return bad_usage("--steps takes a positive integer, not '%s'", argv[i]);
+        } else if (strcmp(a, "--dump") == 0) {
+            c->train.dump_dir = argv[++i];
+        } else if (strcmp(a, "--dump-only") == 0) {
+            c->train.dump_only = argv[++i];
+        } else if (strcmp(a, "--observe") == 0) {
+            const char *v = argv[++i];
+            if (strcmp(v, "off") && strcmp(v, "on"))
+                return bad_usage("--observe takes on or off, not '%s'", v);
+            c->train.observe_off = strcmp(v, "off") == 0;
+        } else if (strcmp(a, "--set") == 0) {
+            if (c->n_sets == MAX_SETS)
+                return bad_usage("at most %s --set options", "32");
+            c->sets[c->n_sets++] = argv[++i];
+        } else {
+            return bad_usage("unknown option %s", a);
+        }
+    }
+    if (c->n_cases == 0)
+        return bad_usage("%s needs at least one case file", c->cmd);
+    return 0;
+}
+
+/* Loads every case; prints every error; returns the configs or NULL (exit 2). */
+static case_config *load_cases(const cli *c)
+{
+    case_config *cfgs = calloc((size_t)c->n_cases, sizeof *cfgs);
+    if (!cfgs) {
+        fprintf(stderr, "ampscope: out of memory\n");
+        return NULL;
+    }
+    int errors = 0;
+    for (int i = 0; i < c->n_cases; i++) {
+        err_list errs = {0};
+        errors += case_load(c->cases[i], c->sets, c->n_sets, &cfgs[i], &errs);
+        for (int k = 0; k < errs.n; k++)
+            fprintf(stderr, "%s\n", errs.msgs[k]);
+        err_list_free(&errs);
+        if (c->n_sets)
+            results_variant_name(cfgs[i].name, c->sets, c->n_sets, cfgs[i].name,
+                                 sizeof cfgs[i].name);
+    }
+    for (int i = 0; i < c->n_cases && !errors; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(cfgs[i].name, cfgs[j].name) == 0) {
+                fprintf(stderr, "%s:0: case name '%s' is also the name of %s\n", cfgs[i].path,
+                        cfgs[i].name, cfgs[j].path);
+                errors++;
+            }
+    if (errors) {
+        fprintf(stderr, "ampscope: %d error%s in case files; nothing was run\n", errors,
+                errors == 1 ? "" : "s");
+        free(cfgs);
+        return NULL;
+    }
+    return cfgs;
+}
+
+static backend *open_backend(const char *device, mem_account *account)
+{
+    char err[1024];
+    if (strcmp(device, "cpu") == 0)
+        return backend_cpu_open(account);
+    backend *be = backend_cuda_load(account, getenv("AMPSCOPE_LIB_DIR"), err, sizeof err);
+    if (be)
+        return be;
+    if (strcmp(device, "cuda") == 0) {
+        fprintf(stderr, "ampscope: %s\n", err);
+        return NULL;
+    }
+    fprintf(stderr, "ampscope: %s; running on the CPU\n", err);
+    return backend_cpu_open(account);
+}
+
+static int cmd_check(const cli *c)
+{
+    case_config *cfgs = load_cases(c);
+    if (!cfgs)
+        return 2;
+    for (int i = 0; i < c->n_cases; i++) {
+        if (c->json)
+            case_write_json(&cfgs[i], stdout);
+        else
+            printf("%s: ok (%s)\n", cfgs[i].path, cfgs[i].name);
+    }
+    free(cfgs);
+    return 0;
+}
+
+static int cmd_run(const cli *c)
+{
+    case_config *cfgs = load_cases(c);
+    if (!cfgs)
+        return 2;
+    backend *be = open_backend(c->device, NULL);
+    case_result *res = calloc((size_t)c->n_cases, sizeof *res);
+    if (!be || !res) {
+        free(cfgs);
+        free(res);
+        if (be)
+            be->close(be);
+        return 2;
+    }
+    int status = 0, done = 0;
+    for (int i = 0; i < c->n_cases; i++) {
+        char tmp[4096], err[1024];
+        case_result *r = &res[done];
+        if (results_begin(c->out, cfgs[i].name, tmp, sizeof tmp, err, sizeof err)) {
+            fprintf(stderr, "ampscope: %s\n", err);
+            status = 2;
+            break;
+        }
+        if (train_case(&cfgs[i], be, &c->train, tmp, r) ||
+            results_commit(c->out, cfgs[i].name, tmp, err, sizeof err)) {
+            fprintf(stderr, "ampscope: %s: %s\n", cfgs[i].name, r->error[0] ? r->error : err);
+            results_discard(tmp);
+            status = 2;
+            break;
+        }
+        done++;
+        bool passed = r->passed || c->n_sets; /* --set runs report, never fail */
+        printf("%s %s on %s: %s%s, %d/%d expectations held%s\n",
+               r->passed ? "PASS" : passed ? "----" : "FAIL", r->name, r->device,
+               r->ok ? "ran" : "ended in error: ", r->ok ? "" : r->error, r->expect_passed,
+               r->expect_total, c->n_sets ? " (--set run: reported, not judged)" : "");
+        if (!r->passed)
+            fputs(r->failures, stdout);
+        fflush(stdout);
+        if (!passed && status == 0)
+            status = 1;
+    }
+    char err[1024];
+    if (done && results_write_summary(c->out, res, done, err, sizeof err)) {
+        fprintf(stderr, "ampscope: %s\n", err);
+        status = 2;
+    }
+    be->close(be);
+    free(res);
+    free(cfgs);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ampscope %s\n", AMPSCOPE_VERSION);
+        return 0;
+    }
+    if (strcmp(argv[1], "ops") == 0) {
+        autocast_print_table(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "run") && strcmp(argv[1], "check"))
+        return bad_usage("unknown command '%s'", argv[1]);
+    cli c = {0};
+    int rc = parse_cli(argc, argv, &c);
+    if (rc == 0)
+        rc = strcmp(c.cmd, "run") == 0 ? cmd_run(&c) : cmd_check(&c);
+    free(c.cases);
+    return rc;
+}

@@ -1,0 +1,32 @@
+/*
+ * model.h: the case's model (its layers' parameters) and its data (input batch, target).
+ * Parameters are created in float32 as PyTorch's defaults initialise them (uniform in
+ * +-1/sqrt(fan_in) for weight and bias) or read from [init] files, then converted to the
+ * case's parameter dtype, as `model.half()` does. The input and target are drawn once per
+ * case: every step trains on the same batch, as the questions' code does.
+ */
+#ifndef AMPSCOPE_MODEL_H
+#define AMPSCOPE_MODEL_H
+
+#include "rng.h"
+#include "run.h"
+
+typedef struct model {
+    tensor *weight[CASE_MAX_LAYERS], *bias[CASE_MAX_LAYERS];
+    tensor *params[2 * CASE_MAX_LAYERS]; /* model.parameters() order */
+    int n_params;
+    tensor *input, *target;
+} model;
+
+/* Creates the parameters and the input (the target waits for the output's dtype when it
+ * is randn_like); fails the run on a bad [init] or data file. */
+void model_init(run *r, model *m, rng *g);
+/* The target, drawn the first time it is asked for (out: the model's output). */
+tensor *model_target(run *r, model *m, rng *g, const tensor *out);
+/* Runs the layers on the input; returns a new reference to the output. */
+tensor *model_forward(run *r, model *m);
+/* A tensor made from host float32 values, rounded into dt. */
+tensor *run_upload_f32(run *r, const char *name, dtype dt, int ndim, const int64_t *shape,
+                       mem_category cat, const float *host);
+
+#endif

@@ -1,0 +1,161 @@
+/* optimizer.c: optimizer steps, state, master weights and the lr schedule (see
+ * optimizer.h). */
+#include "optimizer.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "autocast.h"
+
+void optimizer_init(run *r, optimizer *o, model *m)
+{
+    const case_config *cfg = r->cfg;
+    memset(o, 0, sizeof *o);
+    o->cfg = cfg->optim;
+    o->master_weights = cfg->master_weights;
+    o->n = m->n_params;
+    o->schedule = cfg->schedule;
+    o->base_lr = o->lr = cfg->optim.lr;
+    o->eta_min = cfg->eta_min;
+    o->t_max = cfg->t_max;
+    for (int i = 0; i < o->n; i++) {
+        o->param[i] = m->params[i];
+        if (!o->master_weights)
+            continue;
+        char name[TENSOR_NAME_MAX + 16];
+        snprintf(name, sizeof name, "%s@float32", o->param[i]->name);
+        tensor *mp = run_tensor_like(r, o->param[i], name, DTYPE_FLOAT32, MEM_MASTER_PARAMS);
+        r->be->cast(r->be, o->param[i], mp, NULL); /* exact: half values widen */
+        o->master[i] = mp;
+    }
+}
+
+void optimizer_collect_grads(run *r, optimizer *o, tensor **grads)
+{
+    for (int i = 0; i < o->n; i++) {
+        tensor *g = o->param[i]->grad;
+        grads[i] = g;
+        if (!g || !o->master_weights)
+            continue;
+        char name[TENSOR_NAME_MAX + 16];
+        snprintf(name, sizeof name, "%s@float32", g->name);
+        tensor *g32 = run_tensor_like(r, g, name, DTYPE_FLOAT32, MEM_GRADS);
+        round_stats st;
+        round_stats *stp = run_stats(r, &st);
+        r->be->cast(r->be, g, g32, stp);
+        observe_tensor(r->obs, g32, ROLE_GRAD_MASTER, stp);
+        grads[i] = g32;
+        /* the model's half gradient is no longer needed: Apex zeroes it after the copy */
+        tensor_release(&r->pool, g);
+        o->param[i]->grad = NULL;
+    }
+}
+
+static const char *const state_names[3][OPTIM_MAX_STATE] = {
+    [OPTIM_SGD] = {"momentum_buffer"},
+    [OPTIM_ADAM] = {"exp_avg", "exp_avg_sq"},
+    [OPTIM_RMSPROP] = {"square_avg", "momentum_buffer", "grad_avg"},
+};
+
+/* name of state k of this optimizer (rmsprop's layout depends on momentum and centered) */
+static const char *state_name(const optim_config *c, int k)
+{
+    if (c->kind == OPTIM_RMSPROP && k == 1 && !(c->momentum > 0))
+        return "grad_avg";
+    return state_names[c->kind][k];
+}
+
+static optim_hyper make_hyper(const optimizer *o)
+{
+    const optim_config *c = &o->cfg;
+    double t = (double)o->steps_taken;
+    optim_hyper h = {
+        .step = o->steps_taken,
+        .neg_lr = (float)-o->lr,
+        .weight_decay = (float)c->weight_decay,
+        .momentum = (float)c->momentum,
+        .one_minus_dampening = (float)(1.0 - c->dampening),
+        .one_minus_beta1 = (float)(1.0 - c->beta1),
+        .beta2 = (float)c->beta2,
+        .one_minus_beta2 = (float)(1.0 - c->beta2),
+        .eps = (float)c->eps,
+        .alpha = (float)c->alpha,
+        .one_minus_alpha = (float)(1.0 - c->alpha),
+    };
+    if (c->kind == OPTIM_ADAM) {
+        double bc1 = 1.0 - pow(c->beta1, t), bc2 = 1.0 - pow(c->beta2, t);
+        h.neg_step_size = (float)-(o->lr / bc1);
+        h.inv_bias_correction2_sqrt = 1.0f / (float)sqrt(bc2);
+    }
+    return h;
+}
+
+int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads)
+{
+    o->steps_taken++;
+    optim_hyper h = make_hyper(o);
+    int ns = optim_state_count(&o->cfg);
+    int64_t lost = 0;
+    for (int i = 0; i < o->n; i++) {
+        if (!grads[i])
+            continue;
+        tensor *p = o->master[i] ? o->master[i] : o->param[i];
+        for (int k = 0; k < ns; k++) {
+            if (o->state[i][k])
+                continue;
+            char name[TENSOR_NAME_MAX + 32];
+            snprintf(name, sizeof name, "%s.%s", o->param[i]->name, state_name(&o->cfg, k));
+            o->state[i][k] = run_tensor_like(r, p, name, p->dtype, MEM_OPTIMIZER_STATE);
+            r->be->fill(r->be, o->state[i][k], 0.0f);
+        }
+        optim_tensors t = {.param = p, .grad = grads[i], .visible = o->param[i]->dtype};
+        for (int k = 0; k < ns; k++)
+            t.state[k] = o->state[i][k];
+        optim_result res;
+        memset(&res, 0, sizeof res);
+        round_stats_init(&res.param);
+        for (int k = 0; k < ns; k++)
+            round_stats_init(&res.state[k]);
+        r->be->optimizer_step(r->be, &o->cfg, &h, &t, &res);
+        lost += res.lost_updates;
+        bool counting = r->counting;
+        observe_tensor(r->obs, p, o->master[i] ? ROLE_MASTER_PARAM : ROLE_PARAM,
+                       counting ? &res.param : NULL);
+        for (int k = 0; k < ns; k++)
+            observe_tensor(r->obs, t.state[k], ROLE_OPTIMIZER_STATE,
+                           counting ? &res.state[k] : NULL);
+        if (o->master[i]) { /* refresh the half parameter from its master */
+            round_stats st;
+            round_stats *stp = run_stats(r, &st);
+            r->be->cast(r->be, o->master[i], o->param[i], stp);
+            observe_tensor(r->obs, o->param[i], ROLE_PARAM, stp);
+        }
+    }
+    return lost;
+}
+
+void optimizer_zero_grad(run *r, optimizer *o, tensor **grads)
+{
+    for (int i = 0; i < o->n; i++) {
+        if (grads[i] && grads[i] != o->param[i]->grad)
+            tensor_release(&r->pool, grads[i]);
+        tensor_release(&r->pool, o->param[i]->grad);
+        o->param[i]->grad = NULL;
+        grads[i] = NULL;
+    }
+}
+
+/* CosineAnnealingLR.get_lr() of PyTorch 2.x: the recursive (chainable) form, in double */
+void scheduler_step(optimizer *o)
+{
+    o->last_epoch++;
+    if (o->schedule != SCHEDULE_COSINE)
+        return;
+    double e = (double)o->last_epoch, T = (double)o->t_max;
+    if (((o->last_epoch - 1 - o->t_max) % (2 * o->t_max)) == 0)
+        o->lr = o->lr + (o->base_lr - o->eta_min) * (1.0 - cos(M_PI / T)) / 2.0;
+    else
+        o->lr = (1.0 + cos(M_PI * e / T)) / (1.0 + cos(M_PI * (e - 1.0) / T)) *
+                    (o->lr - o->eta_min) +
+                o->eta_min;
+}

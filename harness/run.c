@@ -1,0 +1,44 @@
+/* run.c: a run's failures and tensor allocation (see run.h). */
+#include "run.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void run_fail(run *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->error, sizeof r->error, fmt, ap);
+    va_end(ap);
+    longjmp(r->fail, 1);
+}
+
+tensor *run_tensor(run *r, const char *name, dtype dt, int ndim, const int64_t *shape,
+                   mem_category cat)
+{
+    char err[512];
+    tensor *t = tensor_new(&r->pool, name, dt, ndim, shape, cat, err, sizeof err);
+    if (!t)
+        run_fail(r, "%s", err);
+    return t;
+}
+
+tensor *run_tensor_like(run *r, const tensor *like, const char *name, dtype dt,
+                        mem_category cat)
+{
+    return run_tensor(r, name, dt, like->ndim, like->shape, cat);
+}
+
+round_stats *run_stats(run *r, round_stats *st)
+{
+    if (!r->counting)
+        return NULL;
+    round_stats_init(st);
+    return st;
+}
+
+void run_check(run *r, int rc)
+{
+    if (rc)
+        run_fail(r, "%s", r->be->err);
+}

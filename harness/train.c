@@ -1,0 +1,358 @@
+/* train.c: one case's run (see train.h). */
+#include "train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "autocast.h"
+#include "dump.h"
+#include "layers/layers.h"
+#include "optimizer.h"
+
+typedef struct trainer {
+    run *r;
+    model m;
+    optimizer opt;
+    grad_scaler scaler;
+    rng g;
+    FILE *steps_csv;
+    int64_t steps;
+    double *step_ms;
+    int64_t steps_done;
+    float last_loss;
+    const train_options *opt_in;
+} trainer;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static FILE *open_csv(const char *dir, const char *file, const char *header, char *err, int len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, (size_t)len, "cannot write %.900s: %m", path);
+        return NULL;
+    }
+    fprintf(f, "%s\n", header);
+    return f;
+}
+
+/* a tensor as it is, observed (its counts describe it; nothing was rounded) */
+static void observe_as_is(run *r, tensor *t, tensor_role role)
+{
+    round_stats st;
+    round_stats *stp = t->dtype == DTYPE_INT64 ? NULL : run_stats(r, &st); /* labels: no counts */
+    if (stp && r->obs->recording)
+        r->be->observe(r->be, t, stp);
+    observe_tensor(r->obs, t, role, stp);
+}
+
+static float read_scalar(run *r, const tensor *t)
+{
+    uint8_t buf[8];
+    r->be->download(r->be, buf, t->data, (int64_t)dtype_size(t->dtype));
+    return load_as_float(buf, t->dtype, 0);
+}
+
+static void progress(const trainer *t, int64_t s, double start)
+{
+    static double last_print;
+    double elapsed = (now_ms() - start) / 1e3;
+    if (t->opt_in->quiet || elapsed < 2.0)
+        return;
+    double eta = elapsed / (double)(s + 1) * (double)(t->steps - s - 1);
+    bool tty = isatty(STDERR_FILENO);
+    if (!tty && s + 1 < t->steps && now_ms() - last_print < 5000.0)
+        return;
+    last_print = now_ms();
+    fprintf(stderr, "%s%s: step %lld/%lld, %.1fs elapsed, ETA %.1fs%s", tty ? "\r\033[K" : "",
+            t->r->cfg->name, (long long)(s + 1), (long long)t->steps, elapsed, eta,
+            tty ? (s + 1 == t->steps ? "\n" : "") : "\n");
+}
+
+static void train_step(trainer *t, int64_t s)
+{
+    run *r = t->r;
+    const case_config *cfg = r->cfg;
+    double t0 = now_ms();
+    observe_begin_step(r->obs, s, case_observes_step(cfg, s));
+
+    /* forward (and the loss, inside or outside the autocast region) */
+    observe_as_is(r, t->m.input, ROLE_INPUT);
+    for (int i = 0; i < t->m.n_params; i++)
+        observe_as_is(r, t->m.params[i], ROLE_PARAM);
+    r->autocast = cfg->autocast;
+    r->autocast_dtype = cfg->autocast_dtype;
+    tensor *out = model_forward(r, &t->m);
+    if (!cfg->loss_in_autocast)
+        autocast_exit(r);
+    bool new_target = !t->m.target;
+    tensor *target = model_target(r, &t->m, &t->g, out);
+    if (new_target || r->obs->recording)
+        observe_as_is(r, target, ROLE_TARGET);
+    tensor *loss = cfg->loss == LOSS_CROSS_ENTROPY
+                       ? cross_entropy_forward(r, out, target)
+                       : mse_loss_forward(r, out, target, cfg->loss_reduction_none);
+    if (cfg->loss == LOSS_MSE && cfg->loss_reduction_none) {
+        tensor *mean = mean_forward(r, loss, "loss");
+        tensor_release(&r->pool, loss);
+        loss = mean;
+    }
+    autocast_exit(r);
+    tensor *root = loss;
+    float scale = t->scaler.scale;
+    if (t->scaler.enabled)
+        root = scaler_scale(r, &t->scaler, loss);
+    t->last_loss = read_scalar(r, loss);
+
+    /* backward */
+    observe_begin_pass(r->obs, PASS_BACKWARD);
+    tape_backward(r, root, 1.0f);
+    if (root != loss)
+        tensor_release(&r->pool, root);
+    tensor_release(&r->pool, loss);
+    tensor_release(&r->pool, out);
+
+    /* GradScaler and optimizer */
+    observe_begin_pass(r->obs, PASS_OPTIMIZER);
+    tensor *grads[2 * CASE_MAX_LAYERS];
+    optimizer_collect_grads(r, &t->opt, grads);
+    int found_inf = 0;
+    int64_t lost = 0;
+    if (t->scaler.enabled)
+        found_inf = scaler_unscale(r, &t->scaler, grads, t->opt.n, cfg->master_weights);
+    if (!found_inf)
+        lost = optimizer_step(r, &t->opt, grads);
+    if (t->scaler.enabled)
+        scaler_update(&t->scaler, found_inf);
+    double lr = t->opt.lr;
+    scheduler_step(&t->opt);
+    optimizer_zero_grad(r, &t->opt, grads);
+    r->be->synchronize(r->be);
+    t->step_ms[s] = now_ms() - t0;
+
+    fprintf(t->steps_csv, "%s,%lld,%.9g,%.9g,%d,%d,%.6f,%.9g,%lld,%s\n", cfg->name, (long long)s,
+            (double)t->last_loss, (double)scale, found_inf, found_inf, t->step_ms[s], lr,
+            (long long)lost, found_inf ? r->obs->first_nonfinite : "");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void check_expectations(const case_config *cfg, const observer *obs, case_result *res)
+{
+    bool error_expected = false;
+    int off = 0;
+    res->expect_total = cfg->n_expects;
+    for (int i = 0; i < cfg->n_expects; i++) {
+        const expect_spec *e = &cfg->expects[i];
+        char why[2048] = "";
+        if (e->kind == EXPECT_DTYPE) {
+            dtype got;
+            if (!observe_find(obs, e->tensor, &got))
+                snprintf(why, sizeof why, "dtype %s: the run has no tensor named %s%s", e->tensor,
+                         e->tensor, res->ok ? "" : " (it ended in an error first)");
+            else if (got != e->dt)
+                snprintf(why, sizeof why, "dtype %s: expected %s, got %s", e->tensor,
+                         dtype_name(e->dt), dtype_name(got));
+        } else if (e->text[0]) {
+            error_expected = true;
+            if (res->ok)
+                snprintf(why, sizeof why, "error: expected an error containing '%s', the run "
+                         "finished without one", e->text);
+            else if (!strstr(res->error, e->text))
+                snprintf(why, sizeof why, "error: expected '%s', got '%s'", e->text, res->error);
+        } else {
+            error_expected = true; /* error = none */
+            if (!res->ok)
+                snprintf(why, sizeof why, "error: expected none, got '%s'", res->error);
+        }
+        if (why[0])
+            off += snprintf(res->failures + off, sizeof res->failures - (size_t)off,
+                            "%s:%d: expectation failed: %s\n", cfg->path, e->line, why);
+        else
+            res->expect_passed++;
+        if (off >= (int)sizeof res->failures)
+            off = (int)sizeof res->failures - 1;
+    }
+    res->passed = res->expect_passed == res->expect_total && (res->ok || error_expected);
+    if (!res->ok && !error_expected)
+        snprintf(res->failures + off, sizeof res->failures - (size_t)off,
+                 "%s: the run ended in an error no expectation names: %s\n", cfg->path,
+                 res->error);
+}
+
+static void dump_init(trainer *t, const char *dir)
+{
+    run *r = t->r;
+    for (int i = 0; i < t->m.n_params; i++)
+        if (dump_tensor(r->be, dir, "init", t->m.params[i], r->error, sizeof r->error))
+            run_fail(r, "%s", r->error);
+    if (dump_tensor(r->be, dir, "init", t->m.input, r->error, sizeof r->error))
+        run_fail(r, "%s", r->error);
+}
+
+static void train_steps(trainer *t)
+{
+    run *r = t->r;
+    model_init(r, &t->m, &t->g);
+    optimizer_init(r, &t->opt, &t->m);
+    scaler_init(&t->scaler, r->cfg);
+    if (t->opt_in->dump_dir)
+        dump_init(t, t->opt_in->dump_dir);
+    double start = now_ms();
+    for (int64_t s = 0; s < t->steps; s++) {
+        train_step(t, s);
+        t->steps_done = s + 1;
+        if (s == 0 && t->opt_in->dump_dir &&
+            dump_tensor(r->be, t->opt_in->dump_dir, "init", t->m.target, r->error,
+                        sizeof r->error))
+            run_fail(r, "%s", r->error);
+        progress(t, s, start);
+    }
+}
+
+static void fill_result(const case_config *cfg, const run *r, const trainer *t, int64_t steps_done,
+                        case_result *res)
+{
+    const observer *o = r->obs;
+    snprintf(res->device, sizeof res->device, "%s", r->be->device);
+    snprintf(res->params, sizeof res->params, "%s", dtype_name(cfg->params));
+    snprintf(res->autocast, sizeof res->autocast, "%s",
+             cfg->autocast ? dtype_name(cfg->autocast_dtype) : "off");
+    snprintf(res->input_dtype, sizeof res->input_dtype, "%s", dtype_name(cfg->input_dtype));
+    char out_name[TENSOR_NAME_MAX];
+    snprintf(out_name, sizeof out_name, "%s.out", cfg->layers[cfg->n_layers - 1].name);
+    dtype dt;
+    if (observe_find(o, out_name, &dt))
+        snprintf(res->output_dtype, sizeof res->output_dtype, "%s", dtype_name(dt));
+    if (observe_find(o, "loss", &dt))
+        snprintf(res->loss_dtype, sizeof res->loss_dtype, "%s", dtype_name(dt));
+    observe_dtype_set(o, ROLE_GRAD_PARAM, res->param_grad_dtypes, sizeof res->param_grad_dtypes);
+    observe_dtype_set(o, ROLE_GRAD_CAST, res->cast_grad_dtypes, sizeof res->cast_grad_dtypes);
+    observe_dtype_set(o, ROLE_GRAD_ACTIVATION, res->activation_grad_dtypes,
+                      sizeof res->activation_grad_dtypes);
+    res->grad_underflow = o->grad_underflow;
+    res->grad_numel = o->grad_numel;
+    res->final_loss = steps_done ? (double)t->last_loss : NAN;
+    res->peak_bytes = r->account.total_peak;
+    res->workspace_peak_bytes = r->account.peak[MEM_WORKSPACE];
+    if (steps_done) {
+        double *sorted = malloc(sizeof(double) * (size_t)steps_done);
+        if (sorted) {
+            memcpy(sorted, t->step_ms, sizeof(double) * (size_t)steps_done);
+            qsort(sorted, (size_t)steps_done, sizeof(double), cmp_double);
+            res->step_ms = sorted[steps_done / 2];
+            free(sorted);
+        }
+    } else {
+        res->step_ms = NAN;
+    }
+}
+
+static int write_memory_csv(const char *dir, const case_config *cfg, const mem_account *a,
+                            const mem_account *end, char *err, int len)
+{
+    FILE *f = open_csv(dir, "memory.csv", "case,category,peak_bytes,end_bytes", err, len);
+    if (!f)
+        return -1;
+    for (int c = 0; c < MEM_CATEGORY_COUNT; c++)
+        fprintf(f, "%s,%s,%lld,%lld\n", cfg->name, mem_category_name((mem_category)c),
+                (long long)a->peak[c], (long long)end->current[c]);
+    fprintf(f, "%s,total,%lld,%lld\n", cfg->name, (long long)a->total_peak, (long long)end->total);
+    if (fclose(f)) {
+        snprintf(err, (size_t)len, "cannot write %s/memory.csv: %m", dir);
+        return -1;
+    }
+    return 0;
+}
+
+int train_case(const case_config *cfg, backend *be, const train_options *opt, const char *dir,
+               case_result *res)
+{
+    memset(res, 0, sizeof *res);
+    snprintf(res->name, sizeof res->name, "%s", cfg->name);
+    trainer *t = calloc(1, sizeof *t);
+    run *r = calloc(1, sizeof *r);
+    observer *obs = calloc(1, sizeof *obs);
+    int64_t steps = opt->steps > 0 ? opt->steps : cfg->steps;
+    double *step_ms = calloc((size_t)steps, sizeof(double));
+    if (!t || !r || !obs || !step_ms) {
+        free(t), free(r), free(obs), free(step_ms);
+        snprintf(res->error, sizeof res->error, "out of host memory");
+        return -1;
+    }
+    char err[1024] = "";
+    obs->case_name = cfg->name;
+    obs->be = be;
+    obs->dump_dir = opt->dump_dir;
+    obs->dump_only = opt->dump_only;
+    obs->tensors = open_csv(dir, "tensors.csv", TENSORS_CSV_HEADER, err, sizeof err);
+    obs->hist = obs->tensors ? open_csv(dir, "hist.csv", HIST_CSV_HEADER, err, sizeof err) : NULL;
+    t->steps_csv = obs->hist ? open_csv(dir, "steps.csv",
+                                        "case,step,loss,loss_scale,found_inf,skipped,step_ms,lr,"
+                                        "lost_updates,first_nonfinite",
+                                        err, sizeof err)
+                             : NULL;
+    int rc = t->steps_csv ? 0 : -1;
+    if (rc == 0) {
+        r->cfg = cfg;
+        r->be = be;
+        r->obs = obs;
+        r->counting = !opt->observe_off;
+        r->pool = (tensor_pool){.be = be, .account = &r->account};
+        be->account = &r->account;
+        t->r = r;
+        t->steps = steps;
+        t->step_ms = step_ms;
+        t->opt_in = opt;
+        rng_seed(&t->g, cfg->seed);
+        if (setjmp(r->fail) == 0) {
+            res->ok = true;
+            train_steps(t);
+        } else {
+            res->ok = false;
+            snprintf(res->error, sizeof res->error, "%s", r->error);
+        }
+        int64_t done = t->steps_done;
+        mem_account end = r->account; /* what the run holds at its end, before teardown */
+        tape_clear(r);
+        autocast_exit(r);
+        tensor_pool_clear(&r->pool);
+        fill_result(cfg, r, t, done, res);
+        check_expectations(cfg, obs, res);
+        rc = write_memory_csv(dir, cfg, &r->account, &end, err, sizeof err);
+        if (obs->write_failed && rc == 0) {
+            snprintf(err, sizeof err, "writing results in %s failed%s%s", dir,
+                     obs->dump_error[0] ? ": " : "", obs->dump_error);
+            rc = -1;
+        }
+        be->account = NULL;
+    }
+    FILE *files[3] = {obs->tensors, obs->hist, t->steps_csv};
+    for (int i = 0; i < 3; i++)
+        if (files[i] && fclose(files[i]) && rc == 0) {
+            snprintf(err, sizeof err, "cannot write results in %s: %m", dir);
+            rc = -1;
+        }
+    if (rc)
+        snprintf(res->error, sizeof res->error, "%s", err);
+    observe_free(obs);
+    free(obs);
+    free(step_ms);
+    free(r);
+    free(t);
+    return rc;
+}

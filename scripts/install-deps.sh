@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# install-deps.sh: makes sure the Debian packages ampscope builds and plots with are present.
+# Installs the missing ones when run as root with apt-get available; otherwise prints the
+# exact apt-get line and fails. Usage: scripts/install-deps.sh [PACKAGE...]
+set -u
+pkgs=("$@")
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(libopenblas-dev libcriterion-dev python3-matplotlib python3-numpy)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+line="apt-get install -y ${missing[*]}"
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+    echo "deps: missing Debian packages: ${missing[*]}" >&2
+    echo "deps: run as root:  apt-get update && $line" >&2
+    exit 1
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y -q "${missing[@]}" >&2; then
+    apt-get update -q >&2 && apt-get install -y -q "${missing[@]}" >&2 || {
+        echo "deps: could not install; run as root:  apt-get update && $line" >&2
+        exit 1
+    }
+fi

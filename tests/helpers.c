@@ -1,0 +1,191 @@
+/* helpers.c: shared test helpers (see helpers.h). */
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/results.h"
+
+void env_open(test_env *e)
+{
+    memset(e, 0, sizeof *e);
+    e->be = backend_cpu_open(&e->account);
+    cr_assert_not_null(e->be);
+    e->be->account = &e->account;
+    e->pool = (tensor_pool){.be = e->be, .account = &e->account};
+}
+
+void env_close(test_env *e)
+{
+    tensor_pool_clear(&e->pool);
+    e->be->close(e->be);
+}
+
+tensor *env_tensor(test_env *e, const char *name, dtype dt, int ndim, const int64_t *shape,
+                   const float *v)
+{
+    char err[256];
+    tensor *t = tensor_new(&e->pool, name, dt, ndim, shape, MEM_ACTIVATIONS, err, sizeof err);
+    cr_assert_not_null(t, "%s", err);
+    for (int64_t i = 0; i < t->numel; i++)
+        store_from_float(t->data, dt, i, v ? v[i] : 0.0f);
+    return t;
+}
+
+tensor *env_zeros(test_env *e, const char *name, dtype dt, int ndim, const int64_t *shape)
+{
+    return env_tensor(e, name, dt, ndim, shape, NULL);
+}
+
+float tensor_at(const tensor *t, int64_t i) { return load_as_float(t->data, t->dtype, i); }
+
+void make_temp_dir(char *buf, int len)
+{
+    snprintf(buf, (size_t)len, "/tmp/ampscope-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(buf));
+}
+
+static int rm_entry(const char *p, const struct stat *s, int f, struct FTW *w)
+{
+    (void)s, (void)f, (void)w;
+    return remove(p);
+}
+
+void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+void write_file(const char *dir, const char *name, const char *text, char *buf, int len)
+{
+    snprintf(buf, (size_t)len, "%s/%s", dir, name);
+    FILE *f = fopen(buf, "w");
+    cr_assert_not_null(f, "cannot write %s", buf);
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+void run_case_file(const char *path, const char *out, case_result *res, const train_options *opt)
+{
+    static case_config cfg;
+    err_list errs = {0};
+    int n = case_load(path, NULL, 0, &cfg, &errs);
+    cr_assert_eq(n, 0, "%s: %s", path, errs.n ? errs.msgs[0] : "");
+    err_list_free(&errs);
+    mem_account account = {0};
+    backend *be = backend_cpu_open(&account);
+    train_options none = {.quiet = true};
+    char tmp[4096], err[1024];
+    cr_assert_eq(results_begin(out, cfg.name, tmp, sizeof tmp, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(train_case(&cfg, be, opt ? opt : &none, tmp, res), 0, "%s", res->error);
+    cr_assert_eq(results_commit(out, cfg.name, tmp, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(results_write_summary(out, res, 1, err, sizeof err), 0, "%s", err);
+    be->close(be);
+}
+
+/* splits one CSV line (no quoted newlines) into malloc'd fields */
+static char **split_line(const char *line, int *n)
+{
+    int cap = 8, k = 0;
+    char **f = malloc(sizeof *f * (size_t)cap);
+    const char *p = line;
+    for (;;) {
+        char buf[4096];
+        int len = 0;
+        if (*p == '"') {
+            for (p++; *p && !(*p == '"' && p[1] != '"'); p++) {
+                if (*p == '"')
+                    p++;
+                if (len < (int)sizeof buf - 1)
+                    buf[len++] = *p;
+            }
+            if (*p == '"')
+                p++;
+        } else {
+            while (*p && *p != ',' && *p != '\n' && *p != '\r')
+                if (len < (int)sizeof buf - 1)
+                    buf[len++] = *p++;
+                else
+                    p++;
+        }
+        buf[len] = '\0';
+        if (k == cap)
+            f = realloc(f, sizeof *f * (size_t)(cap *= 2));
+        f[k++] = strdup(buf);
+        if (*p != ',')
+            break;
+        p++;
+    }
+    *n = k;
+    return f;
+}
+
+bool csv_read(const char *path, csv *c)
+{
+    memset(c, 0, sizeof *c);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char *line = NULL;
+    size_t cap = 0;
+    int rows_cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+        int n;
+        char **fields = split_line(line, &n);
+        if (!c->header) {
+            c->header = fields;
+            c->n_cols = n;
+            continue;
+        }
+        if (c->n_rows == rows_cap)
+            c->rows = realloc(c->rows, sizeof *c->rows * (size_t)(rows_cap = rows_cap ? 2 * rows_cap : 64));
+        c->rows[c->n_rows++] = fields;
+    }
+    free(line);
+    fclose(f);
+    return c->header != NULL;
+}
+
+void csv_free(csv *c)
+{
+    for (int r = 0; r < c->n_rows; r++) {
+        for (int k = 0; k < c->n_cols; k++)
+            free(c->rows[r][k]);
+        free(c->rows[r]);
+    }
+    for (int k = 0; k < c->n_cols; k++)
+        free(c->header[k]);
+    free(c->header);
+    free(c->rows);
+}
+
+int csv_col(const csv *c, const char *name)
+{
+    for (int k = 0; k < c->n_cols; k++)
+        if (strcmp(c->header[k], name) == 0)
+            return k;
+    cr_assert_fail("no column %s", name);
+    return -1;
+}
+
+char **csv_find(const csv *c, const char *col1, const char *v1, const char *col2, const char *v2,
+                const char *col3, const char *v3)
+{
+    int k1 = csv_col(c, col1), k2 = col2 ? csv_col(c, col2) : -1, k3 = col3 ? csv_col(c, col3) : -1;
+    for (int r = 0; r < c->n_rows; r++) {
+        char **row = c->rows[r];
+        if (strcmp(row[k1], v1) == 0 && (k2 < 0 || strcmp(row[k2], v2) == 0) &&
+            (k3 < 0 || strcmp(row[k3], v3) == 0))
+            return row;
+    }
+    return NULL;
+}
+
+void first_line(const char *path, char *buf, int len)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot read %s", path);
+    cr_assert_not_null(fgets(buf, len, f));
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+}

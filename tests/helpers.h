@@ -1,0 +1,55 @@
+/*
+ * helpers.h: what the Criterion tests share: a CPU backend with a tensor pool, tensors made
+ * from literal values, temporary case files, running a case into a temporary folder, and
+ * reading the CSV files it wrote.
+ */
+#ifndef AMPSCOPE_TEST_HELPERS_H
+#define AMPSCOPE_TEST_HELPERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../harness/backend.h"
+#include "../harness/case.h"
+#include "../harness/train.h"
+
+typedef struct test_env {
+    backend *be;
+    mem_account account;
+    tensor_pool pool;
+} test_env;
+
+void env_open(test_env *e);
+void env_close(test_env *e);
+/* a tensor of dtype dt holding the float values v (rounded into dt) */
+tensor *env_tensor(test_env *e, const char *name, dtype dt, int ndim, const int64_t *shape,
+                   const float *v);
+tensor *env_zeros(test_env *e, const char *name, dtype dt, int ndim, const int64_t *shape);
+/* element i of t as float */
+float tensor_at(const tensor *t, int64_t i);
+
+/* A fresh temporary folder (removed by rm_rf). */
+void make_temp_dir(char *buf, int len);
+void rm_rf(const char *path);
+/* Writes text to DIR/NAME; returns the path in buf. */
+void write_file(const char *dir, const char *name, const char *text, char *buf, int len);
+
+/* Loads a case file and runs it on the CPU into OUT/<case>; cr_asserts on bad input. */
+void run_case_file(const char *path, const char *out, case_result *res, const train_options *opt);
+
+/* A CSV file read whole: header fields and rows of fields. */
+typedef struct csv {
+    int n_cols, n_rows;
+    char **header;
+    char ***rows;
+} csv;
+bool csv_read(const char *path, csv *c);
+void csv_free(csv *c);
+int csv_col(const csv *c, const char *name);
+/* The first row whose columns match every (name, value) pair; NULL when none. */
+char **csv_find(const csv *c, const char *col1, const char *v1, const char *col2, const char *v2,
+                const char *col3, const char *v3);
+/* The header line of a file, without its newline. */
+void first_line(const char *path, char *buf, int len);
+
+#endif
