@@ -65,7 +65,7 @@ static const char *state_name(const optim_config *c, int k)
     return state_names[c->kind][k];
 }
 
-static optim_hyper make_hyper(const optimizer *o)
+optim_hyper optimizer_hyper(const optimizer *o)
 {
     const optim_config *c = &o->cfg;
     double t = (double)o->steps_taken;
@@ -93,7 +93,7 @@ static optim_hyper make_hyper(const optimizer *o)
 int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads)
 {
     o->steps_taken++;
-    optim_hyper h = make_hyper(o);
+    optim_hyper h = optimizer_hyper(o);
     int ns = optim_state_count(&o->cfg);
     int64_t lost = 0;
     for (int i = 0; i < o->n; i++) {

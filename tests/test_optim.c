@@ -1,0 +1,204 @@
+/*
+ * test_optim.c: the optimizers, the cosine schedule, a master-weight step and lost-update
+ * counting, on the CPU backend.
+ * Reference values: three steps of torch.optim.{SGD,Adam,RMSprop}(foreach=False) on a
+ * float64 parameter 1.0 with gradients 0.5, 0.25, -0.125, printed by PyTorch 2.15 (CPU);
+ * the first two SGD steps also by hand in the comments. float32 arithmetic stays within
+ * 1e-6 relative of them. The float16 Adam step's -inf and NaN are also PyTorch's.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "../harness/optimizer.h"
+#include "helpers.h"
+
+static const float grads3[3] = {0.5f, 0.25f, -0.125f};
+
+/* runs three steps on a one-element float32 parameter; returns the parameter after each */
+static void three_steps(optim_config cfg, double *out)
+{
+    test_env e;
+    env_open(&e);
+    int64_t n = 1;
+    float one = 1.0f;
+    tensor *p = env_tensor(&e, "p", DTYPE_FLOAT32, 1, &n, &one);
+    tensor *g = env_zeros(&e, "g", DTYPE_FLOAT32, 1, &n);
+    optim_tensors t = {.param = p, .grad = g, .visible = DTYPE_FLOAT32};
+    for (int k = 0; k < optim_state_count(&cfg); k++)
+        t.state[k] = env_zeros(&e, "s", DTYPE_FLOAT32, 1, &n);
+    optimizer o = {.cfg = cfg, .base_lr = cfg.lr, .lr = cfg.lr};
+    for (int s = 0; s < 3; s++) {
+        store_from_float(g->data, DTYPE_FLOAT32, 0, grads3[s]);
+        o.steps_taken = s + 1;
+        optim_hyper h = optimizer_hyper(&o);
+        optim_result res;
+        memset(&res, 0, sizeof res);
+        e.be->optimizer_step(e.be, &cfg, &h, &t, &res);
+        out[s] = tensor_at(p, 0);
+    }
+    env_close(&e);
+}
+
+static void expect_steps(const char *what, const double *got, const double *want)
+{
+    for (int s = 0; s < 3; s++)
+        cr_expect(fabs(got[s] - want[s]) <= 1e-6 * fabs(want[s]), "%s step %d: %.9g, PyTorch %.9g",
+                  what, s + 1, got[s], want[s]);
+}
+
+Test(optim, sgd_momentum_weight_decay)
+{
+    /* step 1: g = 0.5 + 0.1 * 1 = 0.6, buf = 0.6, p = 1 - 0.1 * 0.6 = 0.94
+     * step 2: g = 0.25 + 0.1 * 0.94 = 0.344, buf = 0.9 * 0.6 + 0.344 = 0.884,
+     *         p = 0.94 - 0.0884 = 0.8516 */
+    static const double want[3] = {0.94, 0.8516, 0.776024};
+    double got[3];
+    three_steps((optim_config){.kind = OPTIM_SGD, .lr = 0.1, .momentum = 0.9, .weight_decay = 0.1},
+                got);
+    expect_steps("sgd", got, want);
+}
+
+Test(optim, sgd_nesterov)
+{
+    /* step 1: buf = 0.5, g = 0.5 + 0.9 * 0.5 = 0.95, p = 1 - 0.095 = 0.905 */
+    static const double want[3] = {0.905, 0.817, 0.78405};
+    double got[3];
+    three_steps((optim_config){.kind = OPTIM_SGD, .lr = 0.1, .momentum = 0.9, .nesterov = true},
+                got);
+    expect_steps("sgd nesterov", got, want);
+}
+
+Test(optim, adam_with_l2_weight_decay)
+{
+    static const double want[3] = {0.9000000016666666, 0.8050097658613199, 0.7358516953412214};
+    double got[3];
+    three_steps((optim_config){.kind = OPTIM_ADAM, .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999,
+                               .eps = 1e-8, .weight_decay = 0.1},
+                got);
+    expect_steps("adam", got, want);
+}
+
+Test(optim, rmsprop_centered_momentum)
+{
+    static const double want[3] = {0.899496238676095, 0.7637340994926962, 0.663687749776144};
+    double got[3];
+    three_steps((optim_config){.kind = OPTIM_RMSPROP, .lr = 0.01, .alpha = 0.99, .eps = 1e-8,
+                               .momentum = 0.9, .centered = true},
+                got);
+    expect_steps("rmsprop centered", got, want);
+}
+
+Test(optim, rmsprop_weight_decay)
+{
+    static const double want[3] = {0.900000016666664, 0.8505111103590103, 0.8563452346851794};
+    double got[3];
+    three_steps((optim_config){.kind = OPTIM_RMSPROP, .lr = 0.01, .alpha = 0.99, .eps = 1e-8,
+                               .weight_decay = 0.1},
+                got);
+    expect_steps("rmsprop", got, want);
+}
+
+Test(optim, adam_in_float16_divides_by_zero)
+{
+    /* eps = 1e-8 is 0 in float16; g = 1e-4: v = 0.001 * g^2 underflows, m / 0 = inf;
+     * g = 0: 0 / 0 = NaN; g = 0.5: an ordinary step of lr. PyTorch 2.15 prints
+     * tensor([-inf, nan, 0.9990], dtype=torch.float16) for the same step. */
+    test_env e;
+    env_open(&e);
+    int64_t n = 3;
+    float ones[3] = {1, 1, 1}, g[3] = {1e-4f, 0, 0.5f};
+    optim_config cfg = {.kind = OPTIM_ADAM, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+    optim_tensors t = {.param = env_tensor(&e, "p", DTYPE_FLOAT16, 1, &n, ones),
+                       .grad = env_tensor(&e, "g", DTYPE_FLOAT16, 1, &n, g),
+                       .state = {env_zeros(&e, "m", DTYPE_FLOAT16, 1, &n),
+                                 env_zeros(&e, "v", DTYPE_FLOAT16, 1, &n)},
+                       .visible = DTYPE_FLOAT16};
+    optimizer o = {.cfg = cfg, .base_lr = cfg.lr, .lr = cfg.lr, .steps_taken = 1};
+    optim_hyper h = optimizer_hyper(&o);
+    optim_result res;
+    memset(&res, 0, sizeof res);
+    round_stats_init(&res.param);
+    e.be->optimizer_step(e.be, &cfg, &h, &t, &res);
+    cr_expect(isinf(tensor_at(t.param, 0)) && tensor_at(t.param, 0) < 0);
+    cr_expect(isnan(tensor_at(t.param, 1)));
+    cr_expect_eq(tensor_at(t.param, 2), 0.9990234375f); /* float16 nearest to 1 - 1e-3 */
+    cr_expect_eq(tensor_at(t.state[1], 0), 0.0f);        /* exp_avg_sq underflowed */
+    cr_expect_eq(res.param.counts.nan, 1);
+    cr_expect_eq(res.param.counts.overflow, 0); /* the inf came from m / 0, not a rounding */
+    cr_expect(isinf(res.param.counts.amax));
+    env_close(&e);
+}
+
+Test(optim, lost_updates_counts_ignored_updates)
+{
+    /* float16 1.0 has spacing 2^-10 above and 2^-11 below: an update of -2^-12 is a tie
+     * between 1 - 2^-11 and 1 and rounds to even 1.0, so it is lost; -2^-9 moves the value;
+     * a zero gradient asks for no update and is not counted. */
+    test_env e;
+    env_open(&e);
+    int64_t n = 8;
+    float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    float g[8] = {0x1p-12f, 0x1p-12f, 0x1p-12f, 0, 0, 0x1p-9f, 0x1p-9f, 0x1p-9f};
+    optim_config cfg = {.kind = OPTIM_SGD, .lr = 1.0};
+    optim_tensors t = {.param = env_tensor(&e, "p", DTYPE_FLOAT16, 1, &n, ones),
+                       .grad = env_tensor(&e, "g", DTYPE_FLOAT16, 1, &n, g),
+                       .visible = DTYPE_FLOAT16};
+    optimizer o = {.cfg = cfg, .base_lr = 1.0, .lr = 1.0, .steps_taken = 1};
+    optim_hyper h = optimizer_hyper(&o);
+    optim_result res;
+    memset(&res, 0, sizeof res);
+    e.be->optimizer_step(e.be, &cfg, &h, &t, &res);
+    cr_expect_eq(res.lost_updates, 3);
+    cr_expect_eq(tensor_at(t.param, 0), 1.0f);
+    cr_expect_eq(tensor_at(t.param, 5), 1.0f - 0x1p-9f);
+    env_close(&e);
+}
+
+Test(optim, master_weights_keep_the_updates_float16_loses)
+{
+    /* The same -2^-12 update, applied twice to a float32 master of a float16 1.0: the first
+     * leaves the visible value at 1.0 (lost), the second brings the master to 1 - 2^-11,
+     * which float16 holds, so the refreshed parameter moves. */
+    test_env e;
+    env_open(&e);
+    int64_t n = 4;
+    float ones[4] = {1, 1, 1, 1}, g[4] = {0x1p-12f, 0x1p-12f, 0x1p-12f, 0x1p-12f};
+    tensor *half = env_tensor(&e, "p", DTYPE_FLOAT16, 1, &n, ones);
+    optim_config cfg = {.kind = OPTIM_SGD, .lr = 1.0};
+    optim_tensors t = {.param = env_tensor(&e, "p@float32", DTYPE_FLOAT32, 1, &n, ones),
+                       .grad = env_tensor(&e, "g", DTYPE_FLOAT32, 1, &n, g),
+                       .visible = DTYPE_FLOAT16};
+    optimizer o = {.cfg = cfg, .base_lr = 1.0, .lr = 1.0};
+    int64_t lost[2];
+    for (int s = 0; s < 2; s++) {
+        o.steps_taken = s + 1;
+        optim_hyper h = optimizer_hyper(&o);
+        optim_result res;
+        memset(&res, 0, sizeof res);
+        e.be->optimizer_step(e.be, &cfg, &h, &t, &res);
+        e.be->cast(e.be, t.param, half, NULL);
+        lost[s] = res.lost_updates;
+    }
+    cr_expect_eq(lost[0], 4);
+    cr_expect_eq(lost[1], 0);
+    cr_expect_eq(tensor_at(t.param, 0), 1.0f - 0x1p-11f);
+    cr_expect_eq(tensor_at(half, 0), 1.0f - 0x1p-11f);
+    env_close(&e);
+}
+
+Test(optim, cosine_schedule_follows_the_closed_form)
+{
+    /* PyTorch's CosineAnnealingLR steps a recursive formula; over two periods it must stay
+     * on eta_min + (base - eta_min) * (1 + cos(pi * t / T)) / 2 */
+    optimizer o = {.schedule = SCHEDULE_COSINE, .base_lr = 0.1, .lr = 0.1, .eta_min = 0.001,
+                   .t_max = 10};
+    for (int t = 1; t <= 25; t++) {
+        scheduler_step(&o);
+        double want = 0.001 + (0.1 - 0.001) * (1 + cos(M_PI * t / 10.0)) / 2;
+        cr_expect(fabs(o.lr - want) < 1e-12, "t = %d: %.15g, closed form %.15g", t, o.lr, want);
+    }
+    optimizer c = {.schedule = SCHEDULE_CONSTANT, .base_lr = 0.1, .lr = 0.1};
+    scheduler_step(&c);
+    cr_expect_eq(c.lr, 0.1);
+}
