@@ -121,9 +121,11 @@ static case_config *load_cases(const cli *c)
         for (int k = 0; k < errs.n; k++)
             fprintf(stderr, "%s\n", errs.msgs[k]);
         err_list_free(&errs);
-        if (c->n_sets)
-            results_variant_name(cfgs[i].name, c->sets, c->n_sets, cfgs[i].name,
-                                 sizeof cfgs[i].name);
+        if (c->n_sets) {
+            char base[CASE_NAME_MAX];
+            snprintf(base, sizeof base, "%s", cfgs[i].name);
+            results_variant_name(base, c->sets, c->n_sets, cfgs[i].name, sizeof cfgs[i].name);
+        }
     }
     for (int i = 0; i < c->n_cases && !errors; i++)
         for (int j = 0; j < i; j++)

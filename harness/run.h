@@ -85,6 +85,9 @@ node *tape_record(run *r, const char *op, backward_fn backward, tensor *out, ten
 void tape_save(node *n, int i, tensor *t);
 /* Runs backward from `root` (a one-element tensor) with gradient value `seed`. */
 void tape_backward(run *r, tensor *root, float seed);
+/* Bytes of the distinct storages the nodes keep for backward, parameters and autocast's
+ * copies left out (what saved_tensors_hooks would count as activations). */
+int64_t tape_saved_bytes(const run *r);
 /* Releases every node's saved tensors and pending gradients. */
 void tape_clear(run *r);
 /* Inside a node's backward: whether input i needs a gradient, and hands it over. */

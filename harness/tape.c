@@ -123,3 +123,28 @@ void tape_clear(run *r)
         node_clear(r, &r->nodes[k]);
     r->n_nodes = 0;
 }
+
+int64_t tape_saved_bytes(const run *r)
+{
+    const tensor *seen[RUN_MAX_NODES * NODE_MAX_INPUTS];
+    int n_seen = 0;
+    int64_t bytes = 0;
+    for (int k = 0; k < r->n_nodes; k++)
+        for (int i = 0; i < NODE_MAX_INPUTS; i++) {
+            const tensor *t = r->nodes[k].saved[i];
+            if (!t)
+                continue;
+            while (t->base)
+                t = t->base;
+            if (t->category == MEM_PARAMS || t->category == MEM_AUTOCAST_CACHE)
+                continue;
+            bool dup = false;
+            for (int j = 0; j < n_seen && !dup; j++)
+                dup = seen[j] == t;
+            if (!dup) {
+                seen[n_seen++] = t;
+                bytes += tensor_bytes(t);
+            }
+        }
+    return bytes;
+}

@@ -22,6 +22,7 @@ typedef struct trainer {
     int64_t steps;
     double *step_ms;
     int64_t steps_done;
+    int64_t saved_bytes; /* most bytes saved for backward at the end of a forward */
     float last_loss;
     const train_options *opt_in;
 } trainer;
@@ -114,6 +115,10 @@ static void train_step(trainer *t, int64_t s)
         root = scaler_scale(r, &t->scaler, loss);
     t->last_loss = read_scalar(r, loss);
 
+    int64_t saved = tape_saved_bytes(r);
+    if (saved > t->saved_bytes)
+        t->saved_bytes = saved;
+
     /* backward */
     observe_begin_pass(r->obs, PASS_BACKWARD);
     tape_backward(r, root, 1.0f);
@@ -141,7 +146,8 @@ static void train_step(trainer *t, int64_t s)
     t->step_ms[s] = now_ms() - t0;
 
     fprintf(t->steps_csv, "%s,%lld,%.9g,%.9g,%d,%d,%.6f,%.9g,%lld,%s\n", cfg->name, (long long)s,
-            (double)t->last_loss, (double)scale, found_inf, found_inf, t->step_ms[s], lr,
+            (double)t->last_loss, t->scaler.enabled ? (double)scale : 1.0, found_inf, found_inf,
+            t->step_ms[s], lr,
             (long long)lost, found_inf ? r->obs->first_nonfinite : "");
 }
 
@@ -263,7 +269,7 @@ static void fill_result(const case_config *cfg, const run *r, const trainer *t, 
 }
 
 static int write_memory_csv(const char *dir, const case_config *cfg, const mem_account *a,
-                            const mem_account *end, char *err, int len)
+                            const mem_account *end, int64_t saved, char *err, int len)
 {
     FILE *f = open_csv(dir, "memory.csv", "case,category,peak_bytes,end_bytes", err, len);
     if (!f)
@@ -272,6 +278,7 @@ static int write_memory_csv(const char *dir, const case_config *cfg, const mem_a
         fprintf(f, "%s,%s,%lld,%lld\n", cfg->name, mem_category_name((mem_category)c),
                 (long long)a->peak[c], (long long)end->current[c]);
     fprintf(f, "%s,total,%lld,%lld\n", cfg->name, (long long)a->total_peak, (long long)end->total);
+    fprintf(f, "%s,saved_for_backward,%lld,0\n", cfg->name, (long long)saved);
     if (fclose(f)) {
         snprintf(err, (size_t)len, "cannot write %s/memory.csv: %m", dir);
         return -1;
@@ -333,7 +340,7 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
         tensor_pool_clear(&r->pool);
         fill_result(cfg, r, t, done, res);
         check_expectations(cfg, obs, res);
-        rc = write_memory_csv(dir, cfg, &r->account, &end, err, sizeof err);
+        rc = write_memory_csv(dir, cfg, &r->account, &end, t->saved_bytes, err, sizeof err);
         if (obs->write_failed && rc == 0) {
             snprintf(err, sizeof err, "writing results in %s failed%s%s", dir,
                      obs->dump_error[0] ? ": " : "", obs->dump_error);

@@ -67,9 +67,15 @@ void write_file(const char *dir, const char *name, const char *text, char *buf, 
 
 void run_case_file(const char *path, const char *out, case_result *res, const train_options *opt)
 {
+    run_case_file_set(path, NULL, 0, out, res, opt);
+}
+
+void run_case_file_set(const char *path, const char *const *sets, int n_sets, const char *out,
+                       case_result *res, const train_options *opt)
+{
     static case_config cfg;
     err_list errs = {0};
-    int n = case_load(path, NULL, 0, &cfg, &errs);
+    int n = case_load(path, sets, n_sets, &cfg, &errs);
     cr_assert_eq(n, 0, "%s: %s", path, errs.n ? errs.msgs[0] : "");
     err_list_free(&errs);
     mem_account account = {0};

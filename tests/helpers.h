@@ -36,6 +36,9 @@ void write_file(const char *dir, const char *name, const char *text, char *buf, 
 
 /* Loads a case file and runs it on the CPU into OUT/<case>; cr_asserts on bad input. */
 void run_case_file(const char *path, const char *out, case_result *res, const train_options *opt);
+/* The same with --set overrides (the case keeps its own name). */
+void run_case_file_set(const char *path, const char *const *sets, int n_sets, const char *out,
+                       case_result *res, const train_options *opt);
 
 /* A CSV file read whole: header fields and rows of fields. */
 typedef struct csv {
