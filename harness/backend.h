@@ -90,8 +90,8 @@ struct backend {
     int (*linear_backward_weight)(backend *be, const tensor *dy, const tensor *x, tensor *dw,
                                   round_stats *st);
     /* db[C] = sum of dy viewed as [outer, C, inner] over outer and inner */
-    void (*channel_sum)(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
-                        round_stats *st);
+    int (*channel_sum)(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
+                       round_stats *st);
     int (*conv2d_forward)(backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,
                           const tensor *b, tensor *y, round_stats *st);
     int (*conv2d_backward_input)(backend *be, const conv2d_geom *g, const tensor *dy,

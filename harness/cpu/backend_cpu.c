@@ -74,6 +74,7 @@ const float *cpu_as_f32(backend *be, const tensor *t, float **owned)
     float *p = cpu_scratch(be, t->numel);
     if (!p)
         return NULL;
+#pragma omp parallel for schedule(static) if (t->numel >= (1 << 16))
     for (int64_t i = 0; i < t->numel; i++)
         p[i] = load_as_float(t->data, t->dtype, i);
     *owned = p;

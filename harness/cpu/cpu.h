@@ -18,6 +18,17 @@
  * pre may alias dst when dt is float32. */
 void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, round_stats *st);
 
+/* cpu_store over all threads, for large buffers */
+void cpu_store_parallel(const float *pre, void *dst, dtype dt, int64_t off, int64_t n,
+                        round_stats *st);
+
+/* One chunk of an elementwise op: elements [off, off + n), stats into st (may be NULL). */
+typedef void (*cpu_chunk_fn)(void *ctx, int64_t off, int64_t n, round_stats *st);
+/* Runs fn over [0, total) in CPU_CHUNK pieces on every OpenMP thread, each thread with its
+ * own stats, merged into st at the end (sums, max and min: the result does not depend on
+ * the order). */
+void cpu_parallel_chunks(int64_t total, cpu_chunk_fn fn, void *ctx, round_stats *st);
+
 /* float32 scratch of n elements, counted as workspace; NULL with be->err set when out of memory */
 float *cpu_scratch(backend *be, int64_t n);
 void cpu_scratch_free(backend *be, float *p, int64_t n);
@@ -40,8 +51,8 @@ int cpu_linear_backward_input(backend *be, const tensor *dy, const tensor *w, te
                               round_stats *st);
 int cpu_linear_backward_weight(backend *be, const tensor *dy, const tensor *x, tensor *dw,
                                round_stats *st);
-void cpu_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
-                     round_stats *st);
+int cpu_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
+                    round_stats *st);
 int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,
                        const tensor *b, tensor *y, round_stats *st);
 int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *dy,

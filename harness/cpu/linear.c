@@ -37,7 +37,7 @@ static int gemm_round(backend *be, bool ta, bool tb, int64_t m, int64_t n, int64
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 (blasint)m, (blasint)n, (blasint)k, 1.0f, af, (blasint)(ta ? m : k), bf,
                 (blasint)(tb ? k : n), beta, c, (blasint)n);
-    cpu_store(c, out->data, out->dtype, 0, m * n, st);
+    cpu_store_parallel(c, out->data, out->dtype, 0, m * n, st);
     cpu_scratch_free(be, c_own, m * n);
     cpu_scratch_free(be, a_own, a->numel);
     cpu_scratch_free(be, b_own, b->numel);
@@ -64,23 +64,24 @@ int cpu_linear_backward_weight(backend *be, const tensor *dy, const tensor *x, t
                       st);
 }
 
-void cpu_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
-                     round_stats *st)
+int cpu_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
+                    round_stats *st)
 {
-    (void)be;
     int64_t channels = db->numel;
-    float buf[CPU_CHUNK];
-    for (int64_t c0 = 0; c0 < channels; c0 += CPU_CHUNK) {
-        int64_t n = channels - c0 < CPU_CHUNK ? channels - c0 : CPU_CHUNK;
-        for (int64_t c = 0; c < n; c++) {
-            float acc = 0.0f; /* float32 accumulation, as PyTorch's sum kernels */
-            for (int64_t o = 0; o < outer; o++) {
-                int64_t base = (o * channels + c0 + c) * inner;
-                for (int64_t i = 0; i < inner; i++)
-                    acc += load_as_float(dy->data, dy->dtype, base + i);
-            }
-            buf[c] = acc;
+    float *sums = cpu_scratch(be, channels);
+    if (!sums)
+        return -1;
+#pragma omp parallel for schedule(static) if (channels * outer * inner >= (1 << 16))
+    for (int64_t c = 0; c < channels; c++) {
+        float acc = 0.0f; /* float32 accumulation, as PyTorch's sum kernels */
+        for (int64_t o = 0; o < outer; o++) {
+            int64_t base = (o * channels + c) * inner;
+            for (int64_t i = 0; i < inner; i++)
+                acc += load_as_float(dy->data, dy->dtype, base + i);
         }
-        cpu_store(buf, db->data, db->dtype, c0, n, st);
+        sums[c] = acc;
     }
+    cpu_store(sums, db->data, db->dtype, 0, channels, st);
+    cpu_scratch_free(be, sums, channels);
+    return 0;
 }

@@ -2,31 +2,44 @@
  * their input's dtype; neither loses a value, but both are counted like any other store. */
 #include "cpu.h"
 
+typedef struct relu_ctx {
+    const tensor *x, *dy, *y;
+    tensor *out;
+} relu_ctx;
+
+static void relu_forward_chunk(void *p, int64_t off, int64_t n, round_stats *st)
+{
+    const relu_ctx *c = p;
+    float buf[CPU_CHUNK];
+    for (int64_t i = 0; i < n; i++) {
+        float v = load_as_float(c->x->data, c->x->dtype, off + i);
+        buf[i] = v > 0.0f ? v : (v != v ? v : 0.0f); /* NaN propagates, as torch.relu */
+    }
+    cpu_store(buf, c->out->data, c->out->dtype, off, n, st);
+}
+
+static void relu_backward_chunk(void *p, int64_t off, int64_t n, round_stats *st)
+{
+    const relu_ctx *c = p;
+    float buf[CPU_CHUNK];
+    for (int64_t i = 0; i < n; i++) {
+        float out = load_as_float(c->y->data, c->y->dtype, off + i);
+        buf[i] = out <= 0.0f ? 0.0f : load_as_float(c->dy->data, c->dy->dtype, off + i);
+    }
+    cpu_store(buf, c->out->data, c->out->dtype, off, n, st);
+}
+
 void cpu_relu_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
 {
     (void)be;
-    float buf[CPU_CHUNK];
-    for (int64_t off = 0; off < x->numel; off += CPU_CHUNK) {
-        int64_t n = x->numel - off < CPU_CHUNK ? x->numel - off : CPU_CHUNK;
-        for (int64_t i = 0; i < n; i++) {
-            float v = load_as_float(x->data, x->dtype, off + i);
-            buf[i] = v > 0.0f ? v : (v != v ? v : 0.0f); /* NaN propagates, as torch.relu */
-        }
-        cpu_store(buf, y->data, y->dtype, off, n, st);
-    }
+    relu_ctx c = {.x = x, .out = y};
+    cpu_parallel_chunks(x->numel, relu_forward_chunk, &c, st);
 }
 
 void cpu_relu_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
                        round_stats *st)
 {
     (void)be;
-    float buf[CPU_CHUNK];
-    for (int64_t off = 0; off < dy->numel; off += CPU_CHUNK) {
-        int64_t n = dy->numel - off < CPU_CHUNK ? dy->numel - off : CPU_CHUNK;
-        for (int64_t i = 0; i < n; i++) {
-            float out = load_as_float(y->data, y->dtype, off + i);
-            buf[i] = out <= 0.0f ? 0.0f : load_as_float(dy->data, dy->dtype, off + i);
-        }
-        cpu_store(buf, dx->data, dx->dtype, off, n, st);
-    }
+    relu_ctx c = {.dy = dy, .y = y, .out = dx};
+    cpu_parallel_chunks(dy->numel, relu_backward_chunk, &c, st);
 }

@@ -3,18 +3,34 @@
  * any value is inf or NaN, and every value is multiplied by inv_scale in float32. */
 #include "cpu.h"
 
+typedef struct unscale_ctx {
+    tensor *g;
+    float inv_scale;
+    int found_inf; /* written by any thread that finds one: only ever set to 1 */
+} unscale_ctx;
+
+static void unscale_chunk(void *p, int64_t off, int64_t n, round_stats *st)
+{
+    unscale_ctx *c = p;
+    float buf[CPU_CHUNK];
+    int found = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float v = load_as_float(c->g->data, c->g->dtype, off + i);
+        found |= (float_bits(v) & 0x7f800000u) == 0x7f800000u;
+        buf[i] = v * c->inv_scale;
+    }
+    if (found) {
+#pragma omp atomic write
+        c->found_inf = 1;
+    }
+    cpu_store(buf, c->g->data, c->g->dtype, off, n, st);
+}
+
 void cpu_unscale(backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st)
 {
     (void)be;
-    float buf[CPU_CHUNK];
-    for (int64_t off = 0; off < g->numel; off += CPU_CHUNK) {
-        int64_t n = g->numel - off < CPU_CHUNK ? g->numel - off : CPU_CHUNK;
-        for (int64_t i = 0; i < n; i++) {
-            float v = load_as_float(g->data, g->dtype, off + i);
-            if ((float_bits(v) & 0x7f800000u) == 0x7f800000u)
-                *found_inf = 1;
-            buf[i] = v * inv_scale;
-        }
-        cpu_store(buf, g->data, g->dtype, off, n, st);
-    }
+    unscale_ctx c = {g, inv_scale, 0};
+    cpu_parallel_chunks(g->numel, unscale_chunk, &c, st);
+    if (c.found_inf)
+        *found_inf = 1;
 }

@@ -43,7 +43,7 @@ static void linear_backward(run *r, node *n)
     if (node_needs_grad(n, 2)) {
         tensor *db = node_grad_tensor(r, n, 2);
         round_stats *stp = run_stats(r, &st);
-        be->channel_sum(be, dy, dy->shape[0], 1, db, stp);
+        run_check(r, be->channel_sum(be, dy, dy->shape[0], 1, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
 }
