@@ -4,6 +4,7 @@
  *                        [--dump-only PATTERN] [--set SECTION.KEY=VALUE]... [--observe off]
  *                        [--quiet]
  *   ampscope check CASE... [--json] [--set SECTION.KEY=VALUE]...
+ *   ampscope compare CASE... [--out DIR]
  *   ampscope ops
  * Exit status: 0 every case passed, 1 a case did not, 2 bad input (case files, options).
  */
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "autocast.h"
+#include "compare.h"
 #include "results.h"
 
 #define AMPSCOPE_VERSION "0.1.0"
@@ -20,6 +22,7 @@
 static const char usage[] =
     "usage: ampscope run CASE... [options]   run cases, write results\n"
     "       ampscope check CASE... [--json] [--set S.K=V]...   validate case files\n"
+    "       ampscope compare CASE... [--out DIR]   memory by category against baselines\n"
     "       ampscope ops                     print the autocast policy table\n"
     "       ampscope --help | --version\n"
     "run options:\n"
@@ -174,6 +177,16 @@ static int cmd_check(const cli *c)
     return 0;
 }
 
+static int cmd_compare(const cli *c)
+{
+    case_config *cfgs = load_cases(c);
+    if (!cfgs)
+        return 2;
+    int rc = compare_cases(cfgs, c->n_cases, c->out, stdout);
+    free(cfgs);
+    return rc;
+}
+
 static int cmd_run(const cli *c)
 {
     case_config *cfgs = load_cases(c);
@@ -241,12 +254,20 @@ int main(int argc, char **argv)
         autocast_print_table(stdout);
         return 0;
     }
-    if (strcmp(argv[1], "run") && strcmp(argv[1], "check"))
+    static const struct {
+        const char *name;
+        int (*fn)(const cli *c);
+    } commands[] = {{"run", cmd_run}, {"check", cmd_check}, {"compare", cmd_compare}};
+    int which = -1;
+    for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            which = i;
+    if (which < 0)
         return bad_usage("unknown command '%s'", argv[1]);
     cli c = {0};
     int rc = parse_cli(argc, argv, &c);
     if (rc == 0)
-        rc = strcmp(c.cmd, "run") == 0 ? cmd_run(&c) : cmd_check(&c);
+        rc = commands[which].fn(&c);
     free(c.cases);
     return rc;
 }
