@@ -69,7 +69,8 @@ $(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
 
 # ---- the CUDA backend: a shared library bin/ampscope dlopens ----
-NVCCFLAGS := -O2 -std=c++17 -Xcompiler -fPIC -gencode arch=compute_$(CUDA_ARCH),code=[sm_$(CUDA_ARCH),compute_$(CUDA_ARCH)]
+# -fmad=false: no a*b+c contracted into an FMA, so kernels round as the CPU backend does
+NVCCFLAGS := -O2 -std=c++17 -fmad=false -Xcompiler -fPIC,-Wall,-Wextra -gencode arch=compute_$(CUDA_ARCH),code=[sm_$(CUDA_ARCH),compute_$(CUDA_ARCH)]
 build/cuda/%.o: %.cu $(wildcard kernels/*.cuh harness/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -Iharness -c $< -o $@

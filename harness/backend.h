@@ -51,7 +51,8 @@ typedef struct optim_result {
 
 typedef struct backend backend;
 struct backend {
-    const char *name;  /* "cpu" | "cuda" */
+    const char *name;  /* "cpu" | "cuda" | "dry" */
+    bool dry;          /* the counting backend: nothing is computed, values are not made */
     char device[128];  /* summary.csv's device: "cpu", "cuda:NVIDIA H200" */
     char err[512];     /* message of the last failure an op returned */
     mem_account *account; /* where scratch allocations are counted (as MEM_WORKSPACE) */
@@ -133,6 +134,8 @@ extern "C" {
 
 /* The CPU backend; always available. */
 backend *backend_cpu_open(mem_account *account);
+/* The counting backend of the memory preflight (backend_dry.c). */
+backend *backend_dry_open(mem_account *account);
 
 /* Loads lib/libampscope_cuda.so and opens the first GPU. Returns NULL with a message in
  * err ("no usable CUDA device: ...") when that is not possible. */

@@ -5,15 +5,19 @@
  *                        [--quiet]
  *   ampscope check CASE... [--json] [--set SECTION.KEY=VALUE]...
  *   ampscope compare CASE... [--out DIR]
+ *   ampscope selftest [--device cpu|cuda|auto]
  *   ampscope ops
  * Exit status: 0 every case passed, 1 a case did not, 2 bad input (case files, options).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "autocast.h"
 #include "compare.h"
+#include "interrupt.h"
+#include "selftest.h"
 #include "results.h"
 
 #define AMPSCOPE_VERSION "0.1.0"
@@ -23,6 +27,7 @@ static const char usage[] =
     "usage: ampscope run CASE... [options]   run cases, write results\n"
     "       ampscope check CASE... [--json] [--set S.K=V]...   validate case files\n"
     "       ampscope compare CASE... [--out DIR]   memory by category against baselines\n"
+    "       ampscope selftest [--device cuda]   every op on the device against the CPU\n"
     "       ampscope ops                     print the autocast policy table\n"
     "       ampscope --help | --version\n"
     "run options:\n"
@@ -56,6 +61,16 @@ static int bad_usage(const char *fmt, const char *arg)
     return 2;
 }
 
+static bool is_value_option(const char *a)
+{
+    static const char *const names[] = {"--device", "--out",     "--steps", "--dump",
+                                        "--dump-only", "--observe", "--set"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(a, names[i]) == 0)
+            return true;
+    return false;
+}
+
 /* returns 0, or the exit status for bad usage */
 static int parse_cli(int argc, char **argv, cli *c)
 {
@@ -74,6 +89,8 @@ static int parse_cli(int argc, char **argv, cli *c)
             c->json = true;
         } else if (strcmp(a, "--quiet") == 0) {
             c->train.quiet = true;
+        } else if (!is_value_option(a)) {
+            return bad_usage("unknown option %s", a);
         } else if (!has_value) {
             return bad_usage("option %s needs a value", a);
         } else if (strcmp(a, "--device") == 0) {
@@ -104,7 +121,7 @@ static int parse_cli(int argc, char **argv, cli *c)
             return bad_usage("unknown option %s", a);
         }
     }
-    if (c->n_cases == 0)
+    if (c->n_cases == 0 && strcmp(c->cmd, "selftest") != 0)
         return bad_usage("%s needs at least one case file", c->cmd);
     return 0;
 }
@@ -187,6 +204,52 @@ static int cmd_compare(const cli *c)
     return rc;
 }
 
+/* The memory preflight of every case (train_preflight); returns the number that cannot fit. */
+static int preflight(const cli *c, const case_config *cfgs, backend *be)
+{
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    int64_t avail = be->mem_available(be), disk = -1;
+    struct statvfs fs;
+    if (c->train.dump_dir && statvfs(c->train.dump_dir, &fs) == 0)
+        disk = (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
+    int refused = 0;
+    for (int i = 0; i < c->n_cases; i++) {
+        int64_t need = 0, dump = 0;
+        char err[1024];
+        /* a case that ends in an error still counted what it held until then */
+        train_preflight(&cfgs[i], &c->train, &need, &dump, err, sizeof err);
+        if (avail >= 0 && need > avail) {
+            fprintf(stderr, "%s:0: case %s needs %.2f GiB, %.2f GiB available on %s\n"
+                    "---> HINT: lower [data] batch or the layer sizes, or run it on a larger "
+                    "machine\n", cfgs[i].path, cfgs[i].name, (double)need / gib,
+                    (double)avail / gib, be->device);
+            refused++;
+        }
+        if (disk >= 0 && dump > disk) {
+            fprintf(stderr, "%s:0: --dump of case %s needs %.2f GiB, %.2f GiB free in %s\n"
+                    "---> HINT: --dump-only PATTERN writes fewer tensors\n", cfgs[i].path,
+                    cfgs[i].name, (double)dump / gib, (double)disk / gib, c->train.dump_dir);
+            refused++;
+        }
+    }
+    return refused;
+}
+
+static int cmd_selftest(const cli *c)
+{
+    backend *ref = backend_cpu_open(NULL);
+    backend *dut = open_backend(c->device, NULL);
+    if (!ref || !dut) {
+        if (ref)
+            ref->close(ref);
+        return 2;
+    }
+    int failed = selftest_run(ref, dut, stdout);
+    dut->close(dut);
+    ref->close(ref);
+    return failed ? 1 : 0;
+}
+
 static int cmd_run(const cli *c)
 {
     case_config *cfgs = load_cases(c);
@@ -194,13 +257,14 @@ static int cmd_run(const cli *c)
         return 2;
     backend *be = open_backend(c->device, NULL);
     case_result *res = calloc((size_t)c->n_cases, sizeof *res);
-    if (!be || !res) {
+    if (!be || !res || preflight(c, cfgs, be)) {
         free(cfgs);
         free(res);
         if (be)
             be->close(be);
         return 2;
     }
+    interrupt_install();
     int status = 0, done = 0;
     for (int i = 0; i < c->n_cases; i++) {
         char tmp[4096], err[1024];
@@ -210,9 +274,17 @@ static int cmd_run(const cli *c)
             status = 2;
             break;
         }
-        if (train_case(&cfgs[i], be, &c->train, tmp, r) ||
-            results_commit(c->out, cfgs[i].name, tmp, err, sizeof err)) {
-            fprintf(stderr, "ampscope: %s: %s\n", cfgs[i].name, r->error[0] ? r->error : err);
+        int rc = train_case(&cfgs[i], be, &c->train, tmp, r);
+        if (rc == 0 && r->interrupted) {
+            results_discard(tmp);
+            fprintf(stderr, "ampscope: %s during case %s; its earlier results are kept, and "
+                    "those of the %d case%s that finished\n", r->error, cfgs[i].name, done,
+                    done == 1 ? "" : "s");
+            status = 128 + interrupt_signal();
+            break;
+        }
+        if (rc || results_commit(c->out, cfgs[i].name, tmp, err, sizeof err)) {
+            fprintf(stderr, "ampscope: %s: %s\n", cfgs[i].name, rc ? r->error : err);
             results_discard(tmp);
             status = 2;
             break;
@@ -257,7 +329,10 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*fn)(const cli *c);
-    } commands[] = {{"run", cmd_run}, {"check", cmd_check}, {"compare", cmd_compare}};
+    } commands[] = {{"run", cmd_run},
+                    {"check", cmd_check},
+                    {"compare", cmd_compare},
+                    {"selftest", cmd_selftest}};
     int which = -1;
     for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)
         if (strcmp(argv[1], commands[i].name) == 0)

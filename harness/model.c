@@ -65,6 +65,11 @@ static tensor *make_param(run *r, rng *g, const char *layer, const char *what, i
     int64_t n = shape_numel(ndim, shape);
     const init_spec *init = find_init(r->cfg, name);
     float *v;
+    if (r->be->dry) { /* counting only: the tensor, not its values */
+        tensor *p = run_tensor(r, name, r->cfg->params, ndim, shape, MEM_PARAMS);
+        p->is_leaf = p->requires_grad = true;
+        return p;
+    }
     if (init) {
         v = read_npy_f32(r, init->path, init->line, ndim, shape);
     } else {
@@ -113,6 +118,10 @@ void model_init(run *r, model *m, rng *g)
     int ndim = cfg->sample_ndim + 1;
     int64_t n = shape_numel(ndim, shape);
     float *v;
+    if (r->be->dry) {
+        m->input = run_tensor(r, "input", cfg->input_dtype, ndim, shape, MEM_INPUTS);
+        return;
+    }
     if (cfg->input == INPUT_FILE) {
         v = read_npy_f32(r, cfg->input_path, 0, ndim, shape);
     } else {
@@ -131,6 +140,14 @@ tensor *model_target(run *r, model *m, rng *g, const tensor *out)
     const case_config *cfg = r->cfg;
     if (m->target)
         return m->target;
+    if (r->be->dry) {
+        bool labels = cfg->target == TARGET_CLASSES;
+        dtype dt = labels ? DTYPE_INT64
+                          : cfg->target == TARGET_RANDN_LIKE ? out->dtype : DTYPE_FLOAT32;
+        m->target = run_tensor(r, "target", dt, labels ? 1 : out->ndim,
+                               labels ? &cfg->batch : out->shape, MEM_INPUTS);
+        return m->target;
+    }
     if (cfg->target == TARGET_CLASSES) {
         int64_t classes = out->shape[out->ndim - 1];
         int64_t *labels = malloc(sizeof(int64_t) * (size_t)cfg->batch);

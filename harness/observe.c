@@ -126,6 +126,9 @@ void observe_tensor(observer *o, const tensor *t, tensor_role role, const round_
     if (o->tensors)
         write_row(o, t, role, st);
     if (o->dump_dir && (!o->dump_only || fnmatch(o->dump_only, t->name, 0) == 0)) {
+        o->dump_bytes += tensor_bytes(t);
+        if (o->dump_dry)
+            return;
         char sub[32];
         snprintf(sub, sizeof sub, "%lld", (long long)o->step);
         if (!o->dump_error[0] &&

@@ -57,6 +57,8 @@ typedef struct observer {
     /* --dump: observed tensors go to DUMP_DIR/<step>/<tensor>.npy (matching dump_only) */
     struct backend *be;
     const char *dump_dir, *dump_only;
+    bool dump_dry;          /* count the bytes a dump would write instead of writing them */
+    int64_t dump_bytes;
     char dump_error[512];
 } observer;
 

@@ -3,6 +3,9 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "interrupt.h"
 
 void run_fail(run *r, const char *fmt, ...)
 {
@@ -16,6 +19,10 @@ void run_fail(run *r, const char *fmt, ...)
 tensor *run_tensor(run *r, const char *name, dtype dt, int ndim, const int64_t *shape,
                    mem_category cat)
 {
+    if (interrupt_signal()) {
+        r->interrupted = true;
+        run_fail(r, "interrupted by %s", strsignal(interrupt_signal()));
+    }
     char err[512];
     tensor *t = tensor_new(&r->pool, name, dt, ndim, shape, cat, err, sizeof err);
     if (!t)

@@ -63,6 +63,7 @@ typedef struct run {
     /* errors */
     jmp_buf fail;
     char error[1024];
+    bool interrupted; /* ended by SIGINT or SIGTERM */
 } run;
 
 /* Ends the case with a message (PyTorch's text where PyTorch raises); does not return. */

@@ -23,6 +23,7 @@ typedef struct trainer {
     double *step_ms;
     int64_t steps_done;
     int64_t saved_bytes; /* most bytes saved for backward at the end of a forward */
+    int64_t init_dump_bytes; /* dry pass: what DUMP/init/ takes */
     float last_loss;
     const train_options *opt_in;
 } trainer;
@@ -85,7 +86,8 @@ static void train_step(trainer *t, int64_t s)
     run *r = t->r;
     const case_config *cfg = r->cfg;
     double t0 = now_ms();
-    observe_begin_step(r->obs, s, case_observes_step(cfg, s));
+    /* a dry pass counts what every step would hold and dump */
+    observe_begin_step(r->obs, s, r->be->dry || case_observes_step(cfg, s));
 
     /* forward (and the loss, inside or outside the autocast region) */
     observe_as_is(r, t->m.input, ROLE_INPUT);
@@ -145,7 +147,8 @@ static void train_step(trainer *t, int64_t s)
     r->be->synchronize(r->be);
     t->step_ms[s] = now_ms() - t0;
 
-    fprintf(t->steps_csv, "%s,%lld,%.9g,%.9g,%d,%d,%.6f,%.9g,%lld,%s\n", cfg->name, (long long)s,
+    if (t->steps_csv)
+        fprintf(t->steps_csv, "%s,%lld,%.9g,%.9g,%d,%d,%.6f,%.9g,%lld,%s\n", cfg->name, (long long)s,
             (double)t->last_loss, t->scaler.enabled ? (double)scale : 1.0, found_inf, found_inf,
             t->step_ms[s], lr,
             (long long)lost, found_inf ? r->obs->first_nonfinite : "");
@@ -203,6 +206,12 @@ static void check_expectations(const case_config *cfg, const observer *obs, case
 static void dump_init(trainer *t, const char *dir)
 {
     run *r = t->r;
+    if (r->obs->dump_dry) {
+        for (int i = 0; i < t->m.n_params; i++)
+            r->obs->dump_bytes += tensor_bytes(t->m.params[i]);
+        r->obs->dump_bytes += tensor_bytes(t->m.input);
+        return;
+    }
     for (int i = 0; i < t->m.n_params; i++)
         if (dump_tensor(r->be, dir, "init", t->m.params[i], r->error, sizeof r->error))
             run_fail(r, "%s", r->error);
@@ -216,15 +225,21 @@ static void train_steps(trainer *t)
     model_init(r, &t->m, &t->g);
     optimizer_init(r, &t->opt, &t->m);
     scaler_init(&t->scaler, r->cfg);
-    if (t->opt_in->dump_dir)
+    if (t->opt_in->dump_dir) {
         dump_init(t, t->opt_in->dump_dir);
+        t->init_dump_bytes = r->obs->dump_bytes;
+    }
     double start = now_ms();
     for (int64_t s = 0; s < t->steps; s++) {
         train_step(t, s);
         t->steps_done = s + 1;
-        if (s == 0 && t->opt_in->dump_dir &&
-            dump_tensor(r->be, t->opt_in->dump_dir, "init", t->m.target, r->error,
-                        sizeof r->error))
+        if (s == 0 && t->opt_in->dump_dir && r->obs->dump_dry) {
+            r->obs->dump_bytes += tensor_bytes(t->m.target);
+            t->init_dump_bytes += tensor_bytes(t->m.target);
+        }
+        else if (s == 0 && t->opt_in->dump_dir &&
+                 dump_tensor(r->be, t->opt_in->dump_dir, "init", t->m.target, r->error,
+                             sizeof r->error))
             run_fail(r, "%s", r->error);
         progress(t, s, start);
     }
@@ -331,6 +346,7 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
             train_steps(t);
         } else {
             res->ok = false;
+            res->interrupted = r->interrupted;
             snprintf(res->error, sizeof res->error, "%s", r->error);
         }
         int64_t done = t->steps_done;
@@ -361,5 +377,59 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
     free(step_ms);
     free(r);
     free(t);
+    return rc;
+}
+
+int train_preflight(const case_config *cfg, const train_options *opt, int64_t *bytes,
+                    int64_t *dump_bytes, char *err, int errlen)
+{
+    mem_account account = {0};
+    backend *be = backend_dry_open(&account);
+    trainer *t = calloc(1, sizeof *t);
+    run *r = calloc(1, sizeof *r);
+    observer *obs = calloc(1, sizeof *obs);
+    int64_t steps = opt->steps > 0 ? opt->steps : cfg->steps;
+    int64_t dry_steps = steps < 2 ? steps : 2; /* the optimizer's state exists from step 2 on */
+    double step_ms[2];
+    if (!be || !t || !r || !obs) {
+        snprintf(err, (size_t)errlen, "out of host memory");
+        free(t), free(r), free(obs);
+        if (be)
+            be->close(be);
+        return -1;
+    }
+    *obs = (observer){.case_name = cfg->name, .be = be, .dump_dir = opt->dump_dir,
+                      .dump_only = opt->dump_only, .dump_dry = true};
+    r->cfg = cfg;
+    r->be = be;
+    r->obs = obs;
+    r->pool = (tensor_pool){.be = be, .account = &r->account};
+    be->account = &r->account;
+    *t = (trainer){.r = r, .steps = dry_steps, .step_ms = step_ms, .opt_in = opt};
+    train_options quiet = *opt;
+    quiet.quiet = true;
+    t->opt_in = &quiet;
+    int rc = 0;
+    if (setjmp(r->fail) == 0) {
+        train_steps(t);
+    } else {
+        snprintf(err, (size_t)errlen, "%s", r->error);
+        rc = -1;
+    }
+    tape_clear(r);
+    autocast_exit(r);
+    tensor_pool_clear(&r->pool);
+    *bytes = r->account.total_peak;
+    /* the init files, then every observed step as large as the dry steps were on average */
+    int64_t observed = 0;
+    for (int64_t s = 0; s < steps; s++)
+        observed += case_observes_step(cfg, s);
+    int64_t init = t->init_dump_bytes;
+    *dump_bytes = opt->dump_dir ? init + (obs->dump_bytes - init) / dry_steps * observed : 0;
+    observe_free(obs);
+    free(obs);
+    free(r);
+    free(t);
+    be->close(be);
     return rc;
 }

@@ -21,6 +21,7 @@ typedef struct case_result {
     char name[CASE_NAME_MAX + 512]; /* the case's name, with "+key=value" for --set runs */
     char device[128];
     bool ok;                 /* the run finished without an error */
+    bool interrupted;        /* ended by SIGINT or SIGTERM: its results are not kept */
     char error[1024];
     char params[16], autocast[16], input_dtype[16], output_dtype[16], loss_dtype[16];
     char param_grad_dtypes[64], cast_grad_dtypes[64], activation_grad_dtypes[64];
@@ -38,5 +39,12 @@ typedef struct case_result {
  * successful run with res->ok false. */
 int train_case(const case_config *cfg, backend *be, const train_options *opt, const char *dir,
                case_result *res);
+
+/* The memory preflight: a dry pass of the same code through the counting backend
+ * (backend_dry.c) for min(steps, 2) steps. *bytes: the peak of every category but
+ * workspace; *dump_bytes: what --dump would write. Returns non-zero (message in err) when
+ * the case fails in the dry pass itself. */
+int train_preflight(const case_config *cfg, const train_options *opt, int64_t *bytes,
+                    int64_t *dump_bytes, char *err, int errlen);
 
 #endif

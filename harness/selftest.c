@@ -1,0 +1,873 @@
+/*
+ * selftest.c: every op of the backend table on a reference backend and a backend under
+ * test, with identical inputs, outputs and counts compared (see selftest.h for the rules).
+ * Each side has its own tensor pool and memory account; inputs are generated once on the
+ * host, rounded into their dtype and uploaded to both sides.
+ */
+#include "selftest.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+#define REL_TOL 1e-5  /* relative tolerance of summation-order ops */
+#define ABS_TOL 1e-6  /* times the largest finite |ref| of the tensor */
+
+typedef enum cmp_mode { EXACT, CLOSE } cmp_mode;
+
+typedef struct side {
+    backend *be;
+    tensor_pool pool;
+    mem_account account;
+    mem_account *saved_account;
+} side;
+
+typedef struct selftest {
+    side s[2]; /* 0: reference, 1: under test */
+    rng g;
+    FILE *out;
+    int passed, failed;
+    char err[512];    /* why the current check could not run */
+    char detail[512]; /* what the current check found different */
+} selftest;
+
+typedef struct pair {
+    tensor *t[2];
+} pair;
+
+static const dtype float_dtypes[3] = {DTYPE_FLOAT32, DTYPE_FLOAT16, DTYPE_BFLOAT16};
+
+static const char *side_name(int i) { return i ? "dut" : "ref"; }
+
+/* first difference found in a check, kept for its report line */
+static void differ(selftest *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void differ(selftest *c, const char *fmt, ...)
+{
+    if (c->detail[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->detail, sizeof c->detail, fmt, ap);
+    va_end(ap);
+}
+
+static void setup_failed(selftest *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void setup_failed(selftest *c, const char *fmt, ...)
+{
+    if (c->err[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    va_end(ap);
+}
+
+/* Prints the check's line and frees its tensors. */
+static void report(selftest *c, const char *op, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void report(selftest *c, const char *op, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    for (int i = 0; i < 2; i++) { /* an op frees its scratch before it returns */
+        mem_account *a = &c->s[i].account;
+        if (a->current[MEM_WORKSPACE])
+            differ(c, "%s: %lld bytes of workspace still counted after the op", side_name(i),
+                   (long long)a->current[MEM_WORKSPACE]);
+        a->current[MEM_WORKSPACE] = 0;
+    }
+    const char *why = c->err[0] ? c->err : c->detail;
+    if (why[0]) {
+        fprintf(c->out, "FAIL %s %s (%s)\n", op, what, why);
+        c->failed++;
+    } else {
+        fprintf(c->out, "PASS %s %s\n", op, what);
+        c->passed++;
+    }
+    fflush(c->out);
+    c->err[0] = c->detail[0] = '\0';
+    for (int i = 0; i < 2; i++)
+        tensor_pool_clear(&c->s[i].pool);
+}
+
+/* ---- inputs ---- */
+typedef enum gen_kind {
+    GEN_NORMAL, /* normal * scale */
+    GEN_WIDE,   /* magnitudes 2^-30..2^20, and specials: zeros, infs, NaN, range edges */
+} gen_kind;
+
+static float *gen(selftest *c, int64_t n, gen_kind kind, float scale)
+{
+    static const float specials[] = {
+        0.0f, -0.0f, INFINITY, -INFINITY, NAN, 65504.0f, 65520.0f, -65536.0f,
+        1e-8f, 5.9604644775390625e-8f, 2.98023223876953125e-8f, 6.103515625e-5f,
+        1e-40f, 3.4028234663852886e38f, 3.3961775292304957e38f, 1.0f,
+    };
+    float *v = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (!v) {
+        setup_failed(c, "out of host memory");
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (kind == GEN_NORMAL) {
+            v[i] = (float)rng_normal(&c->g) * scale;
+        } else if (rng_uniform(&c->g) < 0.1) {
+            v[i] = specials[rng_below(&c->g, (int64_t)(sizeof specials / sizeof specials[0]))];
+        } else {
+            int e = (int)rng_below(&c->g, 51) - 30;
+            v[i] = (float)ldexp(rng_normal(&c->g), e);
+        }
+    }
+    return v;
+}
+
+/* rounds v into both tensors' dtype and uploads it */
+static void upload_pair(selftest *c, pair p, const float *v)
+{
+    if (c->err[0] || !v)
+        return;
+    const tensor *t = p.t[0];
+    size_t bytes = (size_t)tensor_bytes(t);
+    void *host = malloc(bytes ? bytes : 1);
+    if (!host) {
+        setup_failed(c, "out of host memory");
+        return;
+    }
+    for (int64_t i = 0; i < t->numel; i++)
+        store_from_float(host, t->dtype, i, v[i]);
+    for (int i = 0; i < 2; i++)
+        if (bytes)
+            c->s[i].be->upload(c->s[i].be, p.t[i]->data, host, (int64_t)bytes);
+    free(host);
+}
+
+/* a tensor on both sides; holds v (rounded into dt) when v is not NULL */
+static pair make(selftest *c, const char *name, dtype dt, int ndim, const int64_t *shape,
+                 const float *v)
+{
+    pair p = {{NULL, NULL}};
+    if (c->err[0])
+        return p;
+    for (int i = 0; i < 2; i++) {
+        char err[512];
+        p.t[i] = tensor_new(&c->s[i].pool, name, dt, ndim, shape, MEM_ACTIVATIONS, err,
+                            sizeof err);
+        if (!p.t[i]) {
+            setup_failed(c, "%s: %s", side_name(i), err);
+            p.t[0] = p.t[1] = NULL;
+            return p;
+        }
+    }
+    if (v)
+        upload_pair(c, p, v);
+    return p;
+}
+
+/* a tensor of random values of the given kind */
+static pair make_random(selftest *c, const char *name, dtype dt, int ndim, const int64_t *shape,
+                        gen_kind kind, float scale)
+{
+    float *v = gen(c, shape_numel(ndim, shape), kind, scale);
+    pair p = make(c, name, dt, ndim, shape, v);
+    free(v);
+    return p;
+}
+
+/* int64 class labels in [0, classes) */
+static pair make_target(selftest *c, int64_t rows, int64_t classes)
+{
+    pair p = make(c, "target", DTYPE_INT64, 1, &rows, NULL);
+    int64_t *labels = malloc(sizeof(int64_t) * (size_t)rows);
+    if (!labels)
+        setup_failed(c, "out of host memory");
+    if (c->err[0]) {
+        free(labels);
+        return p;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        labels[r] = rng_below(&c->g, classes);
+    for (int i = 0; i < 2; i++)
+        c->s[i].be->upload(c->s[i].be, p.t[i]->data, labels, (int64_t)sizeof(int64_t) * rows);
+    free(labels);
+    return p;
+}
+
+/* ---- comparison ---- */
+static uint32_t elem_bits(const void *buf, dtype dt, int64_t i)
+{
+    if (dt == DTYPE_FLOAT32)
+        return float_bits(((const float *)buf)[i]);
+    return ((const uint16_t *)buf)[i];
+}
+
+static bool is_nan_bits(uint32_t b, dtype dt)
+{
+    if (dt == DTYPE_FLOAT32)
+        return (b & 0x7fffffffu) > 0x7f800000u;
+    if (dt == DTYPE_FLOAT16)
+        return (b & 0x7fffu) > 0x7c00u;
+    return (b & 0x7fffu) > 0x7f80u;
+}
+
+/* position of a non-NaN value on the line of representable values of dt */
+static int64_t ordinal(uint32_t b, dtype dt)
+{
+    uint32_t sign = dt == DTYPE_FLOAT32 ? 0x80000000u : 0x8000u;
+    int64_t mag = (int64_t)(b & (sign - 1u));
+    return (b & sign) ? -mag : mag;
+}
+
+static double bits_value(uint32_t b, dtype dt)
+{
+    if (dt == DTYPE_FLOAT32)
+        return bits_float(b);
+    return dt == DTYPE_FLOAT16 ? float_from_half((uint16_t)b) : float_from_bf16((uint16_t)b);
+}
+
+/* the element rule of selftest.h for one pair of stored values */
+static bool values_agree(uint32_t a, uint32_t b, dtype dt, cmp_mode mode, double atol)
+{
+    bool na = is_nan_bits(a, dt), nb = is_nan_bits(b, dt);
+    if (a == b || (na && nb))
+        return true;
+    if (mode == EXACT || na || nb)
+        return false;
+    if (llabs(ordinal(a, dt) - ordinal(b, dt)) <= 1)
+        return true;
+    double fa = bits_value(a, dt), fb = bits_value(b, dt);
+    if (!isfinite(fa) || !isfinite(fb))
+        return false;
+    return fabs(fa - fb) <= REL_TOL * fmax(fabs(fa), fabs(fb)) + atol;
+}
+
+/* the bits of v, a value representable in dt, as a tensor of dt stores it */
+static uint32_t dtype_bits(float v, dtype dt)
+{
+    return dt == DTYPE_FLOAT16 ? half_from_float(v) : dt == DTYPE_BFLOAT16 ? bf16_from_float(v)
+                                                                          : float_bits(v);
+}
+
+static void *download(selftest *c, int i, const tensor *t)
+{
+    size_t bytes = (size_t)tensor_bytes(t);
+    void *host = malloc(bytes ? bytes : 1);
+    if (!host) {
+        setup_failed(c, "out of host memory");
+        return NULL;
+    }
+    if (bytes)
+        c->s[i].be->download(c->s[i].be, host, t->data, (int64_t)bytes);
+    return host;
+}
+
+static void compare_stats(selftest *c, const char *what, const round_stats *r, const round_stats *d,
+                          dtype dt, cmp_mode mode, int64_t ndiff, double atol)
+{
+    if (r->numel != d->numel) {
+        differ(c, "%s: counted %lld elements vs %lld", what, (long long)r->numel,
+               (long long)d->numel);
+        return;
+    }
+    int64_t slack = mode == EXACT ? 0 : ndiff + r->numel / 100 + 1;
+    const char *names[5] = {"zeros", "underflow", "subnormal", "overflow", "nan"};
+    int64_t rv[5] = {r->counts.zeros, r->counts.underflow, r->counts.subnormal,
+                     r->counts.overflow, r->counts.nan};
+    int64_t dv[5] = {d->counts.zeros, d->counts.underflow, d->counts.subnormal,
+                     d->counts.overflow, d->counts.nan};
+    for (int k = 0; k < 5; k++)
+        if (llabs(rv[k] - dv[k]) > slack)
+            differ(c, "%s: %s %lld vs %lld", what, names[k], (long long)rv[k], (long long)dv[k]);
+    /* amax and amin_nonzero are stored values of dt (amin_nonzero +inf when none) */
+    if (!values_agree(dtype_bits(r->counts.amax, dt), dtype_bits(d->counts.amax, dt), dt, mode,
+                      atol))
+        differ(c, "%s: amax %.9g vs %.9g", what, r->counts.amax, d->counts.amax);
+    if (!values_agree(dtype_bits(r->counts.amin_nonzero, dt),
+                      dtype_bits(d->counts.amin_nonzero, dt), dt, mode, atol))
+        differ(c, "%s: amin_nonzero %.9g vs %.9g", what, r->counts.amin_nonzero,
+               d->counts.amin_nonzero);
+    int64_t l1 = 0;
+    int first = -1;
+    for (int b = 0; b < HIST_BINS; b++) {
+        l1 += llabs(r->hist[b] - d->hist[b]);
+        if (first < 0 && r->hist[b] != d->hist[b])
+            first = b;
+    }
+    if (l1 > 2 * slack) {
+        char bin[16];
+        hist_bin_name(first, bin, sizeof bin);
+        differ(c, "%s: histogram differs by %lld (bin %s: %lld vs %lld)", what, (long long)l1, bin,
+               (long long)r->hist[first], (long long)d->hist[first]);
+    }
+}
+
+/* Compares the two sides' values of p and, when st is not NULL, their counts st[0], st[1]. */
+static void compare(selftest *c, const char *what, pair p, const round_stats *st, cmp_mode mode)
+{
+    if (c->err[0])
+        return;
+    void *r = download(c, 0, p.t[0]);
+    void *d = download(c, 1, p.t[1]);
+    if (!r || !d) {
+        free(r);
+        free(d);
+        return;
+    }
+    dtype dt = p.t[0]->dtype;
+    int64_t n = p.t[0]->numel;
+    double amax = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = fabs((double)load_as_float(r, dt, i));
+        if (isfinite(v) && v > amax)
+            amax = v;
+    }
+    double atol = ABS_TOL * amax;
+    int64_t ndiff = 0, nbad = 0, first_bad = -1;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t a = elem_bits(r, dt, i), b = elem_bits(d, dt, i);
+        if (a != b && !(is_nan_bits(a, dt) && is_nan_bits(b, dt)))
+            ndiff++;
+        if (!values_agree(a, b, dt, mode, atol) && nbad++ == 0)
+            first_bad = i;
+    }
+    if (nbad)
+        differ(c, "%s: %lld of %lld elements differ, first [%lld]: ref %.9g (0x%x) dut %.9g (0x%x)",
+               what, (long long)nbad, (long long)n, (long long)first_bad,
+               load_as_float(r, dt, first_bad), elem_bits(r, dt, first_bad),
+               load_as_float(d, dt, first_bad), elem_bits(d, dt, first_bad));
+    if (st)
+        compare_stats(c, what, &st[0], &st[1], dt, mode, ndiff, atol);
+    free(r);
+    free(d);
+}
+
+/* fresh stats for both sides */
+static void stats_init2(round_stats st[2])
+{
+    round_stats_init(&st[0]);
+    round_stats_init(&st[1]);
+}
+
+static bool ready(const selftest *c) { return c->err[0] == '\0'; }
+
+/* records a failed int-returning op */
+static void op_rc(selftest *c, int i, int rc)
+{
+    if (rc)
+        setup_failed(c, "%s: %s", side_name(i), c->s[i].be->err);
+}
+
+/* ---- the checks ---- */
+static void check_rounding_ops(selftest *c, round_stats *st)
+{
+    const int64_t shape[1] = {1000};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            dtype sd = float_dtypes[a], dd = float_dtypes[b];
+            pair src = make_random(c, "src", sd, 1, shape, GEN_WIDE, 1.0f);
+            pair dst = make(c, "dst", dd, 1, shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                c->s[i].be->cast(c->s[i].be, src.t[i], dst.t[i], &st[i]);
+            compare(c, "dst", dst, st, EXACT);
+            report(c, "cast", "%s->%s", dtype_name(sd), dtype_name(dd));
+
+            static const float scalars[3] = {65536.0f, 0x1p-10f, 3.0f};
+            float s = scalars[(a + b) % 3];
+            src = make_random(c, "src", sd, 1, shape, GEN_WIDE, 1.0f);
+            dst = make(c, "dst", dd, 1, shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                c->s[i].be->mul_scalar(c->s[i].be, src.t[i], s, dst.t[i], &st[i]);
+            compare(c, "dst", dst, st, EXACT);
+            report(c, "mul_scalar", "%s->%s by %g", dtype_name(sd), dtype_name(dd), s);
+        }
+    for (int a = 0; a < 3; a++) {
+        dtype dt = float_dtypes[a];
+        pair t = make_random(c, "t", dt, 1, shape, GEN_WIDE, 1.0f);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            c->s[i].be->mul_scalar(c->s[i].be, t.t[i], 65536.0f, t.t[i], &st[i]);
+        compare(c, "t", t, st, EXACT);
+        report(c, "mul_scalar", "%s in place by 65536", dtype_name(dt));
+
+        static const float values[4] = {0.0f, 0.1f, 70000.0f, -1e-30f};
+        for (int k = 0; k < 4; k++) {
+            t = make(c, "t", dt, 1, shape, NULL);
+            for (int i = 0; ready(c) && i < 2; i++)
+                c->s[i].be->fill(c->s[i].be, t.t[i], values[k]);
+            compare(c, "t", t, NULL, EXACT);
+            report(c, "fill", "%s with %g", dtype_name(dt), values[k]);
+        }
+
+        t = make_random(c, "t", dt, 1, shape, GEN_WIDE, 1.0f);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            c->s[i].be->observe(c->s[i].be, t.t[i], &st[i]);
+        compare(c, "t", t, st, EXACT);
+        report(c, "observe", "%s", dtype_name(dt));
+    }
+}
+
+static void check_relu(selftest *c, round_stats *st)
+{
+    const int64_t shape[2] = {17, 61};
+    for (int a = 0; a < 3; a++) {
+        dtype dt = float_dtypes[a];
+        pair x = make_random(c, "x", dt, 2, shape, GEN_WIDE, 1.0f);
+        pair y = make(c, "y", dt, 2, shape, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            c->s[i].be->relu_forward(c->s[i].be, x.t[i], y.t[i], &st[i]);
+        compare(c, "y", y, st, EXACT);
+        report(c, "relu_forward", "%s", dtype_name(dt));
+
+        pair dy = make_random(c, "dy", dt, 2, shape, GEN_WIDE, 1.0f);
+        y = make_random(c, "y", dt, 2, shape, GEN_WIDE, 1.0f);
+        pair dx = make(c, "dx", dt, 2, shape, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            c->s[i].be->relu_backward(c->s[i].be, dy.t[i], y.t[i], dx.t[i], &st[i]);
+        compare(c, "dx", dx, st, EXACT);
+        report(c, "relu_backward", "%s", dtype_name(dt));
+    }
+}
+
+typedef struct linear_case {
+    dtype x, w, y; /* the bias has w's dtype; dy has y's */
+    float scale;   /* of the inputs: large scales overflow half outputs */
+} linear_case;
+
+static void check_linear(selftest *c, round_stats *st)
+{
+    static const linear_case cases[] = {
+        {DTYPE_FLOAT32, DTYPE_FLOAT32, DTYPE_FLOAT32, 1.0f},
+        {DTYPE_FLOAT16, DTYPE_FLOAT16, DTYPE_FLOAT16, 1.0f},
+        {DTYPE_BFLOAT16, DTYPE_BFLOAT16, DTYPE_BFLOAT16, 1.0f},
+        {DTYPE_FLOAT16, DTYPE_FLOAT16, DTYPE_FLOAT16, 120.0f},
+        {DTYPE_FLOAT16, DTYPE_FLOAT16, DTYPE_FLOAT32, 1.0f},
+        {DTYPE_FLOAT32, DTYPE_FLOAT16, DTYPE_FLOAT32, 1.0f},
+        {DTYPE_BFLOAT16, DTYPE_FLOAT32, DTYPE_BFLOAT16, 1.0f},
+    };
+    const int64_t B = 7, I = 19, O = 11;
+    const int64_t xs[2] = {B, I}, ws[2] = {O, I}, ys[2] = {B, O};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const linear_case *lc = &cases[k];
+        char what[96];
+        snprintf(what, sizeof what, "x %s, w %s, out %s, scale %g", dtype_name(lc->x),
+                 dtype_name(lc->w), dtype_name(lc->y), lc->scale);
+        for (int with_bias = 1; with_bias >= 0; with_bias--) {
+            pair x = make_random(c, "x", lc->x, 2, xs, GEN_NORMAL, lc->scale);
+            pair w = make_random(c, "w", lc->w, 2, ws, GEN_NORMAL, lc->scale);
+            pair b = {{NULL, NULL}};
+            if (with_bias)
+                b = make_random(c, "b", lc->w, 1, &O, GEN_NORMAL, lc->scale);
+            pair y = make(c, "y", lc->y, 2, ys, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->linear_forward(c->s[i].be, x.t[i], w.t[i], b.t[i], y.t[i],
+                                                       &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            report(c, "linear_forward", "%s%s", what, with_bias ? ", bias" : "");
+        }
+        pair dy = make_random(c, "dy", lc->y, 2, ys, GEN_NORMAL, lc->scale);
+        pair w = make_random(c, "w", lc->w, 2, ws, GEN_NORMAL, lc->scale);
+        pair dx = make(c, "dx", lc->x, 2, xs, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i, c->s[i].be->linear_backward_input(c->s[i].be, dy.t[i], w.t[i], dx.t[i],
+                                                          &st[i]));
+        compare(c, "dx", dx, st, CLOSE);
+        report(c, "linear_backward_input", "%s", what);
+
+        dy = make_random(c, "dy", lc->y, 2, ys, GEN_NORMAL, lc->scale);
+        pair x = make_random(c, "x", lc->x, 2, xs, GEN_NORMAL, lc->scale);
+        pair dw = make(c, "dw", lc->w, 2, ws, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i, c->s[i].be->linear_backward_weight(c->s[i].be, dy.t[i], x.t[i], dw.t[i],
+                                                           &st[i]));
+        compare(c, "dw", dw, st, CLOSE);
+        report(c, "linear_backward_weight", "%s", what);
+    }
+}
+
+static void check_channel_sum(selftest *c, round_stats *st)
+{
+    static const int64_t shapes[2][3] = {{4, 5, 6}, {7, 11, 1}}; /* outer, channels, inner */
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 2; k++) {
+            dtype dt = float_dtypes[a];
+            const int64_t *s = shapes[k];
+            pair dy = make_random(c, "dy", dt, 3, s, GEN_NORMAL, 1.0f);
+            pair db = make(c, "db", dt, 1, &s[1], NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->channel_sum(c->s[i].be, dy.t[i], s[0], s[2], db.t[i],
+                                                    &st[i]));
+            compare(c, "db", db, st, CLOSE);
+            report(c, "channel_sum", "%s [%lld, %lld, %lld]", dtype_name(dt), (long long)s[0],
+                   (long long)s[1], (long long)s[2]);
+        }
+}
+
+static conv2d_geom conv_geom(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out,
+                             int64_t k, int64_t stride, int64_t padding, int64_t dilation)
+{
+    conv2d_geom g = {.n = n, .c_in = c_in, .h_in = h, .w_in = w, .c_out = c_out, .kh = k,
+                     .kw = k, .stride = stride, .padding = padding, .dilation = dilation};
+    g.h_out = (h + 2 * padding - dilation * (k - 1) - 1) / stride + 1;
+    g.w_out = (w + 2 * padding - dilation * (k - 1) - 1) / stride + 1;
+    return g;
+}
+
+static void check_conv2d(selftest *c, round_stats *st)
+{
+    const conv2d_geom geoms[3] = {
+        conv_geom(2, 3, 8, 8, 4, 3, 1, 1, 1),
+        conv_geom(2, 2, 9, 7, 3, 3, 2, 0, 1),
+        conv_geom(1, 3, 10, 10, 2, 3, 1, 2, 2),
+    };
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 3; k++) {
+            dtype dt = float_dtypes[a];
+            const conv2d_geom *g = &geoms[k];
+            const int64_t xs[4] = {g->n, g->c_in, g->h_in, g->w_in};
+            const int64_t ws[4] = {g->c_out, g->c_in, g->kh, g->kw};
+            const int64_t ys[4] = {g->n, g->c_out, g->h_out, g->w_out};
+            char what[128];
+            snprintf(what, sizeof what,
+                     "%s x [%lld,%lld,%lld,%lld] k %lld stride %lld pad %lld dil %lld",
+                     dtype_name(dt), (long long)g->n, (long long)g->c_in, (long long)g->h_in,
+                     (long long)g->w_in, (long long)g->kh, (long long)g->stride,
+                     (long long)g->padding, (long long)g->dilation);
+            bool with_bias = k != 1;
+            pair x = make_random(c, "x", dt, 4, xs, GEN_NORMAL, 1.0f);
+            pair w = make_random(c, "w", dt, 4, ws, GEN_NORMAL, 1.0f);
+            pair b = {{NULL, NULL}};
+            if (with_bias)
+                b = make_random(c, "b", dt, 1, &g->c_out, GEN_NORMAL, 1.0f);
+            pair y = make(c, "y", dt, 4, ys, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->conv2d_forward(c->s[i].be, g, x.t[i], w.t[i], b.t[i],
+                                                       y.t[i], &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            report(c, "conv2d_forward", "%s%s", what, with_bias ? ", bias" : "");
+
+            pair dy = make_random(c, "dy", dt, 4, ys, GEN_NORMAL, 1.0f);
+            w = make_random(c, "w", dt, 4, ws, GEN_NORMAL, 1.0f);
+            pair dx = make(c, "dx", dt, 4, xs, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->conv2d_backward_input(c->s[i].be, g, dy.t[i], w.t[i],
+                                                              dx.t[i], &st[i]));
+            compare(c, "dx", dx, st, CLOSE);
+            report(c, "conv2d_backward_input", "%s", what);
+
+            dy = make_random(c, "dy", dt, 4, ys, GEN_NORMAL, 1.0f);
+            x = make_random(c, "x", dt, 4, xs, GEN_NORMAL, 1.0f);
+            pair dw = make(c, "dw", dt, 4, ws, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->conv2d_backward_weight(c->s[i].be, g, dy.t[i], x.t[i],
+                                                               dw.t[i], &st[i]));
+            compare(c, "dw", dw, st, CLOSE);
+            report(c, "conv2d_backward_weight", "%s", what);
+        }
+}
+
+static void check_losses(selftest *c, round_stats *st)
+{
+    static const int64_t ls_shapes[2][2] = {{6, 10}, {5, 300}};
+    const int64_t scalar_shape[1] = {1};
+    /* log_softmax: same dtype in and out, and float16 logits into float32 */
+    static const dtype ls_dt[4][2] = {{DTYPE_FLOAT32, DTYPE_FLOAT32},
+                                      {DTYPE_FLOAT16, DTYPE_FLOAT16},
+                                      {DTYPE_BFLOAT16, DTYPE_BFLOAT16},
+                                      {DTYPE_FLOAT16, DTYPE_FLOAT32}};
+    for (int a = 0; a < 4; a++)
+        for (int k = 0; k < 2; k++) {
+            dtype xd = ls_dt[a][0], yd = ls_dt[a][1];
+            const int64_t *s = ls_shapes[k];
+            pair x = make_random(c, "x", xd, 2, s, GEN_NORMAL, 4.0f);
+            pair y = make(c, "y", yd, 2, s, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                c->s[i].be->log_softmax_forward(c->s[i].be, x.t[i], y.t[i], &st[i]);
+            compare(c, "y", y, st, CLOSE);
+            report(c, "log_softmax_forward", "%s->%s [%lld, %lld]", dtype_name(xd),
+                   dtype_name(yd), (long long)s[0], (long long)s[1]);
+
+            /* backward: y a log-probability (negative), dy and dx in the input's dtype */
+            pair dy = make_random(c, "dy", xd, 2, s, GEN_NORMAL, 0.1f);
+            float *yv = gen(c, s[0] * s[1], GEN_NORMAL, 2.0f);
+            for (int64_t i = 0; yv && i < s[0] * s[1]; i++)
+                yv[i] = -fabsf(yv[i]);
+            y = make(c, "y", yd, 2, s, yv);
+            free(yv);
+            pair dx = make(c, "dx", xd, 2, s, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                c->s[i].be->log_softmax_backward(c->s[i].be, dy.t[i], y.t[i], dx.t[i], &st[i]);
+            compare(c, "dx", dx, st, CLOSE);
+            report(c, "log_softmax_backward", "dy %s, y %s [%lld, %lld]", dtype_name(xd),
+                   dtype_name(yd), (long long)s[0], (long long)s[1]);
+        }
+
+    const int64_t ns[2] = {8, 10};
+    for (int a = 0; a < 3; a++) {
+        dtype dt = float_dtypes[a];
+        pair logp = make_random(c, "logp", dt, 2, ns, GEN_NORMAL, 3.0f);
+        pair target = make_target(c, ns[0], ns[1]);
+        pair loss = make(c, "loss", dt, 0, scalar_shape, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            c->s[i].be->nll_loss_forward(c->s[i].be, logp.t[i], target.t[i], loss.t[i], &st[i]);
+        compare(c, "loss", loss, st, CLOSE);
+        report(c, "nll_loss_forward", "%s", dtype_name(dt));
+
+        static const float seeds[2] = {1.0f, 65536.0f};
+        for (int k = 0; k < 2; k++) {
+            pair dloss = make(c, "dloss", dt, 0, scalar_shape, &seeds[k]);
+            target = make_target(c, ns[0], ns[1]);
+            pair dlogp = make(c, "dlogp", dt, 2, ns, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                c->s[i].be->nll_loss_backward(c->s[i].be, dloss.t[i], target.t[i], dlogp.t[i],
+                                              &st[i]);
+            compare(c, "dlogp", dlogp, st, EXACT);
+            report(c, "nll_loss_backward", "%s, dloss %g", dtype_name(dt), seeds[k]);
+        }
+    }
+
+    /* mse: same dtypes, and a float16 prediction against a float32 target (promoted) */
+    static const dtype mse_dt[4][3] = {{DTYPE_FLOAT32, DTYPE_FLOAT32, DTYPE_FLOAT32},
+                                       {DTYPE_FLOAT16, DTYPE_FLOAT16, DTYPE_FLOAT16},
+                                       {DTYPE_BFLOAT16, DTYPE_BFLOAT16, DTYPE_BFLOAT16},
+                                       {DTYPE_FLOAT16, DTYPE_FLOAT32, DTYPE_FLOAT32}};
+    const int64_t ms[2] = {5, 7};
+    const int64_t mn = ms[0] * ms[1];
+    for (int a = 0; a < 4; a++) {
+        dtype ad = mse_dt[a][0], bd = mse_dt[a][1], yd = mse_dt[a][2];
+        pair pa = make_random(c, "a", ad, 2, ms, GEN_WIDE, 1.0f);
+        pair pb = make_random(c, "b", bd, 2, ms, GEN_WIDE, 1.0f);
+        pair y = make(c, "y", yd, 2, ms, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            c->s[i].be->mse_forward(c->s[i].be, pa.t[i], pb.t[i], y.t[i], &st[i]);
+        compare(c, "y", y, st, EXACT);
+        report(c, "mse_forward", "a %s, b %s, out %s", dtype_name(ad), dtype_name(bd),
+               dtype_name(yd));
+
+        for (int full = 0; full < 2; full++) { /* reduction 'mean' (scalar dy) and 'none' */
+            double alpha = full ? 2.0 : 2.0 / (double)mn;
+            pair dy = full ? make_random(c, "dy", yd, 2, ms, GEN_NORMAL, 1.0f)
+                           : make_random(c, "dy", yd, 0, scalar_shape, GEN_NORMAL, 1.0f);
+            pa = make_random(c, "a", ad, 2, ms, GEN_NORMAL, 2.0f);
+            pb = make_random(c, "b", bd, 2, ms, GEN_NORMAL, 2.0f);
+            pair da = make(c, "da", yd, 2, ms, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                c->s[i].be->mse_backward(c->s[i].be, dy.t[i], pa.t[i], pb.t[i], alpha, da.t[i],
+                                         &st[i]);
+            compare(c, "da", da, st, EXACT);
+            report(c, "mse_backward", "a %s, b %s, out %s, %s dy", dtype_name(ad),
+                   dtype_name(bd), dtype_name(yd), full ? "elementwise" : "scalar");
+        }
+    }
+
+    static const int64_t mean_n[2] = {13 * 17, 70001}; /* one block; many blocks */
+    for (int a = 0; a < 3; a++) {
+        dtype dt = float_dtypes[a];
+        for (int k = 0; k < 2; k++) {
+            pair x = make_random(c, "x", dt, 1, &mean_n[k], GEN_NORMAL, 3.0f);
+            pair y = make(c, "y", dt, 0, scalar_shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                c->s[i].be->mean_forward(c->s[i].be, x.t[i], y.t[i], &st[i]);
+            compare(c, "y", y, st, CLOSE);
+            report(c, "mean_forward", "%s [%lld]", dtype_name(dt), (long long)mean_n[k]);
+        }
+        pair dy = make_random(c, "dy", dt, 0, scalar_shape, GEN_NORMAL, 1.0f);
+        pair dx = make(c, "dx", dt, 1, &mean_n[0], NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            c->s[i].be->mean_backward(c->s[i].be, dy.t[i], dx.t[i], &st[i]);
+        compare(c, "dx", dx, st, EXACT);
+        report(c, "mean_backward", "%s", dtype_name(dt));
+    }
+}
+
+static void check_unscale(selftest *c, round_stats *st)
+{
+    static const char *const variants[3] = {"finite", "with inf", "with NaN"};
+    const int64_t n = 3001;
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 3; k++) {
+            dtype dt = float_dtypes[a];
+            float *v = gen(c, n, GEN_NORMAL, dt == DTYPE_FLOAT16 ? 1000.0f : 65536.0f);
+            if (v && k)
+                v[rng_below(&c->g, n)] = k == 1 ? -INFINITY : NAN;
+            pair g = make(c, "g", dt, 1, &n, v);
+            free(v);
+            int found[2] = {0, 0};
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                c->s[i].be->unscale(c->s[i].be, g.t[i], 1.0f / 65536.0f, &found[i], &st[i]);
+            compare(c, "g", g, st, EXACT);
+            if (ready(c) && (found[0] != found[1] || found[0] != (k != 0)))
+                differ(c, "found_inf: ref %d dut %d, expected %d", found[0], found[1], k != 0);
+            report(c, "unscale", "%s %s", dtype_name(dt), variants[k]);
+        }
+}
+
+/* optim_hyper of step `step`, as optimizer.c prepares it */
+static optim_hyper hyper(const optim_config *o, int64_t step)
+{
+    optim_hyper h = {
+        .step = step,
+        .neg_lr = (float)-o->lr,
+        .weight_decay = (float)o->weight_decay,
+        .momentum = (float)o->momentum,
+        .one_minus_dampening = (float)(1.0 - o->dampening),
+        .one_minus_beta1 = (float)(1.0 - o->beta1),
+        .beta2 = (float)o->beta2,
+        .one_minus_beta2 = (float)(1.0 - o->beta2),
+        .eps = (float)o->eps,
+        .alpha = (float)o->alpha,
+        .one_minus_alpha = (float)(1.0 - o->alpha),
+    };
+    if (o->kind == OPTIM_ADAM) {
+        double bc1 = 1.0 - pow(o->beta1, (double)step), bc2 = 1.0 - pow(o->beta2, (double)step);
+        h.neg_step_size = (float)-(o->lr / bc1);
+        h.inv_bias_correction2_sqrt = 1.0f / (float)sqrt(bc2);
+    }
+    return h;
+}
+
+static void check_optimizers(selftest *c)
+{
+    static const struct {
+        const char *name;
+        optim_config cfg;
+    } optims[] = {
+        {"sgd", {.kind = OPTIM_SGD, .lr = 1e-2}},
+        {"sgd momentum=0.9 dampening=0.1 weight_decay=1e-4",
+         {.kind = OPTIM_SGD, .lr = 1e-2, .momentum = 0.9, .dampening = 0.1, .weight_decay = 1e-4}},
+        {"sgd momentum=0.9 nesterov weight_decay=1e-2",
+         {.kind = OPTIM_SGD, .lr = 1e-2, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-2}},
+        {"adam", {.kind = OPTIM_ADAM, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8}},
+        {"adam weight_decay=1e-2",
+         {.kind = OPTIM_ADAM, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+          .weight_decay = 1e-2}},
+        {"rmsprop", {.kind = OPTIM_RMSPROP, .lr = 1e-3, .alpha = 0.99, .eps = 1e-8}},
+        {"rmsprop momentum=0.9",
+         {.kind = OPTIM_RMSPROP, .lr = 1e-3, .alpha = 0.99, .eps = 1e-8, .momentum = 0.9}},
+        {"rmsprop centered",
+         {.kind = OPTIM_RMSPROP, .lr = 1e-3, .alpha = 0.99, .eps = 1e-8, .centered = true}},
+        {"rmsprop centered momentum=0.9 weight_decay=1e-3",
+         {.kind = OPTIM_RMSPROP, .lr = 1e-3, .alpha = 0.99, .eps = 1e-8, .momentum = 0.9,
+          .centered = true, .weight_decay = 1e-3}},
+    };
+    /* parameter dtype, and the dtype the model sees (a float32 master of a half parameter) */
+    static const dtype kinds[5][2] = {{DTYPE_FLOAT32, DTYPE_FLOAT32},
+                                      {DTYPE_FLOAT16, DTYPE_FLOAT16},
+                                      {DTYPE_BFLOAT16, DTYPE_BFLOAT16},
+                                      {DTYPE_FLOAT32, DTYPE_FLOAT16},
+                                      {DTYPE_FLOAT32, DTYPE_BFLOAT16}};
+    const int64_t n = 1031;
+    for (size_t o = 0; o < sizeof optims / sizeof optims[0]; o++)
+        for (int k = 0; k < 5; k++) {
+            const optim_config *cfg = &optims[o].cfg;
+            dtype dt = kinds[k][0], visible = kinds[k][1];
+            int ns = optim_state_count(cfg);
+            pair p = make_random(c, "param", dt, 1, &n, GEN_NORMAL, 1.0f);
+            pair state[OPTIM_MAX_STATE];
+            for (int s = 0; s < ns; s++) {
+                char name[32];
+                snprintf(name, sizeof name, "state%d", s);
+                state[s] = make(c, name, dt, 1, &n, NULL);
+                for (int i = 0; ready(c) && i < 2; i++)
+                    c->s[i].be->fill(c->s[i].be, state[s].t[i], 0.0f);
+            }
+            for (int64_t step = 1; step <= 3 && ready(c) && !c->detail[0]; step++) {
+                float *gv = gen(c, n, GEN_NORMAL, 1e-2f);
+                for (int64_t i = 0; gv && i < n; i += 7)
+                    gv[i] = 0.0f; /* some elements the step leaves alone */
+                pair g = make(c, "grad", dt, 1, &n, gv);
+                free(gv);
+                optim_hyper h = hyper(cfg, step);
+                optim_result res[2];
+                for (int i = 0; ready(c) && i < 2; i++) {
+                    optim_tensors t = {.param = p.t[i], .grad = g.t[i], .visible = visible};
+                    for (int s = 0; s < ns; s++)
+                        t.state[s] = state[s].t[i];
+                    memset(&res[i], 0, sizeof res[i]);
+                    round_stats_init(&res[i].param);
+                    for (int s = 0; s < ns; s++)
+                        round_stats_init(&res[i].state[s]);
+                    c->s[i].be->optimizer_step(c->s[i].be, cfg, &h, &t, &res[i]);
+                }
+                if (!ready(c))
+                    break;
+                char what[48];
+                snprintf(what, sizeof what, "step %lld param", (long long)step);
+                round_stats st[2] = {res[0].param, res[1].param};
+                compare(c, what, p, st, EXACT);
+                for (int s = 0; s < ns; s++) {
+                    snprintf(what, sizeof what, "step %lld state %d", (long long)step, s);
+                    round_stats sst[2] = {res[0].state[s], res[1].state[s]};
+                    compare(c, what, state[s], sst, EXACT);
+                }
+                if (res[0].lost_updates != res[1].lost_updates)
+                    differ(c, "step %lld: lost updates %lld vs %lld", (long long)step,
+                           (long long)res[0].lost_updates, (long long)res[1].lost_updates);
+            }
+            report(c, "optimizer_step", "%s, %s%s%s, 3 steps", optims[o].name, dtype_name(dt),
+                   visible != dt ? " master of " : "", visible != dt ? dtype_name(visible) : "");
+        }
+}
+
+int selftest_run(backend *ref, backend *dut, FILE *out)
+{
+    selftest *c = calloc(1, sizeof *c);
+    round_stats *st = calloc(2, sizeof *st);
+    if (!c || !st) {
+        fprintf(out, "FAIL selftest (out of host memory)\nselftest: 0 passed, 1 failed\n");
+        free(c);
+        free(st);
+        return 1;
+    }
+    c->out = out;
+    rng_seed(&c->g, 20240611);
+    backend *bes[2] = {ref, dut};
+    for (int i = 0; i < 2; i++) {
+        side *s = &c->s[i];
+        s->be = bes[i];
+        s->saved_account = bes[i]->account;
+        s->pool = (tensor_pool){.be = bes[i], .account = &s->account};
+    }
+    for (int i = 0; i < 2; i++)
+        bes[i]->account = &c->s[i].account;
+    check_rounding_ops(c, st);
+    check_relu(c, st);
+    check_linear(c, st);
+    check_channel_sum(c, st);
+    check_conv2d(c, st);
+    check_losses(c, st);
+    check_unscale(c, st);
+    check_optimizers(c);
+    for (int i = 1; i >= 0; i--)
+        bes[i]->account = c->s[i].saved_account;
+    fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);
+    int failed = c->failed;
+    free(st);
+    free(c);
+    return failed;
+}

@@ -1,0 +1,34 @@
+/*
+ * selftest.h: the backend selftest. Runs every op of the backend table on two backends (a
+ * reference, normally the CPU, and the device under test) with identical random inputs of
+ * small shapes in every dtype combination the harness uses, and compares the outputs and
+ * the counts of their rounding.
+ *
+ * Comparison rules:
+ *  - exact ops (cast, mul_scalar, fill, observe, relu, nll_loss backward, mse, mean
+ *    backward, unscale, optimizer steps): every element has the same bits (two NaNs are
+ *    equal whatever their payloads), the counts and histograms are equal, found_inf and
+ *    lost updates are equal.
+ *  - summation-order ops (linear, channel_sum, conv2d, log_softmax, nll_loss forward, mean
+ *    forward), whose pre-rounding values differ with the order of a float32 (or double)
+ *    sum: an element passes when it is equal, at most 1 ulp of the output dtype away, or
+ *    within |a - b| <= 1e-5 * max(|a|, |b|) + 1e-6 * (the largest finite |ref| of the
+ *    tensor) (the absolute term covers outputs near zero after cancellation); each count
+ *    (zeros, underflow, subnormal, overflow, nan) may differ by at most s = (elements that
+ *    differ) + numel / 100 + 1, the histograms by at most 2 s in L1 distance (an element
+ *    moved from one bin to another), amax and amin_nonzero by the element rule.
+ * Every check also fails when a side still counts workspace after the op returned.
+ * Prints one line per check, "PASS op what" or "FAIL op what (details)", then
+ * "selftest: N passed, M failed".
+ */
+#ifndef AMPSCOPE_SELFTEST_H
+#define AMPSCOPE_SELFTEST_H
+
+#include <stdio.h>
+
+#include "backend.h"
+
+/* Returns the number of failed checks. ref and dut may be the same backend. */
+int selftest_run(backend *ref, backend *dut, FILE *out);
+
+#endif

@@ -1,0 +1,127 @@
+/*
+ * linear.cu: the linear layer's products through cuBLAS, and channel_sum (twin of
+ * harness/cpu/linear.c). Shapes are row-major: x [B,I], w [O,I], b [O], y [B,O].
+ *
+ * GEMMs: cublasGemmEx with both operands in their own dtype (operands of different dtypes
+ * are first widened to float32 scratch, exactly), compute type CUBLAS_COMPUTE_32F_PEDANTIC
+ * (float32 products and float32 accumulation, no TF32 nor reduced-precision tensor-core
+ * reductions, whatever the operand dtype), C in float32: the output itself when it is
+ * float32, else float32 scratch that the rounding store then rounds, once, into the
+ * output's dtype with its counts. With a bias, C starts as the bias broadcast over the rows
+ * and beta = 1, as addmm (and the CPU) do.
+ *
+ * cuBLAS is column-major: a row-major [r, c] matrix is its transpose, column-major with
+ * leading dimension c. So row-major C[m,n] = op(A) op(B) is computed as column-major
+ * C^T[n,m] = op(B)^T op(A)^T, which is cuBLAS's gemm with the operands swapped, the same
+ * transpose flags and each operand's row-major row length as its leading dimension.
+ */
+#include "cuda.cuh"
+
+static cudaDataType_t cublas_type(dtype dt)
+{
+    return dt == DTYPE_FLOAT16 ? CUDA_R_16F : dt == DTYPE_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/* c[r, j] = bias[j] for every row r of c [total / n, n] */
+__global__ void bias_rows_kernel(const void *bias, dtype dt, float *c, int64_t n, int64_t total)
+{
+    GRID_STRIDE(i, total)
+    c[i] = load_as_float(bias, dt, i % n);
+}
+
+/* out[m,n] = op(a) op(b) (+ bias) in float32, rounded once into out's dtype */
+static int gemm_round(backend *be, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                      const tensor *a, const tensor *b, const tensor *bias, tensor *out,
+                      round_stats *st)
+{
+    cuda_ctx *x = cuda_ctx_of(be);
+    const void *ap = a->data, *bp = b->data;
+    dtype at = a->dtype, bt = b->dtype;
+    float *a_own = NULL, *b_own = NULL, *c_own = NULL;
+    if (at != bt) { /* cublasGemmEx takes one operand type */
+        ap = cuda_as_f32(be, a, &a_own);
+        bp = ap ? cuda_as_f32(be, b, &b_own) : NULL;
+        at = bt = DTYPE_FLOAT32;
+    }
+    float *c = NULL;
+    if (ap && bp)
+        c = out->dtype == DTYPE_FLOAT32
+                ? (float *)out->data
+                : (c_own = (float *)cuda_scratch_alloc(be, m * n * (int64_t)sizeof(float)));
+    if (c) {
+        if (bias) {
+            bias_rows_kernel<<<cuda_grid(x, m * n), CUDA_THREADS, 0, x->stream>>>(
+                bias->data, bias->dtype, c, n, m * n);
+            LAUNCH_CHECK();
+        }
+        const float one = 1.0f, beta = bias ? 1.0f : 0.0f;
+        CUBLAS_CHECK(cublasGemmEx(x->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                  ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, bp,
+                                  cublas_type(bt), (int)(tb ? k : n), ap, cublas_type(at),
+                                  (int)(ta ? m : k), &beta, c, CUDA_R_32F, (int)n,
+                                  CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
+        if (c_own || st) /* a float32 output is already stored; it is only counted */
+            launch_store(be, f32_op{c}, out, st);
+    }
+    cuda_scratch_free(be, c_own, m * n * (int64_t)sizeof(float));
+    cuda_scratch_free(be, b_own, b->numel * (int64_t)sizeof(float));
+    cuda_scratch_free(be, a_own, a->numel * (int64_t)sizeof(float));
+    return c ? 0 : -1;
+}
+
+int cuda_linear_forward(backend *be, const tensor *x, const tensor *w, const tensor *b, tensor *y,
+                        round_stats *st)
+{
+    return gemm_round(be, false, true, x->shape[0], w->shape[0], w->shape[1], x, w, b, y, st);
+}
+
+int cuda_linear_backward_input(backend *be, const tensor *dy, const tensor *w, tensor *dx,
+                               round_stats *st)
+{
+    return gemm_round(be, false, false, dy->shape[0], w->shape[1], w->shape[0], dy, w, NULL, dx,
+                      st);
+}
+
+int cuda_linear_backward_weight(backend *be, const tensor *dy, const tensor *x, tensor *dw,
+                                round_stats *st)
+{
+    return gemm_round(be, true, false, dy->shape[1], x->shape[1], dy->shape[0], dy, x, NULL, dw,
+                      st);
+}
+
+/* one block per channel: float32 partial sums per thread, then a float32 tree over the
+ * block (PyTorch's reduction order class, not the CPU's sequential order) */
+__global__ void channel_sum_kernel(const void *dy, dtype dt, int64_t outer, int64_t channels,
+                                   int64_t inner, void *db, dtype db_dt, dev_stats *out)
+{
+    __shared__ block_tally sh;
+    tally t;
+    tally_begin(&t, &sh, out, db_dt);
+    int64_t per_channel = outer * inner;
+    for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
+        float acc = 0.0f;
+        for (int64_t j = threadIdx.x; j < per_channel; j += blockDim.x) {
+            int64_t o = j / inner, i = j - o * inner;
+            acc += load_as_float(dy, dt, (o * channels + c) * inner + i);
+        }
+        acc = block_reduce(acc, sum_op());
+        if (threadIdx.x == 0)
+            tally_store(&t, db, db_dt, c, acc);
+    }
+    tally_flush(&t);
+}
+
+/* needs no scratch: never fails */
+int cuda_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
+                     round_stats *st)
+{
+    cuda_ctx *x = cuda_ctx_of(be);
+    int64_t channels = db->numel;
+    int grid = channels < x->max_blocks ? (int)channels : x->max_blocks;
+    dev_stats *ds = cuda_stats_begin(be, 0, st);
+    channel_sum_kernel<<<grid < 1 ? 1 : grid, CUDA_THREADS, 0, x->stream>>>(
+        dy->data, dy->dtype, outer, channels, inner, db->data, db->dtype, ds);
+    LAUNCH_CHECK();
+    cuda_stats_end(be, 0, st, channels);
+    return 0;
+}

@@ -1,0 +1,72 @@
+/*
+ * optim.cu: one parameter's optimizer step (twin of harness/cpu/optim.c), one element per
+ * thread-iteration with optim_math.h's optim_update, the arithmetic the CPU uses. Writes
+ * the parameter and each state tensor with its own counts (stats slots 0 and 1 + k).
+ * Lost updates: elements whose visible value (the parameter as the model sees it,
+ * t->visible) did not change although the increment the step applied was non-zero;
+ * counted per thread, summed per block, added to one device counter once per block.
+ */
+#include "cuda.cuh"
+
+typedef struct optim_args {
+    void *param;
+    const void *grad;
+    void *state[OPTIM_MAX_STATE];
+    dev_stats *stats[CUDA_STATS_SLOTS]; /* param, then state k at 1 + k */
+} optim_args;
+
+__global__ void optim_kernel(optim_config cfg, optim_hyper h, dtype dt, dtype visible, int ns,
+                             int64_t n, optim_args a, unsigned long long *lost)
+{
+    __shared__ block_tally sh[CUDA_STATS_SLOTS];
+    tally tp, ts[OPTIM_MAX_STATE];
+    tally_begin(&tp, &sh[0], a.stats[0], dt);
+    for (int k = 0; k < ns; k++)
+        tally_begin(&ts[k], &sh[1 + k], a.stats[1 + k], dt);
+    unsigned long long my_lost = 0;
+    GRID_STRIDE(i, n)
+    {
+        float s[OPTIM_MAX_STATE];
+        for (int k = 0; k < ns; k++)
+            s[k] = load_as_float(a.state[k], dt, i);
+        float old = load_as_float(a.param, dt, i);
+        float g = load_as_float(a.grad, dt, i);
+        float u = optim_update(&cfg, &h, dt, old, g, s);
+        float next = old + u;
+        tally_store(&tp, a.param, dt, i, next);
+        for (int k = 0; k < ns; k++)
+            tally_store(&ts[k], a.state[k], dt, i, s[k]);
+        if (u != 0.0f && round_to(round_to(next, dt), visible) == round_to(old, visible))
+            my_lost++;
+    }
+    tally_flush(&tp);
+    for (int k = 0; k < ns; k++)
+        tally_flush(&ts[k]);
+    unsigned long long block_lost = block_reduce(my_lost, sum_op());
+    if (threadIdx.x == 0 && block_lost)
+        atomicAdd(lost, block_lost);
+}
+
+void cuda_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper *h,
+                         optim_tensors *t, optim_result *out)
+{
+    cuda_ctx *x = cuda_ctx_of(be);
+    int ns = optim_state_count(cfg);
+    tensor *p = t->param;
+    optim_args a = {};
+    a.param = p->data;
+    a.grad = t->grad->data;
+    a.stats[0] = cuda_stats_begin(be, 0, &out->param);
+    for (int k = 0; k < ns; k++) {
+        a.state[k] = t->state[k]->data;
+        a.stats[1 + k] = cuda_stats_begin(be, 1 + k, &out->state[k]);
+    }
+    unsigned long long *lost = cuda_counter_begin(be);
+    optim_kernel<<<cuda_grid(x, p->numel), CUDA_THREADS, 0, x->stream>>>(
+        *cfg, *h, p->dtype, t->visible, ns, p->numel, a, lost);
+    LAUNCH_CHECK();
+    cuda_stats_end(be, 0, &out->param, p->numel);
+    for (int k = 0; k < ns; k++)
+        cuda_stats_end(be, 1 + k, &out->state[k], p->numel);
+    out->lost_updates += (int64_t)cuda_counter_end(be);
+}

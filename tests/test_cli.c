@@ -1,0 +1,90 @@
+/*
+ * test_cli.c: the command line as a user meets it: exit codes (0 passed, 1 an expectation
+ * failed, 2 bad input), file:line messages for bad case files, nothing written for bad
+ * input, and --device cuda without a GPU.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+/* runs the binary with args through the shell; stderr+stdout into out; returns the status */
+static int run_cli(const char *args, char *out, size_t len)
+{
+    const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(cli, typo_in_a_key_is_reported_with_file_and_line)
+{
+    char dir[256], path[512], out[8192], args[1024];
+    make_temp_dir(dir, sizeof dir);
+    write_file(dir, "typo.case", "[model]\nfc = linear 4 -> 2\n[data]\nbatch = 2\nbacth = 3\n",
+               path, sizeof path);
+    snprintf(args, sizeof args, "check %s", path);
+    cr_expect_eq(run_cli(args, out, sizeof out), 2);
+    char want[600];
+    snprintf(want, sizeof want, "%s:5: unknown key 'bacth' in [data]; did you mean 'batch'?", path);
+    cr_expect(strstr(out, want) != NULL, "got: %s", out);
+    /* run validates first: nothing is written */
+    snprintf(args, sizeof args, "run %s --out %s/results", path, dir);
+    cr_expect_eq(run_cli(args, out, sizeof out), 2);
+    snprintf(path, sizeof path, "%s/results", dir);
+    cr_expect_neq(access(path, F_OK), 0, "results/ was created for an invalid case");
+    rm_rf(dir);
+}
+
+Test(cli, a_failed_expectation_exits_1_and_says_which)
+{
+    char dir[256], path[512], out[8192], args[1024];
+    make_temp_dir(dir, sizeof dir);
+    write_file(dir, "wrong.case",
+               "[model]\nfc = linear 4 -> 2\n[data]\nbatch = 2\n[expect]\ndtype fc.out = float16\n",
+               path, sizeof path);
+    snprintf(args, sizeof args, "run %s --out %s/r --device cpu", path, dir);
+    cr_expect_eq(run_cli(args, out, sizeof out), 1);
+    cr_expect(strstr(out, ":6: expectation failed: dtype fc.out: expected float16, got float32"),
+              "got: %s", out);
+    rm_rf(dir);
+}
+
+Test(cli, device_cuda_without_a_gpu_exits_2)
+{
+    char err[512], out[8192];
+    backend *gpu = backend_cuda_load(NULL, NULL, err, sizeof err);
+    if (gpu) {
+        gpu->close(gpu);
+        cr_skip_test("a GPU is present");
+    }
+    cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device cuda --out /tmp/ampscope-nogpu",
+                         out, sizeof out), 2);
+    cr_expect(strstr(out, "no usable CUDA device: ") != NULL, "got: %s", out);
+    cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device auto --out /tmp/ampscope-nogpu "
+                         "--quiet", out, sizeof out), 0);
+    cr_expect(strstr(out, "running on the CPU") != NULL, "got: %s", out);
+    rm_rf("/tmp/ampscope-nogpu");
+}
+
+Test(cli, usage_errors_exit_2_and_help_exits_0)
+{
+    char out[8192];
+    cr_expect_eq(run_cli("--help", out, sizeof out), 0);
+    cr_expect(strstr(out, "usage: ampscope run") != NULL);
+    cr_expect_eq(run_cli("run tests/cases/small-fp32.case --frobnicate", out, sizeof out), 2);
+    cr_expect(strstr(out, "unknown option --frobnicate") != NULL, "got: %s", out);
+    cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device tpu", out, sizeof out), 2);
+    cr_expect_eq(run_cli("fly", out, sizeof out), 2);
+    cr_expect_eq(run_cli("ops", out, sizeof out), 0);
+    cr_expect(strstr(out, "linear") && strstr(out, "autocast dtype"), "got: %s", out);
+}
