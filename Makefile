@@ -48,7 +48,7 @@ CUDA_LIB    := lib/libampscope_cuda.so
 AMPSCOPE    := bin/ampscope$(if $(filter 1,$(SAN)),-san)
 TESTS_BIN   := bin/tests$(if $(filter 1,$(SAN)),-san)
 
-.PHONY: all deps test run-cases plots bench fuzz conformance clean
+.PHONY: all deps test run-cases plots bench fuzz conformance valgrind portable clean
 all: $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
 
 deps:
@@ -81,6 +81,15 @@ $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_C_OBJ)
 	@mkdir -p lib
 	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart
 
+# ---- a build to carry to a machine without Debian's packages (scripts/gpu-check.sh) ----
+# OpenBLAS, libgomp and libgfortran linked statically; the CUDA runtime too.
+portable: $(HARNESS_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
+	@mkdir -p bin lib
+	$(CC) $(CFLAGS) $(HARNESS_OBJ) -o bin/ampscope-portable -static-libgcc \
+	    -Wl,-Bstatic -lopenblas -lgfortran -lquadmath -lgomp -Wl,-Bdynamic -lm -ldl -lpthread
+	$(if $(WITH_CUDA),$(NVCC) -shared -cudart=static $(CUDA_OBJ) $(CUDA_C_OBJ) \
+	    -o lib/libampscope_cuda.so -L$(CUDA_HOME)/lib64 -lcublas -lcudnn)
+
 # ---- running ----
 test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
 	AMPSCOPE=$(AMPSCOPE) $(TESTS_BIN) --jobs 2
@@ -90,6 +99,26 @@ run-cases: all
 
 plots: | deps
 	$(PYTHON) plot/plot.py results
+
+# ---- fuzzing (clang's libFuzzer with ASan and UBSan); corpora start from the repo's files ----
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Iharness -fsanitize=fuzzer,address,undefined
+build/fuzz/fuzz_case: tools/fuzz/fuzz_case.c harness/case.c harness/dtype.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) $^ -o $@ -lm
+build/fuzz/fuzz_npy: tools/fuzz/fuzz_npy.c harness/npy.c harness/dtype.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) $^ -o $@ -lm
+fuzz: build/fuzz/fuzz_case build/fuzz/fuzz_npy
+	@mkdir -p build/fuzz/corpus-case build/fuzz/corpus-npy
+	cp cases/*.case tests/cases/*.case tests/bad-cases/*.case build/fuzz/corpus-case/
+	cp tests/fixtures/npy/*.npy build/fuzz/corpus-npy/
+	cd build/fuzz && for t in case npy; do \
+	    ./fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	        -print_final_stats=1 corpus-$$t > fuzz_$$t.log 2>&1; rc=$$?; \
+	    grep -E "^(Done|stat::number_of_executed|==[0-9]+==ERROR|SUMMARY)" fuzz_$$t.log; \
+	    [ $$rc -eq 0 ] || { echo "fuzz_$$t found a crash: build/fuzz/fuzz_$$t.log"; exit 1; }; \
+	done
 
 clean:
 	rm -rf build bin lib
