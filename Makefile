@@ -98,7 +98,7 @@ run-cases: all
 	$(AMPSCOPE) run $(CASES); rc=$$?; $(MAKE) --no-print-directory plots || rc=1; exit $$rc
 
 plots: | deps
-	$(PYTHON) plot/plot.py results
+	$(PYTHON) plot/plot.py $(or $(OUT),results)
 
 # ---- fuzzing (clang's libFuzzer with ASan and UBSan); corpora start from the repo's files ----
 FUZZ_SECONDS ?= 60

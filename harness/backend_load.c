@@ -31,15 +31,13 @@ backend *backend_cuda_load(mem_account *account, const char *lib_dir, char *err,
         snprintf(err, (size_t)errlen, "no usable CUDA device: %s", dlerror());
         return NULL;
     }
+    /* The library stays loaded even when no GPU is usable: unloading it would unload the
+     * C++ runtime it brought in, with memory that runtime still owns. */
     backend_cuda_open_fn open_fn = (backend_cuda_open_fn)dlsym(lib, BACKEND_CUDA_OPEN_SYMBOL);
     if (!open_fn) {
         snprintf(err, (size_t)errlen, "no usable CUDA device: %s has no %s", path,
                  BACKEND_CUDA_OPEN_SYMBOL);
-        dlclose(lib);
         return NULL;
     }
-    backend *be = open_fn(account, err, errlen);
-    if (!be)
-        dlclose(lib); /* err was filled by the library */
-    return be;
+    return open_fn(account, err, errlen); /* NULL with err filled by the library */
 }

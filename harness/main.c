@@ -17,6 +17,7 @@
 #include "autocast.h"
 #include "compare.h"
 #include "interrupt.h"
+#include "report.h"
 #include "selftest.h"
 #include "results.h"
 
@@ -134,10 +135,20 @@ static case_config *load_cases(const cli *c)
         fprintf(stderr, "ampscope: out of memory\n");
         return NULL;
     }
+    /* --steps N is applied as train.steps=N (so the observed steps follow it), without
+     * renaming the run as --set does */
+    const char *sets[MAX_SETS + 1];
+    char steps_set[64];
+    memcpy(sets, c->sets, sizeof(char *) * (size_t)c->n_sets);
+    int n_sets = c->n_sets;
+    if (c->train.steps > 0) {
+        snprintf(steps_set, sizeof steps_set, "train.steps=%lld", (long long)c->train.steps);
+        sets[n_sets++] = steps_set;
+    }
     int errors = 0;
     for (int i = 0; i < c->n_cases; i++) {
         err_list errs = {0};
-        errors += case_load(c->cases[i], c->sets, c->n_sets, &cfgs[i], &errs);
+        errors += case_load(c->cases[i], sets, n_sets, &cfgs[i], &errs);
         for (int k = 0; k < errs.n; k++)
             fprintf(stderr, "%s\n", errs.msgs[k]);
         err_list_free(&errs);
@@ -283,6 +294,10 @@ static int cmd_run(const cli *c)
             status = 128 + interrupt_signal();
             break;
         }
+        if (rc == 0 && report_case(&cfgs[i], r, tmp, err, sizeof err)) {
+            snprintf(r->error, sizeof r->error, "%s", err);
+            rc = -1;
+        }
         if (rc || results_commit(c->out, cfgs[i].name, tmp, err, sizeof err)) {
             fprintf(stderr, "ampscope: %s: %s\n", cfgs[i].name, rc ? r->error : err);
             results_discard(tmp);
@@ -302,7 +317,8 @@ static int cmd_run(const cli *c)
             status = 1;
     }
     char err[1024];
-    if (done && results_write_summary(c->out, res, done, err, sizeof err)) {
+    if (done && (results_write_summary(c->out, res, done, err, sizeof err) ||
+                 report_all(c->out, err, sizeof err))) {
         fprintf(stderr, "ampscope: %s\n", err);
         status = 2;
     }

@@ -30,7 +30,8 @@ static tensor *tensor_make(tensor_pool *pool, const char *name, dtype dt, int nd
     snprintf(t->name, sizeof t->name, "%s", name);
     t->dtype = dt;
     t->ndim = ndim;
-    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    if (ndim)
+        memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
     t->numel = shape_numel(ndim, shape);
     t->category = cat;
     t->refs = 1;

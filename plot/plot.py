@@ -1,0 +1,442 @@
+#!/usr/bin/python3
+"""plot.py: the plots of an ampscope results folder (matplotlib, Agg backend, PNG).
+
+    python3 plot/plot.py RESULTS_DIR            draw every plot
+    python3 plot/plot.py --series RESULTS_DIR   print the arrays the plots draw, one value a
+                                                line (the tests compare them with the CSVs)
+
+Per case folder (RESULTS_DIR/<case>/):
+  hist_grads.png   the log2|x| histogram (hist.csv) of the gradients of one step's backward
+                   pass (tensors.csv rows with roles grad_activation, grad_cast, grad_param),
+                   one series per dtype, with float16's and bfloat16's limits marked and the
+                   part that rounds to zero in float16 shaded, zeros as a bar at the left; when
+                   the step scaled its loss, a second panel with the same values divided by
+                   the loss scale: where they would lie without the GradScaler. The step is
+                   the first with such rows (report.c describes the same one).
+  memory.png       peak bytes of each memory category (memory.csv), stacked, and the bytes
+                   held at the end of the run; the peak of the total marked.
+  loss_scale.png   loss and loss scale over the steps (steps.csv), for cases with 2+ steps.
+In RESULTS_DIR:
+  memory.png       every case's category peaks, stacked, one bar a case.
+  underflow.png    underflow % of every gradient tensor (rows) in every case (columns).
+
+Every array drawn comes from a *_series() function that returns it; the drawing functions
+only draw them.
+"""
+
+import argparse
+import csv
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+from matplotlib.colors import LogNorm  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+GRAD_ROLES = ("grad_activation", "grad_cast", "grad_param")
+SPECIAL_BINS = ("zero", "inf", "nan")
+DTYPE_ORDER = ("float16", "bfloat16", "float32")
+DTYPE_COLORS = {"float16": "tab:orange", "bfloat16": "tab:green", "float32": "tab:blue"}
+# log2 of each half dtype's limits: smallest subnormal, smallest normal, largest finite, and
+# the bound below which a value rounds to zero (half the smallest subnormal).
+RANGES = {
+    "float16": {"subnormal": -24, "normal": -14, "max": math.log2(65504.0), "zero": -25,
+                "max_text": "65504"},
+    "bfloat16": {"subnormal": -133, "normal": -126, "max": math.log2(3.3895313892515355e38),
+                 "zero": -134, "max_text": "3.39e38"},
+}
+# memory.csv categories that add up to the total (memory.h; workspace is not in the total)
+STACKED = ("params", "grads", "master_params", "optimizer_state", "activations",
+           "autocast_cache", "inputs")
+CATEGORY_COLORS = dict(zip(STACKED, ("tab:blue", "tab:orange", "tab:purple", "tab:red",
+                                     "tab:green", "tab:olive", "tab:gray")))
+MIB = 1048576.0
+
+
+def read_csv(path):
+    """The rows of a CSV file as dicts (header names as keys)."""
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def case_dirs(results_dir):
+    """(name, folder) of every case folder in results_dir, sorted by name."""
+    found = []
+    for name in sorted(os.listdir(results_dir)):
+        path = os.path.join(results_dir, name)
+        if not name.startswith(".") and os.path.isfile(os.path.join(path, "tensors.csv")):
+            found.append((name, path))
+    return found
+
+
+def is_backward_grad(row):
+    return row["pass"] == "backward" and row["role"] in GRAD_ROLES and row["zeros"] != ""
+
+
+def hist_step(tensor_rows):
+    """The first step whose backward pass has gradient rows with counts; None when none."""
+    for row in tensor_rows:
+        if is_backward_grad(row):
+            return int(row["step"])
+    return None
+
+
+def step_scale(case_dir, tensor_rows, step):
+    """The loss scale of a step that scaled its loss (a loss.scaled row) and completed (a
+    steps.csv row); None otherwise."""
+    if not any(int(r["step"]) == step and r["pass"] == "forward" and r["tensor"] == "loss.scaled"
+               for r in tensor_rows):
+        return None
+    for row in read_csv(os.path.join(case_dir, "steps.csv")):
+        if int(row["step"]) == step and float(row["loss_scale"]) > 0:
+            return float(row["loss_scale"])
+    return None
+
+
+def hist_series(case_dir):
+    """The gradient histogram of the case's step: {'step', 'scale' (None: no scaler),
+    'bins': {dtype: {k: count}}, 'special': {dtype: {'zero'|'inf'|'nan': count}}}, bin k
+    counting 2^k <= |x| < 2^(k+1); None when the case has no gradient rows."""
+    rows = read_csv(os.path.join(case_dir, "tensors.csv"))
+    step = hist_step(rows)
+    if step is None:
+        return None
+    dtypes = {r["tensor"]: r["dtype"] for r in rows
+              if int(r["step"]) == step and is_backward_grad(r)}
+    bins = {d: {} for d in DTYPE_ORDER if d in dtypes.values()}
+    special = {d: dict.fromkeys(SPECIAL_BINS, 0) for d in bins}
+    for h in read_csv(os.path.join(case_dir, "hist.csv")):
+        if int(h["step"]) != step or h["pass"] != "backward" or h["tensor"] not in dtypes:
+            continue
+        d, count = dtypes[h["tensor"]], int(h["count"])
+        if h["bin"] in SPECIAL_BINS:
+            special[d][h["bin"]] += count
+        else:
+            k = int(h["bin"])
+            bins[d][k] = bins[d].get(k, 0) + count
+    return {"step": step, "scale": step_scale(case_dir, rows, step), "bins": bins,
+            "special": special}
+
+
+def divided_series(series):
+    """series with every bin moved by -log2(scale): the values divided by the loss scale."""
+    shift = math.log2(series["scale"])
+    return {"step": series["step"], "scale": series["scale"], "special": series["special"],
+            "bins": {d: {k - shift: n for k, n in b.items()} for d, b in series["bins"].items()}}
+
+
+def memory_series(case_dir):
+    """{'categories', 'peak', 'end'} for the stacked categories, and the total's
+    'total_peak' and 'total_end' (bytes, memory.csv)."""
+    rows = {r["category"]: r for r in read_csv(os.path.join(case_dir, "memory.csv"))}
+    cats = [c for c in STACKED if c in rows]
+    return {"categories": cats, "peak": [int(rows[c]["peak_bytes"]) for c in cats],
+            "end": [int(rows[c]["end_bytes"]) for c in cats],
+            "total_peak": int(rows["total"]["peak_bytes"]),
+            "total_end": int(rows["total"]["end_bytes"])}
+
+
+def loss_scale_series(case_dir):
+    """{'step', 'loss', 'scale' (None without a scaler), 'skipped'} over the steps; None for
+    fewer than two steps."""
+    steps = read_csv(os.path.join(case_dir, "steps.csv"))
+    if len(steps) < 2:
+        return None
+    tensors = read_csv(os.path.join(case_dir, "tensors.csv"))
+    scaled = any(r["tensor"] == "loss.scaled" for r in tensors)
+    return {"step": [int(s["step"]) for s in steps], "loss": [float(s["loss"]) for s in steps],
+            "scale": [float(s["loss_scale"]) for s in steps] if scaled else None,
+            "skipped": [s["skipped"] == "1" for s in steps]}
+
+
+def underflow_series(results_dir):
+    """{'cases', 'tensors', 'underflow', 'numel', 'pct'}: per tensor (rows, in order of first
+    appearance) and case (columns), the underflow count, numel and 100 * underflow / numel
+    of its gradient row in the case's step (None where the case has no such tensor)."""
+    cases, tensors, cells = [], [], {}
+    for name, path in case_dirs(results_dir):
+        rows = read_csv(os.path.join(path, "tensors.csv"))
+        step = hist_step(rows)
+        if step is None:
+            continue
+        cases.append(name)
+        for r in rows:
+            if int(r["step"]) == step and is_backward_grad(r):
+                if r["tensor"] not in tensors:
+                    tensors.append(r["tensor"])
+                cells[(r["tensor"], name)] = (int(r["underflow"]), int(r["numel"]))
+
+    def table(f):
+        return [[f(*cells[(t, c)]) if (t, c) in cells else None for c in cases] for t in tensors]
+
+    return {"cases": cases, "tensors": tensors, "underflow": table(lambda u, n: u),
+            "numel": table(lambda u, n: n), "pct": table(lambda u, n: 100.0 * u / n)}
+
+
+def format_pct(count, total):
+    """As report.c prints percentages: 0, <0.01%, >99.99% or two decimals."""
+    if count == 0:
+        return "0"
+    text = "%.2f%%" % (100.0 * count / total)
+    if text == "0.00%":
+        return "<0.01%"
+    return ">99.99%" if text == "100.00%" and count < total else text
+
+
+# ---- drawing ----
+
+def pow2_label(k):
+    return "$2^{%d}$" % k
+
+
+def draw_hist_panel(ax, series, title):
+    """One histogram panel: per bin, a bar for each dtype side by side (log counts), zeros at
+    the left, inf and NaN at the right, the dtypes' limits as vertical lines."""
+    bins = series["bins"]
+    ks = [k for b in bins.values() for k in b]
+    shown = [d for d in RANGES if d in bins or d == "float16"]
+    limits = [v for d in shown for v in (RANGES[d]["zero"] - 5, RANGES[d]["max"] + 1)]
+    lo = math.floor(min(ks + limits))
+    hi = math.ceil(max([k + 1 for k in ks] + limits))
+    zero_x = lo - 3
+    special_x = {"inf": hi + 2, "nan": hi + 4}
+    width = 1.0 / len(bins)
+    for i, (d, b) in enumerate(bins.items()):
+        color, offset = DTYPE_COLORS[d], i * width
+        ax.bar([k + offset for k in b], list(b.values()), width=width, align="edge", color=color,
+               label="in %s tensors" % d)
+        sp = series["special"][d]
+        for name, x in [("zero", zero_x)] + list(special_x.items()):
+            if sp[name]:
+                ax.bar(x + offset, sp[name], width=width, align="edge", color=color,
+                       hatch="//", edgecolor="white")
+    ax.axvspan(lo, RANGES["float16"]["zero"], color="red", alpha=0.08, zorder=0,
+               label="rounds to 0 in float16 ($|x| < 2^{-25}$)")
+    ax.axvspan(RANGES["float16"]["zero"], RANGES["float16"]["normal"], color="gold", alpha=0.12,
+               zorder=0, label="float16 subnormal (fewer bits)")
+    styles = {"float16": "-", "bfloat16": "--"}
+    for d in RANGES:
+        r = RANGES[d]
+        text = "%s: smallest subnormal $2^{%d}$, smallest normal $2^{%d}$, largest %s" % (
+            d, r["subnormal"], r["normal"], r["max_text"])
+        if d in shown:
+            for v in (r["subnormal"], r["normal"], r["max"]):
+                ax.axvline(v, color="black" if d == "float16" else "tab:green",
+                           linestyle=styles[d], linewidth=1)
+            ax.plot([], [], color="black" if d == "float16" else "tab:green",
+                    linestyle=styles[d], label=text)
+        else:
+            ax.plot([], [], color="none", label=text + " (off this axis)")
+    step = 8 if hi - lo > 48 else 4
+    ticks = list(range(int(math.ceil(lo / step) * step), int(hi) + 1, step))
+    extra = [x for name, x in special_x.items() if any(series["special"][d][name] for d in bins)]
+    ax.set_xticks([zero_x + 0.5] + ticks + [x + 0.5 for x in extra])
+    ax.set_xticklabels(["0"] + [pow2_label(k) for k in ticks] +
+                       [n for n, x in special_x.items() if x in extra], fontsize=8)
+    ax.set_xlim(zero_x - 1, max([hi] + extra) + 2)
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=0.5)
+    ax.set_xlabel("|x| (bin $2^k \\leq |x| < 2^{k+1}$; hatched: exact zeros, inf, NaN)")
+    ax.set_ylabel("values")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
+def draw_hist(case, case_dir, series):
+    panels = 2 if series["scale"] else 1
+    fig, axes = plt.subplots(panels, 1, figsize=(15, 4.5 * panels), squeeze=False)
+    draw_hist_panel(axes[0][0], series, "%s: gradients of step %d's backward pass, as computed%s"
+                    % (case, series["step"], " (scaled by %g)" % series["scale"]
+                       if series["scale"] else ""))
+    if series["scale"]:
+        draw_hist_panel(axes[1][0], divided_series(series),
+                        "the same values divided by the loss scale %g: where they would lie "
+                        "without the GradScaler" % series["scale"])
+    fig.tight_layout()
+    fig.savefig(os.path.join(case_dir, "hist_grads.png"), dpi=110)
+    plt.close(fig)
+
+
+def draw_stacked(ax, labels, columns, cats, total=None):
+    """Horizontal bars, one per label, stacked by category (columns[i][j]: bytes of
+    category j in bar i); total[i] marked with a black line."""
+    left = [0.0] * len(labels)
+    for j, cat in enumerate(cats):
+        widths = [col[j] / MIB for col in columns]
+        ax.barh(labels, widths, left=left, color=CATEGORY_COLORS[cat], label=cat)
+        left = [a + b for a, b in zip(left, widths)]
+    if total is not None:
+        for i, t in enumerate(total):
+            ax.plot([t / MIB] * 2, [i - 0.45, i + 0.45], color="black", linewidth=2,
+                    label="peak of the total, at one moment" if i == 0 else None)
+    ax.set_xlabel("MiB (workspace excluded)")
+    ax.invert_yaxis()
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
+def draw_memory(case, case_dir, series):
+    fig, ax = plt.subplots(figsize=(11, 3))
+    draw_stacked(ax, ["peak of each category", "held at the end"],
+                 [series["peak"], series["end"]], series["categories"],
+                 [series["total_peak"], series["total_end"]])
+    ax.set_title("%s: memory by category (bars: each category's own peak, stacked)" % case,
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(case_dir, "memory.png"), dpi=110)
+    plt.close(fig)
+
+
+def draw_memory_all(results_dir, per_case):
+    names = [n for n, _ in per_case]
+    cats = [c for c in STACKED if any(c in s["categories"] for _, s in per_case)]
+    columns = [[s["peak"][s["categories"].index(c)] if c in s["categories"] else 0 for c in cats]
+               for _, s in per_case]
+    fig, ax = plt.subplots(figsize=(12, 2.5 + 0.5 * len(names)))
+    draw_stacked(ax, names, columns, cats, [s["total_peak"] for _, s in per_case])
+    ax.set_title("peak memory by category, per case (bars: each category's own peak, stacked)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(results_dir, "memory.png"), dpi=110)
+    plt.close(fig)
+
+
+def draw_loss_scale(case, case_dir, series):
+    panels = 2 if series["scale"] else 1
+    fig, axes = plt.subplots(panels, 1, figsize=(9, 2.8 * panels), sharex=True, squeeze=False)
+    ax = axes[0][0]
+    marker = "." if len(series["step"]) <= 50 else None
+    ax.plot(series["step"], series["loss"], marker=marker, label="loss")
+    skipped = [i for i, s in enumerate(series["skipped"]) if s]
+    ax.plot([series["step"][i] for i in skipped], [series["loss"][i] for i in skipped], "x",
+            color="red", label="step skipped (inf/NaN found)")
+    if min(series["loss"]) > 0:
+        ax.set_yscale("log")
+    ax.set_ylabel("loss")
+    ax.set_title("%s: loss%s over the steps" % (case, " and loss scale" if series["scale"] else ""),
+                 fontsize=10)
+    ax.legend(fontsize=8)
+    if series["scale"]:
+        ax = axes[1][0]
+        ax.step(series["step"], series["scale"], where="post", marker=marker, label="loss scale")
+        ax.plot([series["step"][i] for i in skipped], [series["scale"][i] for i in skipped], "x",
+                color="red", label="step skipped: scale backs off")
+        ax.set_yscale("log", base=2)
+        ax.set_ylabel("loss scale")
+        ax.legend(fontsize=8)
+    axes[-1][0].set_xlabel("step")
+    fig.tight_layout()
+    fig.savefig(os.path.join(case_dir, "loss_scale.png"), dpi=110)
+    plt.close(fig)
+
+
+def draw_underflow(results_dir, series):
+    tensors, cases = series["tensors"], series["cases"]
+    fig, ax = plt.subplots(figsize=(2.5 + 1.6 * len(cases), 1.5 + 0.32 * len(tensors)))
+    grid = [[p if p else math.nan for p in row] for row in series["pct"]]  # 0 and absent: blank
+    positive = [p for row in grid for p in row if not math.isnan(p)]
+    norm = LogNorm(min(positive), max(positive)) if positive else None
+    image = ax.imshow(grid, aspect="auto", cmap="Reds", norm=norm)
+    for i, row in enumerate(series["underflow"]):
+        for j, u in enumerate(row):
+            if u is None:
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, color="0.9"))
+            text = "–" if u is None else format_pct(u, series["numel"][i][j])
+            ax.text(j, i, text, ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(len(cases)))
+    ax.set_xticklabels(cases, rotation=20, ha="right", fontsize=8)
+    ax.set_yticks(range(len(tensors)))
+    ax.set_yticklabels(tensors, fontsize=8)
+    ax.set_title("underflow: % of each gradient tensor's values that rounding turned to zero\n"
+                 "(backward pass of each case's step; grey –: the case has no such tensor)",
+                 fontsize=10)
+    if positive:
+        fig.colorbar(image, ax=ax, label="underflow %")
+    fig.tight_layout()
+    fig.savefig(os.path.join(results_dir, "underflow.png"), dpi=110)
+    plt.close(fig)
+
+
+def draw_all(results_dir):
+    per_case_memory = []
+    for case, path in case_dirs(results_dir):
+        hist = hist_series(path)
+        if hist:
+            draw_hist(case, path, hist)
+        memory = memory_series(path)
+        draw_memory(case, path, memory)
+        per_case_memory.append((case, memory))
+        steps = loss_scale_series(path)
+        if steps:
+            draw_loss_scale(case, path, steps)
+    if per_case_memory:
+        draw_memory_all(results_dir, per_case_memory)
+    under = underflow_series(results_dir)
+    if under["cases"]:
+        draw_underflow(results_dir, under)
+
+
+# ---- the arrays, as text ----
+
+def num(x):
+    return "%.17g" % x
+
+
+def series_lines(results_dir):
+    """Every array the plots draw, one value a line:
+        hist CASE computed|divided DTYPE BIN COUNT   (BIN: log2 exponent, or zero/inf/nan)
+        memory CASE CATEGORY PEAK_BYTES END_BYTES    (CATEGORY total: the marked total)
+        loss_scale CASE STEP LOSS SCALE|- SKIPPED
+        underflow CASE TENSOR UNDERFLOW NUMEL PCT"""
+    lines = []
+    for case, path in case_dirs(results_dir):
+        hist = hist_series(path)
+        panels = [("computed", hist)] if hist else []
+        if hist and hist["scale"]:
+            panels.append(("divided", divided_series(hist)))
+        for panel, s in panels:
+            for d, b in s["bins"].items():
+                lines += ["hist %s %s %s %s %d" % (case, panel, d, num(k), n) for k, n in b.items()]
+                lines += ["hist %s %s %s %s %d" % (case, panel, d, name, n)
+                          for name, n in s["special"][d].items() if n]
+        m = memory_series(path)
+        lines += ["memory %s %s %d %d" % (case, c, p, e)
+                  for c, p, e in zip(m["categories"], m["peak"], m["end"])]
+        lines.append("memory %s total %d %d" % (case, m["total_peak"], m["total_end"]))
+        steps = loss_scale_series(path)
+        for i in range(len(steps["step"]) if steps else 0):
+            scale = num(steps["scale"][i]) if steps["scale"] else "-"
+            lines.append("loss_scale %s %d %s %s %d" % (case, steps["step"][i],
+                                                        num(steps["loss"][i]), scale,
+                                                        steps["skipped"][i]))
+    under = underflow_series(results_dir)
+    for i, t in enumerate(under["tensors"]):
+        for j, c in enumerate(under["cases"]):
+            if under["pct"][i][j] is not None:
+                lines.append("underflow %s %s %d %d %s" % (c, t, under["underflow"][i][j],
+                                                           under["numel"][i][j],
+                                                           num(under["pct"][i][j])))
+    return lines
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results_dir")
+    parser.add_argument("--series", action="store_true",
+                        help="print the arrays the plots draw instead of drawing them")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.results_dir):
+        print("plot.py: %s is not a folder" % args.results_dir, file=sys.stderr)
+        return 2
+    if args.series:
+        print("\n".join(series_lines(args.results_dir)))
+    else:
+        draw_all(args.results_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
