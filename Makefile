@@ -6,7 +6,7 @@
 # Options: CUDA=0 (skip the GPU library), CUDA=1 (require it), CUDA_ARCH=90, SAN=1 (ASan+UBSan).
 
 CC      ?= cc
-CFLAGS  ?= -O2 -g
+CFLAGS  ?= -O3 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Iharness -Wall -Wextra -Wno-unused-parameter -fopenmp
 LDLIBS  := -lopenblas -lm -ldl -lpthread
 PYTHON  := /usr/bin/python3
@@ -99,6 +99,21 @@ run-cases: all
 
 plots: | deps
 	$(PYTHON) plot/plot.py $(or $(OUT),results)
+
+# ---- the benchmark: figures and ratios, never a pass/fail on speed ----
+BENCH ?= all
+bin/ampscope-bench: tools/bench.c $(LIB_OBJ)
+	@mkdir -p bin
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+bench: bin/ampscope-bench
+	@mkdir -p results
+	bin/ampscope-bench $(BENCH)
+
+# ---- a small case under valgrind's memcheck: no invalid access, no definite leak ----
+valgrind: $(AMPSCOPE)
+	valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite -q \
+	    $(AMPSCOPE) run tests/cases/small-autocast-fp16-scaler.case tests/cases/small-conv.case \
+	    --device cpu --out build/valgrind-results --quiet
 
 # ---- fuzzing (clang's libFuzzer with ASan and UBSan); corpora start from the repo's files ----
 FUZZ_SECONDS ?= 60

@@ -3,30 +3,173 @@
  * and the ops that are only a rounding: cast, mul_scalar, fill, observe. Twin of
  * kernels/round.cu.
  */
+#include <immintrin.h>
+#include <string.h>
+
 #include "cpu.h"
 
 /* below this many elements one thread does the work */
 #define CPU_PARALLEL_MIN (4 * CPU_CHUNK)
 
-void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, round_stats *st)
+/* Stores pre[0..n) into dst[off..] rounded to float16: the processor's F16C instruction,
+ * which rounds exactly as half_from_float does (tests/test_half.c checks every float32). */
+__attribute__((target("avx,f16c"))) static void store_half_f16c(const float *pre, uint16_t *dst,
+                                                                   int64_t n)
 {
-    if (!st) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(pre + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        dst[i] = half_from_float(pre[i]);
+}
+
+static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int64_t n)
+{
+    static int f16c = -1;
+    if (f16c < 0)
+        f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    if (dt == DTYPE_FLOAT16 && f16c) {
+        store_half_f16c(pre, (uint16_t *)dst + off, n);
+    } else if (dt == DTYPE_FLOAT32) {
+        if ((float *)dst + off != pre)
+            memcpy((float *)dst + off, pre, sizeof(float) * (size_t)n);
+    } else {
         for (int64_t i = 0; i < n; i++)
             store_from_float(dst, dt, off + i, pre[i]);
-        return;
     }
-    float min_normal = dtype_min_normal(dt);
-    round_counts c;
-    round_counts_init(&c);
-    int64_t *hist = st->hist;
-    for (int64_t i = 0; i < n; i++) {
-        float x = pre[i];
-        float post = store_from_float(dst, dt, off + i, x);
-        round_tally(&c, x, post, min_normal);
-        hist[hist_bin(x)]++;
+}
+
+/*
+ * The counts of a rounding, from bit patterns: for IEEE formats the magnitude's bit pattern
+ * orders like its value, so amax and amin_nonzero are an integer max and min, and every
+ * class is a comparison; the same classes as round_tally() (half.h). `inf` is the pattern of
+ * +inf in the stored format, `norm` of its smallest normal.
+ */
+typedef struct bit_counts {
+    uint32_t zeros, underflow, subnormal, overflow, nan, pmax, pmin;
+} bit_counts;
+
+static void count_bits(const float *pre, const uint32_t *post, int n, uint32_t inf, uint32_t norm,
+                       bit_counts *c)
+{
+    for (int i = 0; i < n; i++) {
+        uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = post[i];
+        uint32_t finite = a < 0x7f800000u, zero = p == 0;
+        c->zeros += zero;
+        c->underflow += zero & (a != 0) & finite;
+        c->subnormal += p - 1u < norm - 1u;
+        c->overflow += (p == inf) & finite;
+        c->nan += p > inf;
+        uint32_t value = p > inf ? 0 : p, nonzero = p - 1u < inf ? p : UINT32_MAX;
+        c->pmax = value > c->pmax ? value : c->pmax;
+        c->pmin = nonzero < c->pmin ? nonzero : c->pmin;
     }
+}
+
+/* count_bits, eight elements at a time */
+__attribute__((target("avx2"))) static void count_bits_avx2(const float *pre, const uint32_t *post,
+                                                            int n, uint32_t inf, uint32_t norm,
+                                                            bit_counts *c)
+{
+    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), one = _mm256_set1_epi32(1);
+    const __m256i f_inf = _mm256_set1_epi32(0x7f800000), v_inf = _mm256_set1_epi32((int)inf);
+    const __m256i v_norm1 = _mm256_set1_epi32((int)(norm - 1)), zero = _mm256_setzero_si256();
+    const __m256i flip = _mm256_set1_epi32(INT32_MIN); /* unsigned compares via signed ones */
+    __m256i zeros = zero, under = zero, sub = zero, over = zero, nans = zero;
+    __m256i pmax = zero, pmin = _mm256_set1_epi32(-1);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i a = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(pre + i)), abs_mask);
+        __m256i p = _mm256_loadu_si256((const __m256i *)(post + i));
+        __m256i finite = _mm256_cmpgt_epi32(f_inf, a); /* a < inf (both non-negative) */
+        __m256i is_zero = _mm256_cmpeq_epi32(p, zero);
+        __m256i a_nonzero = _mm256_xor_si256(_mm256_cmpeq_epi32(a, zero), _mm256_set1_epi32(-1));
+        __m256i pm1 = _mm256_sub_epi32(p, one);
+        __m256i is_sub = _mm256_cmpgt_epi32(_mm256_xor_si256(v_norm1, flip),
+                                            _mm256_xor_si256(pm1, flip));
+        __m256i is_inf = _mm256_cmpeq_epi32(p, v_inf);
+        __m256i is_nan = _mm256_cmpgt_epi32(p, v_inf); /* p < 2^31: a signed compare is fine */
+        zeros = _mm256_sub_epi32(zeros, is_zero);
+        under = _mm256_sub_epi32(under, _mm256_and_si256(_mm256_and_si256(is_zero, a_nonzero), finite));
+        sub = _mm256_sub_epi32(sub, is_sub);
+        over = _mm256_sub_epi32(over, _mm256_and_si256(is_inf, finite));
+        nans = _mm256_sub_epi32(nans, is_nan);
+        pmax = _mm256_max_epu32(pmax, _mm256_andnot_si256(is_nan, p));
+        __m256i in_range = _mm256_cmpgt_epi32(_mm256_xor_si256(v_inf, flip), _mm256_xor_si256(pm1, flip));
+        __m256i nonzero = _mm256_or_si256(_mm256_and_si256(in_range, p),
+                                          _mm256_andnot_si256(in_range, _mm256_set1_epi32(-1)));
+        /* p - 1 < inf also holds for p == inf: in_range is p - 1 < inf, i.e. 1 <= p <= inf */
+        pmin = _mm256_min_epu32(pmin, nonzero);
+    }
+    uint32_t lanes[7][8];
+    _mm256_storeu_si256((__m256i *)lanes[0], zeros);
+    _mm256_storeu_si256((__m256i *)lanes[1], under);
+    _mm256_storeu_si256((__m256i *)lanes[2], sub);
+    _mm256_storeu_si256((__m256i *)lanes[3], over);
+    _mm256_storeu_si256((__m256i *)lanes[4], nans);
+    _mm256_storeu_si256((__m256i *)lanes[5], pmax);
+    _mm256_storeu_si256((__m256i *)lanes[6], pmin);
+    for (int k = 0; k < 8; k++) {
+        c->zeros += lanes[0][k], c->underflow += lanes[1][k], c->subnormal += lanes[2][k];
+        c->overflow += lanes[3][k], c->nan += lanes[4][k];
+        c->pmax = lanes[5][k] > c->pmax ? lanes[5][k] : c->pmax;
+        c->pmin = lanes[6][k] < c->pmin ? lanes[6][k] : c->pmin;
+    }
+    count_bits(pre + i, post + i, n - i, inf, norm, c);
+}
+
+static float pattern_value(uint32_t p, dtype dt)
+{
+    return dt == DTYPE_FLOAT16    ? float_from_half((uint16_t)p)
+           : dt == DTYPE_BFLOAT16 ? float_from_bf16((uint16_t)p)
+                                  : bits_float(p);
+}
+
+/* the bookkeeping of n <= CPU_CHUNK stored values: counts, then the histogram of pre */
+static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int n,
+                  round_stats *st)
+{
+    static int avx2 = -1;
+    if (avx2 < 0)
+        avx2 = __builtin_cpu_supports("avx2");
+    uint32_t post[CPU_CHUNK];
+    uint32_t inf = 0x7f800000u, norm = 0x00800000u;
+    if (dt == DTYPE_FLOAT32) {
+        for (int i = 0; i < n; i++)
+            post[i] = float_bits(((const float *)dst)[off + i]) & 0x7fffffffu;
+    } else {
+        for (int i = 0; i < n; i++)
+            post[i] = ((const uint16_t *)dst)[off + i] & 0x7fffu;
+        inf = dt == DTYPE_FLOAT16 ? 0x7c00u : 0x7f80u;
+        norm = dt == DTYPE_FLOAT16 ? 0x0400u : 0x0080u;
+    }
+    bit_counts b = {.pmin = UINT32_MAX};
+    (avx2 ? count_bits_avx2 : count_bits)(pre, post, n, inf, norm, &b);
+    round_counts c = {b.zeros, b.underflow, b.subnormal, b.overflow, b.nan,
+                      pattern_value(b.pmax, dt),
+                      b.pmin == UINT32_MAX ? bits_float(0x7f800000u) : pattern_value(b.pmin, dt)};
     round_counts_merge(&st->counts, &c);
+    /* four histograms taken in turn, so that runs of equal bins do not wait on each other */
+    uint32_t h[4][HIST_BINS];
+    memset(h, 0, sizeof h);
+    for (int i = 0; i < n; i++) {
+        uint32_t a = float_bits(pre[i]) & 0x7fffffffu, e = a >> 23;
+        int bin = e ? (int)e - 127 - HIST_MIN_EXP
+                    : a ? 31 - count_leading_zeros32(a) - 149 - HIST_MIN_EXP : HIST_ZERO;
+        bin = e == 255 ? (a == 0x7f800000u ? HIST_INF : HIST_NAN) : bin;
+        h[i & 3][bin]++;
+    }
+    for (int k = 0; k < HIST_BINS; k++)
+        st->hist[k] += (int64_t)h[0][k] + h[1][k] + h[2][k] + h[3][k];
     st->numel += n;
+}
+
+void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, round_stats *st)
+{
+    store_values(pre, dst, dt, off, n);
+    for (int64_t k = 0; st && k < n; k += CPU_CHUNK)
+        tally(pre + k, dst, dt, off + k, (int)(n - k < CPU_CHUNK ? n - k : CPU_CHUNK), st);
 }
 
 void cpu_parallel_chunks(int64_t total, cpu_chunk_fn fn, void *ctx, round_stats *st)

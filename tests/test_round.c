@@ -1,0 +1,72 @@
+/*
+ * test_round.c: the CPU's rounding store (harness/cpu/round.c: F16C stores, vectorized
+ * counts from bit patterns, four-way histograms) against the scalar definitions of half.h
+ * (half_from_float, round_tally, hist_bin, themselves checked exhaustively in
+ * test_half.c), on random bit patterns of every kind (normals, subnormals, zeros, inf, NaN)
+ * and lengths that are not multiples of the vector width, for each destination dtype.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/cpu/cpu.h"
+#include "../harness/rng.h"
+
+static void check_dtype(dtype dt)
+{
+    enum { N = 10007 };
+    static float pre[N];
+    static uint8_t got[4 * N], want[4 * N];
+    rng g;
+    rng_seed(&g, 7);
+    for (int i = 0; i < N; i++) {
+        uint32_t bits = (uint32_t)rng_next(&g);
+        switch (i % 4) { /* bias towards the places where roundings lose values */
+        case 0: bits = (bits & 0x807fffffu) | (uint32_t)(100 + rng_below(&g, 20)) << 23; break;
+        case 1: bits = (bits & 0x807fffffu) | (uint32_t)(130 + rng_below(&g, 30)) << 23; break;
+        case 2: bits = i % 40 == 2 ? 0x7f800000u | (bits & 0x80000001u) : bits; break;
+        default: bits = i % 20 == 3 ? bits & 0x80000000u : bits >> (bits & 7); break;
+        }
+        memcpy(&pre[i], &bits, 4);
+    }
+    /* every boundary of the three formats, both signs */
+    static const float edges[] = {
+        0x1p-14f, 0x1.ff8p-15f, 0x1p-24f, 0x1p-25f, 0x1.000002p-25f, 65504.0f, 65519.0f,
+        65520.0f, 0x1p-126f, 0x1.fcp-127f, 0x1p-133f, 0x1p-134f, 0x1.fffffep127f, 0x1p-149f,
+        0x1.fffffcp-127f, 3.3895313892515355e38f, 0.0f};
+    int ne = (int)(sizeof edges / sizeof edges[0]);
+    for (int k = 0; k < ne; k++) {
+        pre[2 * k] = edges[k];
+        pre[2 * k + 1] = -edges[k];
+    }
+    round_stats st, ref;
+    round_stats_init(&st);
+    round_stats_init(&ref);
+    cpu_store(pre, got, dt, 0, N, &st);
+    float min_normal = dtype_min_normal(dt);
+    for (int i = 0; i < N; i++) {
+        float post = store_from_float(want, dt, i, pre[i]);
+        round_tally(&ref.counts, pre[i], post, min_normal);
+        ref.hist[hist_bin(pre[i])]++;
+    }
+    ref.numel = N;
+    cr_expect_eq(memcmp(got, want, (size_t)N * dtype_size(dt)), 0, "%s: stored bits differ",
+                 dtype_name(dt));
+    const round_counts *a = &st.counts, *b = &ref.counts;
+    cr_expect_eq(a->zeros, b->zeros, "%s zeros", dtype_name(dt));
+    cr_expect_eq(a->underflow, b->underflow, "%s underflow", dtype_name(dt));
+    cr_expect_eq(a->subnormal, b->subnormal, "%s subnormal", dtype_name(dt));
+    cr_expect_eq(a->overflow, b->overflow, "%s overflow", dtype_name(dt));
+    cr_expect_eq(a->nan, b->nan, "%s nan", dtype_name(dt));
+    cr_expect_eq(float_bits(a->amax), float_bits(b->amax), "%s amax %g %g", dtype_name(dt),
+                 (double)a->amax, (double)b->amax);
+    cr_expect_eq(float_bits(a->amin_nonzero), float_bits(b->amin_nonzero), "%s amin",
+                 dtype_name(dt));
+    cr_expect_eq(st.numel, ref.numel);
+    cr_expect_eq(memcmp(st.hist, ref.hist, sizeof st.hist), 0, "%s histogram", dtype_name(dt));
+    cr_expect_gt(b->underflow + b->overflow + b->subnormal, 0, "the inputs exercise the counts");
+}
+
+Test(round, float16_store_and_counts_match_half_h) { check_dtype(DTYPE_FLOAT16); }
+Test(round, bfloat16_store_and_counts_match_half_h) { check_dtype(DTYPE_BFLOAT16); }
+Test(round, float32_store_and_counts_match_half_h) { check_dtype(DTYPE_FLOAT32); }

@@ -1,0 +1,323 @@
+/*
+ * bench.c: `make bench`, the performance benchmark (not a test: it prints figures and
+ * ratios and never fails on speed). For each configuration it runs real training steps
+ * through the harness, in a child process of its own (so its peak resident memory is its
+ * own), and measures in the same run the floor the step cannot go below:
+ *   - the step's GEMMs (forward, backward input, backward weight) as plain float32
+ *     cblas_sgemm calls of the same shapes (convolutions as their im2col GEMMs),
+ *   - plus the bytes the optimizer, the unavoidable casts and the GradScaler must read and
+ *     write, divided by this machine's copy bandwidth (measured on both cores).
+ * Step times are medians over the steps after the first (a warm-up). Observation overhead
+ * is the step with every tensor counted and histogrammed against `--observe off`.
+ * Output: tables on stdout, results/bench.csv, results/bench.md (the tables in Markdown).
+ *
+ * Usage: bin/ampscope-bench [quick|all]   (quick: the scaled-down MLP and the scaling table)
+ */
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "case.h"
+#include "results.h"
+#include "train.h"
+
+typedef struct bench_case {
+    const char *group;   /* mlp | q000 | q003 | scaling */
+    const char *variant; /* fp32 | autocast-fp16-scaler | fp16-master-scaler */
+    int64_t in, hidden, out, batch; /* MLP: in-hidden-hidden-out */
+    bool conv;           /* question 003's convolution instead */
+    int steps;           /* warm-up included */
+} bench_case;
+
+typedef struct bench_row {
+    double step_ms, step_off_ms, gemm_ms, bytes_ms;
+    double rss_mib, account_mib, workspace_mib;
+} bench_row;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n ? v[n / 2] : NAN;
+}
+
+/* copy bandwidth in bytes/ms over both cores (read + write counted) */
+static double copy_bandwidth(void)
+{
+    size_t n = (size_t)256 << 20;
+    char *a = malloc(n), *b = malloc(n);
+    if (!a || !b) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(2);
+    }
+    memset(a, 1, n), memset(b, 2, n);
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = now_ms();
+#pragma omp parallel for schedule(static)
+        for (int k = 0; k < 64; k++)
+            memcpy(b + (size_t)k * (n / 64), a + (size_t)k * (n / 64), n / 64);
+        double bw = 2.0 * (double)n / (now_ms() - t0);
+        best = bw > best ? bw : best;
+    }
+    free(a), free(b);
+    return best;
+}
+
+/* median time of one float32 GEMM of these shapes */
+static double sgemm_ms(int64_t m, int64_t n, int64_t k, bool ta, bool tb)
+{
+    float *a = calloc((size_t)(m * k), 4), *b = calloc((size_t)(k * n), 4), *c = calloc((size_t)(m * n), 4);
+    if (!a || !b || !c) {
+        fprintf(stderr, "bench: out of memory for a %lldx%lldx%lld GEMM\n", (long long)m,
+                (long long)n, (long long)k);
+        exit(2);
+    }
+    double t[3];
+    for (int r = 0; r < 3; r++) {
+        double t0 = now_ms();
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    (blasint)m, (blasint)n, (blasint)k, 1.0f, a, (blasint)(ta ? m : k), b,
+                    (blasint)(tb ? k : n), 0.0f, c, (blasint)n);
+        t[r] = now_ms() - t0;
+    }
+    free(a), free(b), free(c);
+    return median(t, 3);
+}
+
+/* the GEMMs of one training step */
+static double gemm_floor(const bench_case *b)
+{
+    if (b->conv) { /* per sample: [64, 27] x [27, 555*555], backward weight alike; x needs no grad */
+        int64_t hw = 555 * 555;
+        return 40 * (sgemm_ms(64, hw, 27, false, false) + sgemm_ms(64, 27, hw, false, true));
+    }
+    int64_t dims[4] = {b->in, b->hidden, b->hidden, b->out};
+    double ms = 0;
+    for (int l = 0; l < 3; l++) {
+        int64_t i = dims[l], o = dims[l + 1];
+        ms += sgemm_ms(b->batch, o, i, false, true);  /* forward */
+        ms += sgemm_ms(o, i, b->batch, true, false);  /* weight gradient */
+        if (l > 0)
+            ms += sgemm_ms(b->batch, i, o, false, false); /* input gradient */
+    }
+    return ms;
+}
+
+/* bytes the optimizer, casts and scaler must move per step, by variant */
+static double floor_bytes(const bench_case *b)
+{
+    double p = b->conv ? 64 * 27 + 64
+                       : (double)(b->in * b->hidden + b->hidden * b->hidden + b->hidden * b->out +
+                                  2 * b->hidden + b->out);
+    if (strcmp(b->variant, "fp32") == 0)
+        return p * 7 * 4; /* Adam: read p, g, m, v; write p, m, v */
+    if (strcmp(b->variant, "autocast-fp16-scaler") == 0)
+        return p * (7 * 4 + 6 + 6 + 8); /* + weight cast down, grad cast up, unscale */
+    return p * (7 * 4 + 6 + 8 + 6);     /* master: grad copy up, unscale, refresh the half */
+}
+
+static const char *case_text(const bench_case *b, char *buf, size_t len)
+{
+    const char *prec = strcmp(b->variant, "fp32") == 0 ? "params = float32\n"
+                       : strcmp(b->variant, "autocast-fp16-scaler") == 0
+                           ? "params = float32\nautocast = float16\n[scaler]\n"
+                           : "params = float16\nautocast = float16\nmaster_weights = yes\n[scaler]\n";
+    if (b->conv)
+        snprintf(buf, len,
+                 "[case]\nname = bench\n[model]\nlayer1 = conv2d 3 -> 64 kernel=3 padding=1\n"
+                 "[data]\nbatch = 40\nshape = 3x555x555\ninput_dtype = float16\n"
+                 "target = randn_like\n[precision]\nparams = float32\nautocast = float16\n"
+                 "loss_in_autocast = no\n[train]\nloss = mse reduction=none\n"
+                 "optimizer = rmsprop lr=3e-5 alpha=0.99 eps=1e-7\nsteps = %d\n", b->steps);
+    else
+        snprintf(buf, len,
+                 "[case]\nname = bench\nobserve = all\n[model]\nfc1 = linear %lld -> %lld\n"
+                 "relu = relu\nfc2 = linear %lld -> %lld\nfc3 = linear %lld -> %lld\n"
+                 "[data]\nbatch = %lld\n[precision]\n%s[train]\noptimizer = adam lr=1e-3\n"
+                 "steps = %d\n",
+                 (long long)b->in, (long long)b->hidden, (long long)b->hidden,
+                 (long long)b->hidden, (long long)b->hidden, (long long)b->out,
+                 (long long)b->batch, prec, b->steps);
+    return buf;
+}
+
+/* median step time after the warm-up, from steps.csv */
+static double steps_median(const char *dir)
+{
+    char path[4200], line[1024];
+    snprintf(path, sizeof path, "%s/steps.csv", dir);
+    FILE *f = fopen(path, "r");
+    double v[64];
+    int n = 0, row = 0;
+    while (f && fgets(line, sizeof line, f) && n < 64) {
+        if (row++ < 2) /* header and the warm-up step */
+            continue;
+        char *p = line;
+        for (int k = 0; k < 6 && p; k++)
+            p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+        if (p)
+            v[n++] = atof(p);
+    }
+    if (f)
+        fclose(f);
+    return median(v, n);
+}
+
+/* one run of the case in this process; fills step time and memory */
+static void run_once(const bench_case *b, bool observe_off, bench_row *row)
+{
+    char dir[] = "/tmp/ampscope-bench-XXXXXX", path[4096], text[2048], err[1024];
+    if (!mkdtemp(dir))
+        exit(2);
+    snprintf(path, sizeof path, "%s/bench.case", dir);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(case_text(b, text, sizeof text), f) < 0 || fclose(f))
+        exit(2);
+    static case_config cfg;
+    err_list errs = {0};
+    if (case_load(path, NULL, 0, &cfg, &errs)) {
+        fprintf(stderr, "bench: %s\n", errs.msgs[0]);
+        exit(2);
+    }
+    mem_account account = {0};
+    backend *be = backend_cpu_open(&account);
+    train_options opt = {.quiet = true, .observe_off = observe_off};
+    case_result res;
+    char out[4096];
+    snprintf(out, sizeof out, "%s/out", dir);
+    if (results_begin(out, "bench", path, sizeof path, err, sizeof err) ||
+        train_case(&cfg, be, &opt, path, &res) || !res.ok) {
+        fprintf(stderr, "bench: %s\n", res.error[0] ? res.error : err);
+        exit(2);
+    }
+    double ms = steps_median(path);
+    if (observe_off) {
+        row->step_off_ms = ms;
+    } else {
+        row->step_ms = ms;
+        row->account_mib = (double)res.peak_bytes / 1048576.0;
+        row->workspace_mib = (double)res.workspace_peak_bytes / 1048576.0;
+    }
+    results_discard(dir);
+    be->close(be);
+}
+
+/* measures one configuration in a child process; returns false when it could not run */
+static bool measure(const bench_case *b, bench_row *row)
+{
+    int fd[2];
+    if (pipe(fd))
+        return false;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        bench_row r = {0};
+        run_once(b, false, &r);
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        r.rss_mib = (double)ru.ru_maxrss / 1024.0;
+        run_once(b, true, &r);
+        r.gemm_ms = gemm_floor(b);
+        _exit(write(fd[1], &r, sizeof r) == (ssize_t)sizeof r ? 0 : 1);
+    }
+    close(fd[1]);
+    bool ok = read(fd[0], row, sizeof *row) == (ssize_t)sizeof *row;
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int main(int argc, char **argv)
+{
+    bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    static const char *const variants[] = {"fp32", "autocast-fp16-scaler", "fp16-master-scaler"};
+    bench_case cases[32];
+    int n = 0;
+    for (int v = 0; v < 3; v++)
+        cases[n++] = (bench_case){"mlp", variants[v], 1024, 4096, 1000, 256, false, 6};
+    if (!quick) {
+        for (int v = 0; v < 3; v++)
+            cases[n++] = (bench_case){"q000", variants[v], 1024, 16000, 2000, 64, false, 3};
+        cases[n++] = (bench_case){"q003", "autocast-fp16", 0, 0, 0, 40, true, 2};
+    }
+    for (int64_t h = 1024; h <= (quick ? 4096 : 16384); h *= 2)
+        cases[n++] = (bench_case){"scaling", "autocast-fp16-scaler", 1024, h, 1000, 256, false, 4};
+
+    double bw = copy_bandwidth();
+    char host[256] = "?";
+    gethostname(host, sizeof host);
+    time_t now = time(NULL);
+    char date[64];
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    FILE *csv = fopen("results/bench.csv", "w"), *md = fopen("results/bench.md", "w");
+    if (!csv || !md) {
+        fprintf(stderr, "bench: cannot write results/bench.csv or results/bench.md\n");
+        return 2;
+    }
+    fprintf(csv, "group,variant,in,hidden,out,batch,step_ms,step_ms_observe_off,gemm_floor_ms,"
+                 "bytes_floor_ms,floor_ms,step_over_floor,observe_overhead,peak_rss_mib,"
+                 "account_peak_mib,workspace_peak_mib\n");
+    fprintf(md, "Run on %s, %d threads, %s; copy bandwidth %.1f GB/s.\n\n", host,
+            omp_get_max_threads(), date, bw / 1e6);
+    fprintf(md, "| group | variant | shape | step ms | floor ms (GEMM + bytes) | step/floor | "
+                "observe off ms | overhead | peak RSS MiB | account MiB (+workspace) |\n"
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("copy bandwidth %.1f GB/s, %d threads\n", bw / 1e6, omp_get_max_threads());
+    printf("%-8s %-22s %-22s %9s %9s %7s %9s %8s %9s %9s\n", "group", "variant", "shape", "step ms",
+           "floor ms", "ratio", "obs off", "overhead", "RSS MiB", "acct MiB");
+    for (int i = 0; i < n; i++) {
+        const bench_case *b = &cases[i];
+        bench_row r;
+        char shape[64];
+        if (b->conv)
+            snprintf(shape, sizeof shape, "conv 40x3x555x555");
+        else
+            snprintf(shape, sizeof shape, "%lld-%lld-%lld-%lld b%lld", (long long)b->in,
+                     (long long)b->hidden, (long long)b->hidden, (long long)b->out,
+                     (long long)b->batch);
+        fflush(stdout);
+        if (!measure(b, &r)) {
+            printf("%-8s %-22s %-22s could not run (see above)\n", b->group, b->variant, shape);
+            continue;
+        }
+        r.bytes_ms = floor_bytes(b) / bw;
+        double floor = r.gemm_ms + r.bytes_ms;
+        double overhead = r.step_ms / r.step_off_ms - 1.0;
+        printf("%-8s %-22s %-22s %9.1f %9.1f %7.2f %9.1f %7.1f%% %9.0f %9.0f\n", b->group,
+               b->variant, shape, r.step_ms, floor, r.step_ms / floor, r.step_off_ms,
+               100 * overhead, r.rss_mib, r.account_mib);
+        fprintf(csv, "%s,%s,%lld,%lld,%lld,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.1f,%.1f,%.1f\n",
+                b->group, b->variant, (long long)b->in, (long long)b->hidden, (long long)b->out,
+                (long long)b->batch, r.step_ms, r.step_off_ms, r.gemm_ms, r.bytes_ms, floor,
+                r.step_ms / floor, overhead, r.rss_mib, r.account_mib, r.workspace_mib);
+        fprintf(md, "| %s | %s | %s | %.1f | %.1f (%.1f + %.1f) | %.2f | %.1f | %.1f%% | %.0f | %.0f (+%.0f) |\n",
+                b->group, b->variant, shape, r.step_ms, floor, r.gemm_ms, r.bytes_ms,
+                r.step_ms / floor, r.step_off_ms, 100 * overhead, r.rss_mib, r.account_mib,
+                r.workspace_mib);
+    }
+    fclose(csv);
+    fclose(md);
+    printf("wrote results/bench.csv and results/bench.md\n");
+    return 0;
+}
