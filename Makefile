@@ -92,7 +92,8 @@ portable: $(HARNESS_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
 
 # ---- running ----
 test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
-	AMPSCOPE=$(AMPSCOPE) $(TESTS_BIN) --jobs 2
+	AMPSCOPE=$(AMPSCOPE) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	    $(TESTS_BIN) --jobs 2
 
 run-cases: all
 	$(AMPSCOPE) run $(CASES); rc=$$?; $(MAKE) --no-print-directory plots || rc=1; exit $$rc
