@@ -70,3 +70,43 @@ static void check_dtype(dtype dt)
 Test(round, float16_store_and_counts_match_half_h) { check_dtype(DTYPE_FLOAT16); }
 Test(round, bfloat16_store_and_counts_match_half_h) { check_dtype(DTYPE_BFLOAT16); }
 Test(round, float32_store_and_counts_match_half_h) { check_dtype(DTYPE_FLOAT32); }
+
+/* A float16 GEMM on the CPU: operands widened (F16C where available), multiplied and summed
+ * in float32, rounded once. With 5-bit significands and K = 16 every product and partial sum
+ * is exact in float32, so the result must be the float64 sum rounded to float16 once. */
+Test(round, float16_gemm_is_the_exact_sum_rounded_once)
+{
+    enum { B = 9, K = 16, O = 37 };
+    float x[B * K], w[O * K];
+    rng g;
+    rng_seed(&g, 11);
+    for (int i = 0; i < B * K; i++)
+        x[i] = (float)((int)rng_below(&g, 63) - 31) * 0x1p-3f;
+    for (int i = 0; i < O * K; i++)
+        w[i] = (float)((int)rng_below(&g, 63) - 31) * 0x1p-9f;
+    mem_account acct = {0};
+    backend *be = backend_cpu_open(&acct);
+    be->account = &acct;
+    tensor_pool pool = {.be = be, .account = &acct};
+    char err[256];
+    int64_t xs[2] = {B, K}, ws[2] = {O, K}, ys[2] = {B, O};
+    tensor *tx = tensor_new(&pool, "x", DTYPE_FLOAT16, 2, xs, MEM_ACTIVATIONS, err, sizeof err);
+    tensor *tw = tensor_new(&pool, "w", DTYPE_FLOAT16, 2, ws, MEM_PARAMS, err, sizeof err);
+    tensor *ty = tensor_new(&pool, "y", DTYPE_FLOAT16, 2, ys, MEM_ACTIVATIONS, err, sizeof err);
+    for (int i = 0; i < B * K; i++)
+        store_from_float(tx->data, DTYPE_FLOAT16, i, x[i]);
+    for (int i = 0; i < O * K; i++)
+        store_from_float(tw->data, DTYPE_FLOAT16, i, w[i]);
+    cr_assert_eq(be->linear_forward(be, tx, tw, NULL, ty, NULL), 0);
+    for (int b = 0; b < B; b++)
+        for (int o = 0; o < O; o++) {
+            double sum = 0;
+            for (int k = 0; k < K; k++)
+                sum += (double)x[b * K + k] * (double)w[o * K + k];
+            float want = round_to((float)sum, DTYPE_FLOAT16); /* sum is exact in float32 */
+            cr_expect_eq(load_as_float(ty->data, DTYPE_FLOAT16, b * O + o), want, "y[%d,%d]", b, o);
+        }
+    cr_expect_eq(acct.current[MEM_WORKSPACE], 0, "workspace returned");
+    tensor_pool_clear(&pool);
+    be->close(be);
+}
