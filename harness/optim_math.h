@@ -52,6 +52,33 @@ typedef struct optim_hyper {
     float alpha, one_minus_alpha;
 } optim_hyper;
 
+/* The float32 constants of optimizer step `step` (1 on the first) at learning rate lr, as
+ * PyTorch computes them in double on the host and hands them to its kernels. Host only. */
+static inline optim_hyper optim_hyper_at(const optim_config *c, double lr, int64_t step)
+{
+    optim_hyper h = {
+        .step = step,
+        .neg_lr = (float)-lr,
+        .weight_decay = (float)c->weight_decay,
+        .momentum = (float)c->momentum,
+        .one_minus_dampening = (float)(1.0 - c->dampening),
+        .one_minus_beta1 = (float)(1.0 - c->beta1),
+        .beta2 = (float)c->beta2,
+        .one_minus_beta2 = (float)(1.0 - c->beta2),
+        .neg_step_size = 0.0f, /* Adam's, below */
+        .inv_bias_correction2_sqrt = 0.0f,
+        .eps = (float)c->eps,
+        .alpha = (float)c->alpha,
+        .one_minus_alpha = (float)(1.0 - c->alpha),
+    };
+    if (c->kind == OPTIM_ADAM) {
+        double bc1 = 1.0 - pow(c->beta1, (double)step), bc2 = 1.0 - pow(c->beta2, (double)step);
+        h.neg_step_size = (float)-(lr / bc1);
+        h.inv_bias_correction2_sqrt = 1.0f / (float)sqrt(bc2);
+    }
+    return h;
+}
+
 /* Number of state tensors the optimizer keeps per parameter, and their names. */
 static inline int optim_state_count(const optim_config *c)
 {

@@ -65,35 +65,10 @@ static const char *state_name(const optim_config *c, int k)
     return state_names[c->kind][k];
 }
 
-optim_hyper optimizer_hyper(const optimizer *o)
-{
-    const optim_config *c = &o->cfg;
-    double t = (double)o->steps_taken;
-    optim_hyper h = {
-        .step = o->steps_taken,
-        .neg_lr = (float)-o->lr,
-        .weight_decay = (float)c->weight_decay,
-        .momentum = (float)c->momentum,
-        .one_minus_dampening = (float)(1.0 - c->dampening),
-        .one_minus_beta1 = (float)(1.0 - c->beta1),
-        .beta2 = (float)c->beta2,
-        .one_minus_beta2 = (float)(1.0 - c->beta2),
-        .eps = (float)c->eps,
-        .alpha = (float)c->alpha,
-        .one_minus_alpha = (float)(1.0 - c->alpha),
-    };
-    if (c->kind == OPTIM_ADAM) {
-        double bc1 = 1.0 - pow(c->beta1, t), bc2 = 1.0 - pow(c->beta2, t);
-        h.neg_step_size = (float)-(o->lr / bc1);
-        h.inv_bias_correction2_sqrt = 1.0f / (float)sqrt(bc2);
-    }
-    return h;
-}
-
 int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads)
 {
     o->steps_taken++;
-    optim_hyper h = optimizer_hyper(o);
+    optim_hyper h = optim_hyper_at(&o->cfg, o->lr, o->steps_taken);
     int ns = optim_state_count(&o->cfg);
     int64_t lost = 0;
     for (int i = 0; i < o->n; i++) {

@@ -37,8 +37,6 @@ void optimizer_collect_grads(run *r, optimizer *o, tensor **grads);
 int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads);
 /* optimizer.zero_grad(set_to_none=True) and the masters' grads likewise */
 void optimizer_zero_grad(run *r, optimizer *o, tensor **grads);
-/* This step's float32 constants (steps_taken already counts this step). */
-optim_hyper optimizer_hyper(const optimizer *o);
 /* scheduler.step() */
 void scheduler_step(optimizer *o);
 

@@ -21,6 +21,8 @@
  */
 #include "report.h"
 
+#include "results.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -594,21 +596,6 @@ static void put_names(FILE *f, const tensor_row *const *rows, int n, bool strip_
     }
 }
 
-/* A CSV field: quoted when it holds a comma, quote or newline (as results.c writes them). */
-static void put_csv_field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
-    }
-    fputc('"', f);
-}
 
 /* "float32|float16" as "float32 and float16" */
 static void put_dtype_set(FILE *f, const char *set)
@@ -680,16 +667,16 @@ static int write_config_csv(FILE *f, const void *ctx, char *err, int errlen)
     char optim[128];
     format_optimizer(&cfg->optim, optim, sizeof optim);
     fprintf(f, "%s\n", CONFIG_CSV_HEADER);
-    put_csv_field(f, cfg->name);
+    csv_write_field(f, cfg->name);
     fputc(',', f);
-    put_csv_field(f, cfg->description);
+    csv_write_field(f, cfg->description);
     fputc(',', f);
-    put_csv_field(f, cfg->baseline);
+    csv_write_field(f, cfg->baseline);
     fprintf(f, ",%s,%s,%s,%s,%s,%.9g,%.9g,%.9g,%lld,", dtype_name(cfg->params),
             autocast_name(cfg), cfg->loss_in_autocast ? "yes" : "no",
             cfg->master_weights ? "yes" : "no", cfg->scaler ? "yes" : "no", cfg->init_scale,
             cfg->growth_factor, cfg->backoff_factor, (long long)cfg->growth_interval);
-    put_csv_field(f, optim);
+    csv_write_field(f, optim);
     fprintf(f, ",%s,%lld,%lld,%llu\n", loss_name(cfg), (long long)cfg->batch,
             (long long)cfg->steps, (unsigned long long)cfg->seed);
     return 0;

@@ -55,8 +55,7 @@ fail:
     return -1;
 }
 
-/* a CSV field: quoted when it holds a comma, quote or newline (newlines become spaces) */
-static void write_field(FILE *f, const char *s)
+void csv_write_field(FILE *f, const char *s)
 {
     if (!strpbrk(s, ",\"\n\r")) {
         fputs(s, f);
@@ -73,9 +72,9 @@ static void write_field(FILE *f, const char *s)
 
 static void write_row(FILE *f, const case_result *r)
 {
-    write_field(f, r->name);
+    csv_write_field(f, r->name);
     fprintf(f, ",%s,%s,", r->device, r->ok ? "ok" : "error");
-    write_field(f, r->ok ? "" : r->error);
+    csv_write_field(f, r->ok ? "" : r->error);
     fprintf(f, ",%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%.9g,%lld,%.3f,%d,%d\n", r->params,
             r->autocast, r->input_dtype, r->output_dtype, r->loss_dtype, r->param_grad_dtypes,
             r->cast_grad_dtypes, r->activation_grad_dtypes, (long long)r->grad_underflow,

@@ -8,6 +8,8 @@
 #ifndef AMPSCOPE_RESULTS_H
 #define AMPSCOPE_RESULTS_H
 
+#include <stdio.h>
+
 #include "train.h"
 
 extern const char *const SUMMARY_CSV_HEADER;
@@ -20,6 +22,8 @@ int results_commit(const char *out, const char *name, const char *tmp, char *err
 void results_discard(const char *tmp);
 /* Replaces or adds the rows of these cases in OUT/summary.csv. */
 int results_write_summary(const char *out, const case_result *res, int n, char *err, int errlen);
+/* A CSV field: quoted when it holds a comma, quote or newline (newlines become spaces). */
+void csv_write_field(FILE *f, const char *s);
 /* Case names with --set overrides: "<case>+<key>=<value>", characters outside
  * [A-Za-z0-9._=+-] replaced by '_'. */
 void results_variant_name(const char *name, const char *const *sets, int n_sets, char *buf,

@@ -727,29 +727,6 @@ static void check_unscale(selftest *c, round_stats *st)
         }
 }
 
-/* optim_hyper of step `step`, as optimizer.c prepares it */
-static optim_hyper hyper(const optim_config *o, int64_t step)
-{
-    optim_hyper h = {
-        .step = step,
-        .neg_lr = (float)-o->lr,
-        .weight_decay = (float)o->weight_decay,
-        .momentum = (float)o->momentum,
-        .one_minus_dampening = (float)(1.0 - o->dampening),
-        .one_minus_beta1 = (float)(1.0 - o->beta1),
-        .beta2 = (float)o->beta2,
-        .one_minus_beta2 = (float)(1.0 - o->beta2),
-        .eps = (float)o->eps,
-        .alpha = (float)o->alpha,
-        .one_minus_alpha = (float)(1.0 - o->alpha),
-    };
-    if (o->kind == OPTIM_ADAM) {
-        double bc1 = 1.0 - pow(o->beta1, (double)step), bc2 = 1.0 - pow(o->beta2, (double)step);
-        h.neg_step_size = (float)-(o->lr / bc1);
-        h.inv_bias_correction2_sqrt = 1.0f / (float)sqrt(bc2);
-    }
-    return h;
-}
 
 static void check_optimizers(selftest *c)
 {
@@ -802,7 +779,7 @@ static void check_optimizers(selftest *c)
                     gv[i] = 0.0f; /* some elements the step leaves alone */
                 pair g = make(c, "grad", dt, 1, &n, gv);
                 free(gv);
-                optim_hyper h = hyper(cfg, step);
+                optim_hyper h = optim_hyper_at(cfg, cfg->lr, step);
                 optim_result res[2];
                 for (int i = 0; ready(c) && i < 2; i++) {
                     optim_tensors t = {.param = p.t[i], .grad = g.t[i], .visible = visible};

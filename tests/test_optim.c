@@ -27,11 +27,9 @@ static void three_steps(optim_config cfg, double *out)
     optim_tensors t = {.param = p, .grad = g, .visible = DTYPE_FLOAT32};
     for (int k = 0; k < optim_state_count(&cfg); k++)
         t.state[k] = env_zeros(&e, "s", DTYPE_FLOAT32, 1, &n);
-    optimizer o = {.cfg = cfg, .base_lr = cfg.lr, .lr = cfg.lr};
     for (int s = 0; s < 3; s++) {
         store_from_float(g->data, DTYPE_FLOAT32, 0, grads3[s]);
-        o.steps_taken = s + 1;
-        optim_hyper h = optimizer_hyper(&o);
+        optim_hyper h = optim_hyper_at(&cfg, cfg.lr, s + 1);
         optim_result res;
         memset(&res, 0, sizeof res);
         e.be->optimizer_step(e.be, &cfg, &h, &t, &res);
@@ -114,8 +112,7 @@ Test(optim, adam_in_float16_divides_by_zero)
                        .state = {env_zeros(&e, "m", DTYPE_FLOAT16, 1, &n),
                                  env_zeros(&e, "v", DTYPE_FLOAT16, 1, &n)},
                        .visible = DTYPE_FLOAT16};
-    optimizer o = {.cfg = cfg, .base_lr = cfg.lr, .lr = cfg.lr, .steps_taken = 1};
-    optim_hyper h = optimizer_hyper(&o);
+    optim_hyper h = optim_hyper_at(&cfg, cfg.lr, 1);
     optim_result res;
     memset(&res, 0, sizeof res);
     round_stats_init(&res.param);
@@ -144,8 +141,7 @@ Test(optim, lost_updates_counts_ignored_updates)
     optim_tensors t = {.param = env_tensor(&e, "p", DTYPE_FLOAT16, 1, &n, ones),
                        .grad = env_tensor(&e, "g", DTYPE_FLOAT16, 1, &n, g),
                        .visible = DTYPE_FLOAT16};
-    optimizer o = {.cfg = cfg, .base_lr = 1.0, .lr = 1.0, .steps_taken = 1};
-    optim_hyper h = optimizer_hyper(&o);
+    optim_hyper h = optim_hyper_at(&cfg, cfg.lr, 1);
     optim_result res;
     memset(&res, 0, sizeof res);
     e.be->optimizer_step(e.be, &cfg, &h, &t, &res);
@@ -169,11 +165,9 @@ Test(optim, master_weights_keep_the_updates_float16_loses)
     optim_tensors t = {.param = env_tensor(&e, "p@float32", DTYPE_FLOAT32, 1, &n, ones),
                        .grad = env_tensor(&e, "g", DTYPE_FLOAT32, 1, &n, g),
                        .visible = DTYPE_FLOAT16};
-    optimizer o = {.cfg = cfg, .base_lr = 1.0, .lr = 1.0};
     int64_t lost[2];
     for (int s = 0; s < 2; s++) {
-        o.steps_taken = s + 1;
-        optim_hyper h = optimizer_hyper(&o);
+        optim_hyper h = optim_hyper_at(&cfg, cfg.lr, s + 1);
         optim_result res;
         memset(&res, 0, sizeof res);
         e.be->optimizer_step(e.be, &cfg, &h, &t, &res);
