@@ -119,7 +119,7 @@ valgrind: $(AMPSCOPE)
 # ---- fuzzing (clang's libFuzzer with ASan and UBSan); corpora start from the repo's files ----
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Iharness -fsanitize=fuzzer,address,undefined
-build/fuzz/fuzz_case: tools/fuzz/fuzz_case.c harness/case.c harness/dtype.c
+build/fuzz/fuzz_case: tools/fuzz/fuzz_case.c harness/case.c harness/npy.c harness/dtype.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ -o $@ -lm
 build/fuzz/fuzz_npy: tools/fuzz/fuzz_npy.c harness/npy.c harness/dtype.c

@@ -23,6 +23,8 @@
 #endif
 #include "case.h"
 
+#include "npy.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -1720,6 +1722,92 @@ static void check_observe(parse_ctx *c)
     }
 }
 
+/* "3x4" for a shape; "scalar" for none */
+static void shape_str(int ndim, const int64_t *shape, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ndim && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, i ? "x%" PRId64 : "%" PRId64, shape[i]);
+    if (ndim == 0)
+        snprintf(buf, len, "scalar");
+}
+
+/* Reads an .npy file a key names and checks it holds what the key needs: float data of the
+ * given shape, or (labels) int64 class indices in [0, classes). */
+static void check_npy(parse_ctx *c, entry *e, const char *path, int ndim, const int64_t *shape,
+                      int64_t classes)
+{
+    npy_array a;
+    char err[600], got[128], want[128];
+    if (npy_read(path, &a, NULL, err, sizeof err)) {
+        err_at(c, e, "%s", err);
+        return;
+    }
+    bool same = a.ndim == ndim;
+    for (int i = 0; same && i < ndim; i++)
+        same = a.shape[i] == shape[i];
+    shape_str(a.ndim, a.shape, got, sizeof got);
+    shape_str(ndim, shape, want, sizeof want);
+    if (!same) {
+        err_at(c, e, "%s: shape %s, expected %s", path, got, want);
+    } else if (classes > 0 && a.dt != DTYPE_INT64) {
+        err_at(c, e, "%s: %s values, expected int64 class labels ('<i8')", path, dtype_name(a.dt));
+    } else if (classes == 0 && a.dt == DTYPE_INT64) {
+        err_at(c, e, "%s: int64 values, expected floats ('<f4', '<f2' or '<f8')", path);
+    } else {
+        for (int64_t i = 0; classes > 0 && i < a.numel; i++) {
+            int64_t v = ((const int64_t *)a.data)[i];
+            if (v < 0 || v >= classes) {
+                err_at(c, e, "%s: label %" PRId64 " at index %" PRId64 " is out of bounds for "
+                             "%" PRId64 " classes", path, v, i, classes);
+                break;
+            }
+        }
+    }
+    npy_free(&a);
+}
+
+/* The .npy files of [init], input and target, against the shapes the model needs. */
+static void check_files(parse_ctx *c)
+{
+    case_config *cfg = c->cfg;
+    if (!c->shapes_ok)
+        return;
+    for (int k = 0; k < cfg->n_inits; k++) {
+        const init_spec *in = &cfg->inits[k];
+        entry *e = find_entry(c, SEC_INIT, in->tensor);
+        const char *dot = strrchr(in->tensor, '.');
+        for (int i = 0; e && dot && i < cfg->n_layers; i++) {
+            const layer_spec *l = &cfg->layers[i];
+            if (strncmp(in->tensor, l->name, (size_t)(dot - in->tensor)) ||
+                l->name[dot - in->tensor] != '\0')
+                continue;
+            int64_t w[4] = {l->out, l->in, l->kernel, l->kernel};
+            if (strcmp(dot, ".bias") == 0)
+                check_npy(c, e, in->path, 1, &l->out, 0);
+            else
+                check_npy(c, e, in->path, l->kind == LAYER_CONV2D ? 4 : 2, w, 0);
+        }
+    }
+    int64_t shape[4] = {cfg->batch};
+    entry *ie = find_entry(c, SEC_DATA, "input");
+    if (cfg->input == INPUT_FILE && ie && !ie->failed) {
+        memcpy(shape + 1, cfg->sample_shape, sizeof(int64_t) * (size_t)cfg->sample_ndim);
+        check_npy(c, ie, cfg->input_path, cfg->sample_ndim + 1, shape, 0);
+    }
+    entry *te = find_entry(c, SEC_DATA, "target");
+    const layer_spec *last = &cfg->layers[cfg->n_layers - 1];
+    if (cfg->target == TARGET_FILE && te && !te->failed) {
+        if (cfg->loss == LOSS_CROSS_ENTROPY) {
+            check_npy(c, te, cfg->target_path, 1, &cfg->batch, last->out_shape[0]);
+        } else {
+            memcpy(shape + 1, last->out_shape, sizeof(int64_t) * (size_t)last->out_ndim);
+            check_npy(c, te, cfg->target_path, last->out_ndim + 1, shape, 0);
+        }
+    }
+}
+
 /* The case's name when [case] has none: the file name without ".case". */
 static void default_name(parse_ctx *c)
 {
@@ -1759,6 +1847,7 @@ static void cross_checks(parse_ctx *c)
     walk_shapes(c);
     check_target(c);
     check_observe(c);
+    check_files(c);
 }
 
 /* ---- entry points ---- */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "case.h"
+#include "npy.h"
 
 static char tmp_dir[64];
 static case_config *cfg;
@@ -53,6 +54,20 @@ static const char *write_case(const char *rel, const char *text)
     cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
     cr_assert_eq(fclose(f), 0);
     return path;
+}
+
+/* a real .npy of zeros (float32, or int64 labels 0) with the given shape */
+static void write_npy(const char *rel, dtype dt, int ndim, const int64_t *shape)
+{
+    char path[PATH_MAX], err[256];
+    snprintf(path, sizeof path, "%s/%s", tmp_dir, rel);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= shape[i];
+    void *zeros = calloc((size_t)n, 8);
+    cr_assert_not_null(zeros);
+    cr_assert_eq(npy_write(path, dt, ndim, shape, zeros, err, sizeof err), 0, "%s", err);
+    free(zeros);
 }
 
 static void make_dir(const char *rel)
@@ -160,10 +175,10 @@ static const char full_case[] =
 
 static void write_full_case_files(void)
 {
-    write_case("x.npy", "x");
-    write_case("y.npy", "y");
-    write_case("w1.npy", "w");
-    write_case("b1.npy", "b");
+    write_npy("x.npy", DTYPE_FLOAT32, 4, (const int64_t[]){64, 3, 16, 16});
+    write_npy("y.npy", DTYPE_INT64, 1, (const int64_t[]){64});
+    write_npy("w1.npy", DTYPE_FLOAT32, 2, (const int64_t[]){64, 512});
+    write_npy("b1.npy", DTYPE_FLOAT32, 1, (const int64_t[]){64});
 }
 
 Test(case_load, full_case_field_by_field)
@@ -530,7 +545,7 @@ Test(case_load, memory_limits)
 
 Test(case_load, set_overrides)
 {
-    write_case("w.npy", "w");
+    write_npy("w.npy", DTYPE_FLOAT32, 2, (const int64_t[]){10, 16});
     const char *path = write_case("base.case", MODEL "fc2 = linear 10 -> 5\n" DATA
                                                "[precision]\nautocast = float16\n");
     const char *sets[] = {"precision.autocast=bfloat16", "train.optimizer=sgd lr=0.1",
@@ -635,10 +650,11 @@ Test(case_load, paths_relative_to_case_folder)
 {
     make_dir("sub");
     make_dir("sub/data");
-    write_case("sub/data/w.npy", "w");
-    write_case("top.npy", "t");
+    write_npy("sub/data/w.npy", DTYPE_FLOAT32, 2, (const int64_t[]){10, 16});
+    write_npy("top.npy", DTYPE_FLOAT32, 2, (const int64_t[]){4, 16});
+    write_npy("target.npy", DTYPE_FLOAT32, 2, (const int64_t[]){4, 10});
     char abs_path[PATH_MAX], want[PATH_MAX];
-    snprintf(abs_path, sizeof abs_path, "%s/top.npy", tmp_dir);
+    snprintf(abs_path, sizeof abs_path, "%s/target.npy", tmp_dir);
     char text[2 * PATH_MAX];
     snprintf(text, sizeof text,
              MODEL DATA "input = file ../top.npy\ntarget = file %s\n[init]\n"

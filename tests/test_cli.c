@@ -88,3 +88,48 @@ Test(cli, usage_errors_exit_2_and_help_exits_0)
     cr_expect_eq(run_cli("ops", out, sizeof out), 0);
     cr_expect(strstr(out, "linear") && strstr(out, "autocast dtype"), "got: %s", out);
 }
+
+/* every file in tests/bad-cases/ through the binary: exit 2, its expected message, and the
+ * results folder left as it was */
+Test(cli, every_bad_case_exits_2_and_leaves_results_untouched, .timeout = 120)
+{
+    char dir[256], out[16384], args[2048], path[1024], before[4096], after[4096];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(args, sizeof args, "run tests/cases/small-fp32.case --out %s/r --device cpu --quiet", dir);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/r/summary.csv", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    size_t nb = fread(before, 1, sizeof before - 1, f);
+    before[nb] = '\0';
+    fclose(f);
+    FILE *ls = popen("ls tests/bad-cases/*.case", "r");
+    cr_assert_not_null(ls);
+    char bad[1024];
+    int n = 0;
+    while (fgets(bad, sizeof bad, ls)) {
+        bad[strcspn(bad, "\n")] = '\0';
+        char want[600] = "";
+        FILE *c = fopen(bad, "r");
+        cr_assert_not_null(c);
+        char first[600];
+        if (fgets(first, sizeof first, c) && strncmp(first, "# expect-error: ", 16) == 0) {
+            snprintf(want, sizeof want, "%s", first + 16);
+            want[strcspn(want, "\n")] = '\0';
+        }
+        fclose(c);
+        snprintf(args, sizeof args, "run '%s' --out %s/r --device cpu --quiet", bad, dir);
+        cr_expect_eq(run_cli(args, out, sizeof out), 2, "%s", bad);
+        cr_expect(strstr(out, want) != NULL, "%s: '%s' not in: %s", bad, want, out);
+        n++;
+    }
+    pclose(ls);
+    cr_expect_geq(n, 30);
+    f = fopen(path, "r");
+    cr_assert_not_null(f);
+    size_t na = fread(after, 1, sizeof after - 1, f);
+    after[na] = '\0';
+    fclose(f);
+    cr_expect_str_eq(after, before, "summary.csv changed");
+    rm_rf(dir);
+}
