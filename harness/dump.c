@@ -9,10 +9,23 @@
 
 #include "npy.h"
 
+/* mkdir -p */
 static int make_dir(const char *path, char *err, int errlen)
 {
-    if (mkdir(path, 0777) && errno != EEXIST) {
-        snprintf(err, (size_t)errlen, "cannot create %s: %s", path, strerror(errno));
+    char p[4096];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0777) && errno != EEXIST) {
+            snprintf(err, (size_t)errlen, "cannot create %s: %s", p, strerror(errno));
+            return -1;
+        }
+        *s = '/';
+    }
+    if (mkdir(p, 0777) && errno != EEXIST) {
+        snprintf(err, (size_t)errlen, "cannot create %s: %s", p, strerror(errno));
         return -1;
     }
     return 0;

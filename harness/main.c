@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libgen.h>
 #include <sys/statvfs.h>
 
 #include "autocast.h"
@@ -221,8 +222,14 @@ static int preflight(const cli *c, const case_config *cfgs, backend *be)
     const double gib = 1024.0 * 1024.0 * 1024.0;
     int64_t avail = be->mem_available(be), disk = -1;
     struct statvfs fs;
-    if (c->train.dump_dir && statvfs(c->train.dump_dir, &fs) == 0)
-        disk = (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
+    if (c->train.dump_dir) { /* the folder, or the nearest one above it that exists */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", c->train.dump_dir);
+        while (statvfs(dir, &fs) != 0 && strcmp(dir, ".") && strcmp(dir, "/"))
+            snprintf(dir, sizeof dir, "%s", dirname(dir));
+        if (statvfs(dir, &fs) == 0)
+            disk = (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
+    }
     int refused = 0;
     for (int i = 0; i < c->n_cases; i++) {
         int64_t need = 0, dump = 0;

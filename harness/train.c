@@ -212,16 +212,18 @@ static void dump_init(trainer *t, const char *dir)
         r->obs->dump_bytes += tensor_bytes(t->m.input);
         return;
     }
+    char err[512];
     for (int i = 0; i < t->m.n_params; i++)
-        if (dump_tensor(r->be, dir, "init", t->m.params[i], r->error, sizeof r->error))
-            run_fail(r, "%s", r->error);
-    if (dump_tensor(r->be, dir, "init", t->m.input, r->error, sizeof r->error))
-        run_fail(r, "%s", r->error);
+        if (dump_tensor(r->be, dir, "init", t->m.params[i], err, sizeof err))
+            run_fail(r, "%s", err);
+    if (dump_tensor(r->be, dir, "init", t->m.input, err, sizeof err))
+        run_fail(r, "%s", err);
 }
 
 static void train_steps(trainer *t)
 {
     run *r = t->r;
+    char err[512];
     model_init(r, &t->m, &t->g);
     optimizer_init(r, &t->opt, &t->m);
     scaler_init(&t->scaler, r->cfg);
@@ -238,9 +240,8 @@ static void train_steps(trainer *t)
             t->init_dump_bytes += tensor_bytes(t->m.target);
         }
         else if (s == 0 && t->opt_in->dump_dir &&
-                 dump_tensor(r->be, t->opt_in->dump_dir, "init", t->m.target, r->error,
-                             sizeof r->error))
-            run_fail(r, "%s", r->error);
+                 dump_tensor(r->be, t->opt_in->dump_dir, "init", t->m.target, err, sizeof err))
+            run_fail(r, "%s", err);
         progress(t, s, start);
     }
 }
