@@ -3,6 +3,8 @@
 #   make test         the Criterion suite (GPU tests skip themselves without a GPU)
 #   make run-cases    every case in cases/, then the plots; fails when a case did not pass
 #   make plots | bench | fuzz | conformance | clean
+# OpenMP threads wait passively (OMP_WAIT_POLICY=passive, which bin/ampscope also sets for
+# itself): spinning OpenMP and OpenBLAS threads slow each other down on few cores.
 # Options: CUDA=0 (skip the GPU library), CUDA=1 (require it), CUDA_ARCH=90, SAN=1 (ASan+UBSan).
 
 CC      ?= cc
@@ -92,7 +94,7 @@ portable: $(HARNESS_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
 
 # ---- running ----
 test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
-	AMPSCOPE=$(AMPSCOPE) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	AMPSCOPE=$(AMPSCOPE) OMP_WAIT_POLICY=passive LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	    $(TESTS_BIN) --jobs 2
 
 run-cases: all
@@ -108,11 +110,11 @@ bin/ampscope-bench: tools/bench.c $(LIB_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 bench: bin/ampscope-bench
 	@mkdir -p results
-	bin/ampscope-bench $(BENCH)
+	OMP_WAIT_POLICY=passive bin/ampscope-bench $(BENCH)
 
 # ---- a small case under valgrind's memcheck: no invalid access, no definite leak ----
 valgrind: $(AMPSCOPE)
-	valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite -q \
+	OMP_WAIT_POLICY=passive valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite -q \
 	    $(AMPSCOPE) run tests/cases/small-autocast-fp16-scaler.case tests/cases/small-conv.case \
 	    --device cpu --out build/valgrind-results --quiet
 
@@ -135,6 +137,21 @@ fuzz: build/fuzz/fuzz_case build/fuzz/fuzz_npy
 	    grep -E "^(Done|stat::number_of_executed|==[0-9]+==ERROR|SUMMARY)" fuzz_$$t.log; \
 	    [ $$rc -eq 0 ] || { echo "fuzz_$$t found a crash: build/fuzz/fuzz_$$t.log"; exit 1; }; \
 	done
+
+# ---- the harness against the installed PyTorch: fresh references, then the conformance test
+# on them (tests/test_conformance.c); skipped when python3 cannot import torch ----
+conformance: $(TESTS_BIN) $(AMPSCOPE)
+	@if ! python3 -c 'import torch' 2>/dev/null; then \
+	    echo "conformance: skipped (python3 cannot import torch)"; exit 0; fi; \
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	AMPSCOPE=$(AMPSCOPE) tools/make_references.sh "$$tmp" && \
+	AMPSCOPE_CONFORMANCE_DIR="$$tmp" $(TESTS_BIN) --filter 'conformance/*' && \
+	if diff -rq "$$tmp" tests/references/conformance >/dev/null; then \
+	    echo "conformance: passed; tests/references/conformance is what this PyTorch makes"; \
+	else \
+	    echo "conformance: passed; tests/references/conformance differs from this PyTorch's" \
+	         "references (tools/make_references.sh remakes it)"; \
+	fi
 
 clean:
 	rm -rf build bin lib

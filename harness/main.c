@@ -14,6 +14,7 @@
 #include <string.h>
 #include <libgen.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "autocast.h"
 #include "compare.h"
@@ -337,6 +338,14 @@ static int cmd_run(const cli *c)
 
 int main(int argc, char **argv)
 {
+    /* OpenMP's threads spin after each parallel region and OpenBLAS's after each GEMM; on a
+     * machine with few cores they then take turns burning each other's time (a small model
+     * ran six times slower). libgomp reads its wait policy once, at load, so it is set here
+     * and the program starts again with it; an explicit OMP_WAIT_POLICY is kept. */
+    if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0) {
+        execv("/proc/self/exe", argv);
+        perror("ampscope: cannot restart with OMP_WAIT_POLICY=passive"); /* and go on */
+    }
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

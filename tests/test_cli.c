@@ -133,3 +133,19 @@ Test(cli, every_bad_case_exits_2_and_leaves_results_untouched, .timeout = 120)
     cr_expect_str_eq(after, before, "summary.csv changed");
     rm_rf(dir);
 }
+
+/* a case longer than two seconds prints progress lines on stderr when it is not a terminal
+ * (plain lines, no carriage returns), and --quiet silences them */
+Test(cli, progress_lines_on_long_runs_and_quiet, .timeout = 300)
+{
+    char out[65536], args[1024];
+    snprintf(args, sizeof args, "run cases/long-scaler-sawtooth.case --steps 1500 --device cpu "
+                                "--out /tmp/ampscope-progress");
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "long-scaler-sawtooth: step 1500/1500, ") != NULL, "got: %s", out);
+    cr_expect(strchr(out, '\r') == NULL, "carriage returns in non-terminal output");
+    strcat(args, " --quiet");
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "step 1500/1500") == NULL, "--quiet printed progress: %s", out);
+    rm_rf("/tmp/ampscope-progress");
+}
