@@ -53,6 +53,7 @@ typedef struct backend backend;
 struct backend {
     const char *name;  /* "cpu" | "cuda" | "dry" */
     bool dry;          /* the counting backend: nothing is computed, values are not made */
+    bool native_math;  /* --gpu-math native: library GEMMs write half outputs directly */
     char device[128];  /* summary.csv's device: "cpu", "cuda:NVIDIA H200" */
     char err[512];     /* message of the last failure an op returned */
     mem_account *account; /* where scratch allocations are counted (as MEM_WORKSPACE) */

@@ -43,6 +43,9 @@ static const char usage[] =
     "                           tensors as .npy files under DIR\n"
     "  --dump-only PATTERN      only tensors whose name matches PATTERN (shell glob)\n"
     "  --observe off            record dtypes only: no counts, no histograms\n"
+    "  --gpu-math exact|native  exact (default): GEMMs accumulate into float32 and the\n"
+    "                           harness rounds and counts; native: half outputs straight\n"
+    "                           from cuBLAS as PyTorch gets them (underflow, overflow unseen)\n"
     "  --quiet                  no progress display\n";
 
 typedef struct cli {
@@ -52,6 +55,7 @@ typedef struct cli {
     const char *sets[MAX_SETS];
     int n_sets;
     const char *device, *out;
+    bool native_math;
     train_options train;
     bool json;
 } cli;
@@ -66,8 +70,8 @@ static int bad_usage(const char *fmt, const char *arg)
 
 static bool is_value_option(const char *a)
 {
-    static const char *const names[] = {"--device", "--out",     "--steps", "--dump",
-                                        "--dump-only", "--observe", "--set"};
+    static const char *const names[] = {"--device",  "--out",     "--steps", "--dump",
+                                        "--dump-only", "--observe", "--set",  "--gpu-math"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(a, names[i]) == 0)
             return true;
@@ -116,6 +120,11 @@ static int parse_cli(int argc, char **argv, cli *c)
             if (strcmp(v, "off") && strcmp(v, "on"))
                 return bad_usage("--observe takes on or off, not '%s'", v);
             c->train.observe_off = strcmp(v, "off") == 0;
+        } else if (strcmp(a, "--gpu-math") == 0) {
+            const char *v = argv[++i];
+            if (strcmp(v, "exact") && strcmp(v, "native"))
+                return bad_usage("--gpu-math takes exact or native, not '%s'", v);
+            c->native_math = strcmp(v, "native") == 0;
         } else if (strcmp(a, "--set") == 0) {
             if (c->n_sets == MAX_SETS)
                 return bad_usage("at most %s --set options", "32");
@@ -275,6 +284,14 @@ static int cmd_run(const cli *c)
     if (!cfgs)
         return 2;
     backend *be = open_backend(c->device, NULL);
+    if (be && c->native_math && strcmp(be->name, "cuda") != 0) {
+        fprintf(stderr, "ampscope: --gpu-math native needs the CUDA backend (running on %s)\n",
+                be->device);
+        be->close(be);
+        be = NULL;
+    }
+    if (be)
+        be->native_math = c->native_math;
     case_result *res = calloc((size_t)c->n_cases, sizeof *res);
     if (!be || !res || preflight(c, cfgs, be)) {
         free(cfgs);

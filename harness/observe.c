@@ -87,9 +87,13 @@ static void write_row(observer *o, const tensor *t, tensor_role role, const roun
                      (long long)tensor_bytes(t));
     if (st) {
         const round_counts *c = &st->counts;
-        rc |= fprintf(o->tensors, ",%lld,%lld,%lld,%lld,%lld,%.9g,", (long long)c->zeros,
-                      (long long)c->underflow, (long long)c->subnormal, (long long)c->overflow,
-                      (long long)c->nan, (double)c->amax);
+        char under[24] = "", over[24] = ""; /* empty: not seen (--gpu-math native) */
+        if (!st->unseen) {
+            snprintf(under, sizeof under, "%lld", (long long)c->underflow);
+            snprintf(over, sizeof over, "%lld", (long long)c->overflow);
+        }
+        rc |= fprintf(o->tensors, ",%lld,%s,%lld,%s,%lld,%.9g,", (long long)c->zeros, under,
+                      (long long)c->subnormal, over, (long long)c->nan, (double)c->amax);
         if (float_bits(c->amin_nonzero) != 0x7f800000u)
             rc |= fprintf(o->tensors, "%.9g", (double)c->amin_nonzero);
         rc |= fputc('\n', o->tensors) == EOF ? -1 : 0;

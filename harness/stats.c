@@ -13,6 +13,7 @@ void round_stats_init(round_stats *s)
 void round_stats_merge(round_stats *into, const round_stats *s)
 {
     into->numel += s->numel;
+    into->unseen |= s->unseen;
     round_counts_merge(&into->counts, &s->counts);
     for (int i = 0; i < HIST_BINS; i++)
         into->hist[i] += s->hist[i];

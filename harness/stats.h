@@ -7,6 +7,7 @@
 #ifndef AMPSCOPE_STATS_H
 #define AMPSCOPE_STATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "half.h"
@@ -15,6 +16,9 @@ typedef struct round_stats {
     int64_t numel;
     round_counts counts;
     int64_t hist[HIST_BINS];
+    bool unseen; /* the values before the rounding were not seen (--gpu-math native): the
+                    counts describe the stored tensor, underflow and overflow are unknown and
+                    the histogram is of the stored values */
 } round_stats;
 
 #ifdef __cplusplus

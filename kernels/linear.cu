@@ -10,6 +10,13 @@
  * output's dtype with its counts. With a bias, C starts as the bias broadcast over the rows
  * and beta = 1, as addmm (and the CPU) do.
  *
+ * With --gpu-math native (be->native_math) and one half dtype for both operands and the
+ * output, the GEMM is PyTorch's instead: half in, half out straight from cuBLAS (float32
+ * accumulation, tensor cores allowed), bias pre-stored in the output with beta = 1. The
+ * float32 values before cuBLAS rounded them are never seen, so the output is counted as it
+ * stands (round_stats.unseen: no underflow or overflow count, a histogram of the stored
+ * values).
+ *
  * cuBLAS is column-major: a row-major [r, c] matrix is its transpose, column-major with
  * leading dimension c. So row-major C[m,n] = op(A) op(B) is computed as column-major
  * C^T[n,m] = op(B)^T op(A)^T, which is cuBLAS's gemm with the operands swapped, the same
@@ -29,12 +36,44 @@ __global__ void bias_rows_kernel(const void *bias, dtype dt, float *c, int64_t n
     c[i] = load_as_float(bias, dt, i % n);
 }
 
+/* bias[i % n]: the bias broadcast over the rows of a [m, n] output */
+struct bias_row_op {
+    const void *bias;
+    dtype dt;
+    int64_t n;
+    __device__ float operator()(int64_t i) const { return load_as_float(bias, dt, i % n); }
+};
+
+/* --gpu-math native: out = op(a) op(b) (+ bias) in out's half dtype, as PyTorch gets it */
+static int gemm_native(backend *be, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                       const tensor *a, const tensor *b, const tensor *bias, tensor *out,
+                       round_stats *st)
+{
+    cuda_ctx *x = cuda_ctx_of(be);
+    if (bias)
+        launch_store(be, bias_row_op{bias->data, bias->dtype, n}, out, NULL);
+    const float one = 1.0f, beta = bias ? 1.0f : 0.0f;
+    cudaDataType_t t = cublas_type(out->dtype);
+    CUBLAS_CHECK(cublasGemmEx(x->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                              ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b->data,
+                              t, (int)(tb ? k : n), a->data, t, (int)(ta ? m : k), &beta, out->data,
+                              t, (int)n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (st) {
+        cuda_observe(be, out, st);
+        st->unseen = true;
+    }
+    return 0;
+}
+
 /* out[m,n] = op(a) op(b) (+ bias) in float32, rounded once into out's dtype */
 static int gemm_round(backend *be, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                       const tensor *a, const tensor *b, const tensor *bias, tensor *out,
                       round_stats *st)
 {
     cuda_ctx *x = cuda_ctx_of(be);
+    if (be->native_math && a->dtype == out->dtype && b->dtype == out->dtype &&
+        (!bias || bias->dtype == out->dtype) && dtype_is_half(out->dtype))
+        return gemm_native(be, ta, tb, m, n, k, a, b, bias, out, st);
     const void *ap = a->data, *bp = b->data;
     dtype at = a->dtype, bt = b->dtype;
     float *a_own = NULL, *b_own = NULL, *c_own = NULL;

@@ -85,6 +85,9 @@ Test(cli, usage_errors_exit_2_and_help_exits_0)
     cr_expect(strstr(out, "unknown option --frobnicate") != NULL, "got: %s", out);
     cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device tpu", out, sizeof out), 2);
     cr_expect_eq(run_cli("fly", out, sizeof out), 2);
+    cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device cpu --gpu-math native", out,
+                         sizeof out), 2);
+    cr_expect(strstr(out, "--gpu-math native needs the CUDA backend") != NULL, "got: %s", out);
     cr_expect_eq(run_cli("ops", out, sizeof out), 0);
     cr_expect(strstr(out, "linear") && strstr(out, "autocast dtype"), "got: %s", out);
 }
