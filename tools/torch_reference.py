@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""torch_reference.py: a case's training steps run by PyTorch itself, for the conformance test.
+
+Reads a case's normalized configuration from `ampscope check --json CASE [--set ...]` (run
+here as a subprocess, or read from stdin with --json -) and the initial parameters, input
+and target that `ampscope run --dump DIR` wrote under DIR/init/, rebuilds the model in
+PyTorch (nn.Sequential with the case's layer names, so `model.fc1.weight` is `fc1.weight`),
+and runs the case's steps as a PyTorch user would write them:
+
+    optimizer = SGD | Adam | RMSprop(model.parameters(), ..., foreach=False)
+    scheduler = CosineAnnealingLR(optimizer, T_max, eta_min)       # schedule = cosine
+    scaler = torch.amp.GradScaler(device, init_scale, ...)          # [scaler]
+    for step in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device, dtype):                          # autocast != off
+            out = model(input)
+            loss = criterion(out, target)                            # loss_in_autocast
+        loss = criterion(out, target)                                # loss_in_autocast = no
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        scaler.step(optimizer); scaler.update()                      # or optimizer.step()
+        scheduler.step()
+
+and records, under ampscope's names (results/README.md), every tensor the harness also names:
+  forward   `fc1.out` (forward hooks), `log_softmax.out` (cross_entropy's LogSoftmaxBackward0
+            keeps it), `mse.out` (mse with reduction='none'), `loss`, `loss.scaled`;
+  backward  `fc1.out.grad`, `log_softmax.out.grad`, `mse.out.grad`, `loss.grad`,
+            `loss.scaled.grad` (tensor and node hooks); the gradients of cast copies,
+            `fc1.weight@float16.grad` (a ToCopyBackward0 whose next node is a parameter's
+            AccumulateGrad; its hook's grad_outputs[0] is the copy's gradient) and
+            `fc3.out@float32.grad` (the ToCopyBackward0 in front of the loss);
+            `fc1.weight.grad` (after backward; after scaler.unscale_ with a scaler);
+  optimizer the state after each step (`fc1.weight.exp_avg`, ...), the parameters after the
+            last step.
+A name written twice in a step keeps its last value, as the harness's dump does.
+
+Output, a CSV file: kind,step,tensor,dtype,zeros,norm,value
+  kind tensor: a tensor of a step (zeros: exact zeros, norm: L2 norm in float64);
+  kind loss:   the loss of a step (value: loss.item());
+  kind param:  a parameter after the last step (step = the last step).
+Prints the PyTorch version and the device on stdout: "PyTorch 2.15.0+cu132 on cpu".
+
+Usage:
+  python3 tools/torch_reference.py CASE [--set S.K=V]... --init DIR/init --out REF.csv
+         [--device cpu|cuda] [--ampscope bin/ampscope]
+  bin/ampscope check --json CASE | python3 tools/torch_reference.py --json - --init ... --out ...
+Refused: precision.master_weights = yes (fp32 master copies inside the optimizer have no
+PyTorch equivalent). On CUDA, reduced-precision reductions and TF32 are turned off so that
+cuBLAS and cuDNN accumulate in float32, as the harness does.
+"""
+import argparse
+import collections
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+STATE_NAMES = ("momentum_buffer", "exp_avg", "exp_avg_sq", "square_avg", "grad_avg")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("case", nargs="?", help="case file (omit with --json)")
+    p.add_argument("--set", action="append", default=[], metavar="S.K=V",
+                   help="override a case key, as `ampscope check --set` does")
+    p.add_argument("--json", metavar="FILE", help="read the normalized case JSON from FILE (- = stdin)")
+    p.add_argument("--init", required=True, metavar="DIR",
+                   help="the init/ folder `ampscope run --dump` wrote")
+    p.add_argument("--out", required=True, metavar="FILE", help="the reference CSV to write")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    p.add_argument("--ampscope", default="bin/ampscope", help="the ampscope binary")
+    a = p.parse_args()
+    if (a.case is None) == (a.json is None):
+        p.error("give a case file or --json, not both")
+    if a.json and a.set:
+        p.error("--set goes to `ampscope check` when --json is used")
+    return a
+
+
+def load_config(a):
+    if a.json:
+        f = sys.stdin if a.json == "-" else open(a.json)
+        return json.load(f)
+    cmd = [a.ampscope, "check", "--json", a.case]
+    for s in a.set:
+        cmd += ["--set", s]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit("torch_reference: %s failed:\n%s" % (" ".join(cmd), done.stderr.strip()))
+    return json.loads(done.stdout)
+
+
+def load_tensor(init_dir, name):
+    """DIR/NAME.npy, or DIR/NAME.bfloat16.npy (exact float32 values of a bfloat16 tensor)."""
+    plain = os.path.join(init_dir, name + ".npy")
+    if os.path.exists(plain):
+        return torch.from_numpy(np.load(plain))
+    wide = os.path.join(init_dir, name + ".bfloat16.npy")
+    if os.path.exists(wide):
+        return torch.from_numpy(np.load(wide)).to(torch.bfloat16)
+    raise SystemExit("torch_reference: %s has no %s.npy (run `ampscope run --dump`)"
+                     % (init_dir, name))
+
+
+def build_model(cfg):
+    layers = collections.OrderedDict()
+    for l in cfg["model"]:
+        kind = l["kind"]
+        if kind == "linear":
+            layers[l["name"]] = nn.Linear(l["in"], l["out"], bias=l["bias"])
+        elif kind == "conv2d":
+            layers[l["name"]] = nn.Conv2d(l["in"], l["out"], l["kernel"], stride=l["stride"],
+                                          padding=l["padding"], dilation=l["dilation"],
+                                          bias=l["bias"])
+        elif kind == "relu":
+            layers[l["name"]] = nn.ReLU()
+        elif kind == "flatten":
+            layers[l["name"]] = nn.Flatten()
+        else:
+            raise SystemExit("torch_reference: unknown layer kind %s" % kind)
+    return nn.Sequential(layers)
+
+
+def make_optimizer(cfg, params):
+    o = cfg["train"]["optimizer"]
+    opts = dict(o["options"])
+    kind = o["kind"]
+    if kind == "sgd":
+        return torch.optim.SGD(params, foreach=False, **opts)
+    if kind == "adam":
+        opts["betas"] = tuple(opts["betas"])
+        return torch.optim.Adam(params, foreach=False, **opts)
+    if kind == "rmsprop":
+        return torch.optim.RMSprop(params, foreach=False, **opts)
+    raise SystemExit("torch_reference: unknown optimizer %s" % kind)
+
+
+class Recorder:
+    """Rows keyed by (kind, step, tensor): a later write of the same key replaces the value."""
+
+    def __init__(self):
+        self.rows = collections.OrderedDict()
+        self.step = 0
+
+    def tensor(self, name, t, kind="tensor"):
+        t = t.detach()
+        norm = math.sqrt(t.to(torch.float64).pow(2).sum().item())
+        self.rows[(kind, self.step, name)] = (DTYPE_NAMES[t.dtype], int((t == 0).sum().item()),
+                                              repr(norm), "")
+
+    def loss(self, t):
+        self.rows[("loss", self.step, "loss")] = (DTYPE_NAMES[t.dtype], "", "", repr(t.item()))
+
+    def hook_grad(self, name, t):
+        t.register_hook(lambda g: self.tensor(name + ".grad", g))
+
+    def write(self, path):
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["kind", "step", "tensor", "dtype", "zeros", "norm", "value"])
+            for (kind, step, name), vals in self.rows.items():
+                w.writerow([kind, step, name, *vals])
+
+
+def hook_graph(rec, root, node_names, param_names):
+    """Node hooks on the backward graph for the tensors no Python variable holds: cast copies'
+    gradients (ToCopyBackward0) and cross_entropy's log_softmax (LogSoftmaxBackward0)."""
+    seen, todo = set(), [root.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        todo.extend(n for n, _ in node.next_functions)
+        kind = type(node).__name__
+        if kind == "LogSoftmaxBackward0":
+            rec.tensor("log_softmax.out", node._saved_result)
+            node.register_hook(lambda gi, go: rec.tensor("log_softmax.out.grad", go[0]))
+        elif kind == "ToCopyBackward0":
+            src = node.next_functions[0][0]
+            if type(src).__name__ == "AccumulateGrad":
+                base = param_names[src.variable]
+            elif src in node_names:
+                base = node_names[src]
+            else:
+                continue
+
+            def copy_grad(gi, go, base=base):
+                rec.tensor("%s@%s.grad" % (base, DTYPE_NAMES[go[0].dtype]), go[0])
+            node.register_hook(copy_grad)
+
+
+def configure_device(device):
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit("torch_reference: --device cuda, but torch.cuda.is_available() is False")
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    elif hasattr(torch._C, "_set_cpu_allow_fp16_reduced_precision_reduction"):
+        torch._C._set_cpu_allow_fp16_reduced_precision_reduction(False)
+
+
+def run(cfg, init_dir, device):
+    prec, data, train = cfg["precision"], cfg["data"], cfg["train"]
+    if prec["master_weights"]:
+        raise SystemExit("torch_reference: %s: master_weights = yes has no PyTorch equivalent "
+                         "(fp32 master copies inside the optimizer); refused" % cfg["name"])
+    model = build_model(cfg).to(device=device, dtype=DTYPES[prec["params"]])
+    param_names = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            t = load_tensor(init_dir, name)
+            if t.dtype != p.dtype or t.shape != p.shape:
+                raise SystemExit("torch_reference: %s is %s %s, the model wants %s %s"
+                                 % (name, t.dtype, tuple(t.shape), p.dtype, tuple(p.shape)))
+            p.copy_(t)
+            param_names[p] = name
+    x = load_tensor(init_dir, "input").to(device)
+    target = load_tensor(init_dir, "target").to(device)
+    if DTYPE_NAMES[x.dtype] != data["input_dtype"]:
+        raise SystemExit("torch_reference: input.npy is %s, the case says %s"
+                         % (x.dtype, data["input_dtype"]))
+
+    autocast = prec["autocast"]
+    loss_kind, reduction = train["loss"], train["reduction"]
+    optimizer = make_optimizer(cfg, model.parameters())
+    schedule = train["schedule"]
+    scheduler = (torch.optim.lr_scheduler.CosineAnnealingLR(
+        optimizer, T_max=schedule["T_max"], eta_min=schedule["eta_min"])
+        if schedule["kind"] == "cosine" else None)
+    sc = cfg["scaler"]
+    scaler = (torch.amp.GradScaler(device, init_scale=sc["init_scale"],
+                                   growth_factor=sc["growth_factor"],
+                                   backoff_factor=sc["backoff_factor"],
+                                   growth_interval=sc["growth_interval"])
+              if sc["enabled"] else None)
+
+    rec = Recorder()
+    node_names = {}
+
+    def forward_hook(name):
+        def hook(module, inputs, out):
+            rec.tensor(name + ".out", out)
+            if out.requires_grad:
+                rec.hook_grad(name + ".out", out)
+                node_names[out.grad_fn] = name + ".out"
+        return hook
+
+    for l in cfg["model"]:
+        getattr(model, l["name"]).register_forward_hook(forward_hook(l["name"]))
+
+    def criterion(out):
+        if loss_kind == "cross_entropy":
+            return F.cross_entropy(out, target)
+        if reduction == "none":
+            elem = F.mse_loss(out, target, reduction="none")
+            rec.tensor("mse.out", elem)
+            rec.hook_grad("mse.out", elem)
+            return elem.mean()
+        return F.mse_loss(out, target)
+
+    for step in range(train["steps"]):
+        rec.step = step
+        node_names.clear()
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device, dtype=DTYPES.get(autocast), enabled=autocast != "off"):
+            out = model(x)
+            if prec["loss_in_autocast"]:
+                loss = criterion(out)
+        if not prec["loss_in_autocast"]:
+            loss = criterion(out)
+        rec.tensor("loss", loss)
+        rec.loss(loss)
+        rec.hook_grad("loss", loss)
+        root = loss
+        if scaler:
+            root = scaler.scale(loss)
+            rec.tensor("loss.scaled", root)
+            rec.hook_grad("loss.scaled", root)
+        hook_graph(rec, root, node_names, param_names)
+        root.backward()
+        if scaler:
+            scaler.unscale_(optimizer)
+        for p, name in param_names.items():
+            if p.grad is not None:
+                rec.tensor(name + ".grad", p.grad)
+        if scaler:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+        if scheduler:
+            scheduler.step()
+        for p, name in param_names.items():
+            for key in STATE_NAMES:
+                s = optimizer.state[p].get(key)
+                if isinstance(s, torch.Tensor):
+                    rec.tensor("%s.%s" % (name, key), s)
+    for p, name in param_names.items():
+        rec.tensor(name, p, kind="param")
+    return rec
+
+
+def main():
+    a = parse_args()
+    cfg = load_config(a)
+    configure_device(a.device)
+    with warnings.catch_warnings():
+        # a skipped step calls scheduler.step() without optimizer.step(), as the harness does
+        warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()`")
+        rec = run(cfg, a.init, a.device)
+    rec.write(a.out)
+    print("PyTorch %s on %s" % (torch.__version__, a.device))
+
+
+if __name__ == "__main__":
+    main()
