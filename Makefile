@@ -3,8 +3,9 @@
 #   make test         the Criterion suite (GPU tests skip themselves without a GPU)
 #   make run-cases    every case in cases/, then the plots; fails when a case did not pass
 #   make plots | bench | fuzz | conformance | clean
-# OpenMP threads wait passively (OMP_WAIT_POLICY=passive, which bin/ampscope also sets for
-# itself): spinning OpenMP and OpenBLAS threads slow each other down on few cores.
+# OpenMP and OpenBLAS threads wait passively (OMP_WAIT_POLICY=passive,
+#, which bin/ampscope also sets for itself): spinning threads of
+# the two libraries slow each other down on few cores.
 # Options: CUDA=0 (skip the GPU library), CUDA=1 (require it), CUDA_ARCH=90, SAN=1 (ASan+UBSan).
 
 CC      ?= cc

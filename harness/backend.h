@@ -44,6 +44,7 @@ typedef struct optim_tensors {
 } optim_tensors;
 
 typedef struct optim_result {
+    bool counting; /* false (observation off): param and state are left alone */
     round_stats param;
     round_stats state[OPTIM_MAX_STATE];
     int64_t lost_updates;

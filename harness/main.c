@@ -355,10 +355,10 @@ static int cmd_run(const cli *c)
 
 int main(int argc, char **argv)
 {
-    /* OpenMP's threads spin after each parallel region and OpenBLAS's after each GEMM; on a
-     * machine with few cores they then take turns burning each other's time (a small model
-     * ran six times slower). libgomp reads its wait policy once, at load, so it is set here
-     * and the program starts again with it; an explicit OMP_WAIT_POLICY is kept. */
+    /* OpenMP's threads spin after each parallel region; on a machine with few cores they then
+     * take the cores OpenBLAS's threads need for the next GEMM (a small model ran six times
+     * slower). libgomp reads its wait policy once, when it loads, so it is set here and the
+     * program starts again with it; an explicit OMP_WAIT_POLICY is kept. */
     if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0) {
         execv("/proc/self/exe", argv);
         perror("ampscope: cannot restart with OMP_WAIT_POLICY=passive"); /* and go on */

@@ -88,17 +88,17 @@ int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads)
             t.state[k] = o->state[i][k];
         optim_result res;
         memset(&res, 0, sizeof res);
+        res.counting = r->counting;
         round_stats_init(&res.param);
         for (int k = 0; k < ns; k++)
             round_stats_init(&res.state[k]);
         r->be->optimizer_step(r->be, &o->cfg, &h, &t, &res);
         lost += res.lost_updates;
-        bool counting = r->counting;
         observe_tensor(r->obs, p, o->master[i] ? ROLE_MASTER_PARAM : ROLE_PARAM,
-                       counting ? &res.param : NULL);
+                       res.counting ? &res.param : NULL);
         for (int k = 0; k < ns; k++)
             observe_tensor(r->obs, t.state[k], ROLE_OPTIMIZER_STATE,
-                           counting ? &res.state[k] : NULL);
+                           res.counting ? &res.state[k] : NULL);
         if (o->master[i]) { /* refresh the half parameter from its master */
             round_stats st;
             round_stats *stp = run_stats(r, &st);

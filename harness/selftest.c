@@ -786,6 +786,7 @@ static void check_optimizers(selftest *c)
                     for (int s = 0; s < ns; s++)
                         t.state[s] = state[s].t[i];
                     memset(&res[i], 0, sizeof res[i]);
+                    res[i].counting = true;
                     round_stats_init(&res[i].param);
                     for (int s = 0; s < ns; s++)
                         round_stats_init(&res[i].state[s]);

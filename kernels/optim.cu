@@ -56,17 +56,17 @@ void cuda_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper
     optim_args a = {};
     a.param = p->data;
     a.grad = t->grad->data;
-    a.stats[0] = cuda_stats_begin(be, 0, &out->param);
+    a.stats[0] = cuda_stats_begin(be, 0, out->counting ? &out->param : NULL);
     for (int k = 0; k < ns; k++) {
         a.state[k] = t->state[k]->data;
-        a.stats[1 + k] = cuda_stats_begin(be, 1 + k, &out->state[k]);
+        a.stats[1 + k] = cuda_stats_begin(be, 1 + k, out->counting ? &out->state[k] : NULL);
     }
     unsigned long long *lost = cuda_counter_begin(be);
     optim_kernel<<<cuda_grid(x, p->numel), CUDA_THREADS, 0, x->stream>>>(
         *cfg, *h, p->dtype, t->visible, ns, p->numel, a, lost);
     LAUNCH_CHECK();
-    cuda_stats_end(be, 0, &out->param, p->numel);
+    cuda_stats_end(be, 0, out->counting ? &out->param : NULL, p->numel);
     for (int k = 0; k < ns; k++)
-        cuda_stats_end(be, 1 + k, &out->state[k], p->numel);
+        cuda_stats_end(be, 1 + k, out->counting ? &out->state[k] : NULL, p->numel);
     out->lost_updates += (int64_t)cuda_counter_end(be);
 }

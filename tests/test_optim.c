@@ -115,6 +115,7 @@ Test(optim, adam_in_float16_divides_by_zero)
     optim_hyper h = optim_hyper_at(&cfg, cfg.lr, 1);
     optim_result res;
     memset(&res, 0, sizeof res);
+    res.counting = true;
     round_stats_init(&res.param);
     e.be->optimizer_step(e.be, &cfg, &h, &t, &res);
     cr_expect(isinf(tensor_at(t.param, 0)) && tensor_at(t.param, 0) < 0);

@@ -3,6 +3,7 @@
  * files named after their concern (round.c, linear.c, conv2d.c, ...), twins of kernels/.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,10 @@ const float *cpu_as_f32(backend *be, const tensor *t, float **owned)
 
 backend *backend_cpu_open(mem_account *account)
 {
+    /* Tensors of the same sizes come and go every step: keep freed memory in the heap for
+     * the next step instead of returning it to the kernel and faulting it in again. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     backend *be = calloc(1, sizeof *be);
     if (!be)
         return NULL;

@@ -28,9 +28,9 @@ static void optim_chunk(const optim_config *cfg, const optim_hyper *h, optim_ten
             round_to(round_to(old + u, dt), t->visible) == round_to(old, t->visible))
             out->lost_updates++;
     }
-    cpu_store(pbuf, p->data, dt, off, n, &out->param);
+    cpu_store(pbuf, p->data, dt, off, n, out->counting ? &out->param : NULL);
     for (int k = 0; k < ns; k++)
-        cpu_store(sbuf[k], t->state[k]->data, dt, off, n, &out->state[k]);
+        cpu_store(sbuf[k], t->state[k]->data, dt, off, n, out->counting ? &out->state[k] : NULL);
 }
 
 void cpu_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper *h,
@@ -40,7 +40,7 @@ void cpu_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper 
     int64_t total = t->param->numel, chunks = (total + CPU_CHUNK - 1) / CPU_CHUNK;
 #pragma omp parallel if (total >= (1 << 16))
     {
-        optim_result local = {.lost_updates = 0};
+        optim_result local = {.counting = out->counting};
         round_stats_init(&local.param);
         for (int k = 0; k < OPTIM_MAX_STATE; k++)
             round_stats_init(&local.state[k]);

@@ -150,18 +150,23 @@ static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int 
                       pattern_value(b.pmax, dt),
                       b.pmin == UINT32_MAX ? bits_float(0x7f800000u) : pattern_value(b.pmin, dt)};
     round_counts_merge(&st->counts, &c);
-    /* four histograms taken in turn, so that runs of equal bins do not wait on each other */
-    uint32_t h[4][HIST_BINS];
-    memset(h, 0, sizeof h);
-    for (int i = 0; i < n; i++) {
-        uint32_t a = float_bits(pre[i]) & 0x7fffffffu, e = a >> 23;
-        int bin = e ? (int)e - 127 - HIST_MIN_EXP
-                    : a ? 31 - count_leading_zeros32(a) - 149 - HIST_MIN_EXP : HIST_ZERO;
-        bin = e == 255 ? (a == 0x7f800000u ? HIST_INF : HIST_NAN) : bin;
-        h[i & 3][bin]++;
-    }
-    for (int k = 0; k < HIST_BINS; k++)
-        st->hist[k] += (int64_t)h[0][k] + h[1][k] + h[2][k] + h[3][k];
+    /* log2|pre| of a normal float is its exponent field, so the histogram is first taken of
+     * the 8-bit field (four copies in turn, so that runs of equal bins do not wait on each
+     * other); zeros, subnormals (field 0), inf and NaN (field 255) are then binned one by
+     * one. */
+    uint32_t he[4][256];
+    memset(he, 0, sizeof he);
+    for (int i = 0; i < n; i++)
+        he[i & 3][(float_bits(pre[i]) >> 23) & 0xffu]++;
+    for (int e = 1; e < 255; e++)
+        st->hist[e - 127 - HIST_MIN_EXP] += (int64_t)he[0][e] + he[1][e] + he[2][e] + he[3][e];
+    if (he[0][0] + he[1][0] + he[2][0] + he[3][0] + he[0][255] + he[1][255] + he[2][255] +
+        he[3][255])
+        for (int i = 0; i < n; i++) {
+            uint32_t e = (float_bits(pre[i]) >> 23) & 0xffu;
+            if (e == 0 || e == 255)
+                st->hist[hist_bin(pre[i])]++;
+        }
     st->numel += n;
 }
 
