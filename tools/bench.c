@@ -15,7 +15,6 @@
  */
 #include <cblas.h>
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +221,28 @@ static void run_once(const bench_case *b, bool observe_off, bench_row *row)
     be->close(be);
 }
 
+/* the copy bandwidth, measured in a child process: the parent starts no threads, so that
+ * the children it forks can (libgomp's and OpenBLAS's thread pools do not survive a fork) */
+static double copy_bandwidth_in_child(void)
+{
+    int fd[2];
+    double bw = 0;
+    if (pipe(fd))
+        return 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        bw = copy_bandwidth();
+        _exit(write(fd[1], &bw, sizeof bw) == (ssize_t)sizeof bw ? 0 : 1);
+    }
+    close(fd[1]);
+    if (read(fd[0], &bw, sizeof bw) != (ssize_t)sizeof bw)
+        bw = 0;
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+    return bw;
+}
+
 /* measures one configuration in a child process; returns false when it could not run */
 static bool measure(const bench_case *b, bench_row *row)
 {
@@ -264,7 +285,11 @@ int main(int argc, char **argv)
     for (int64_t h = 1024; h <= (quick ? 4096 : 16384); h *= 2)
         cases[n++] = (bench_case){"scaling", "autocast-fp16-scaler", 1024, h, 1000, 256, false, 4};
 
-    double bw = copy_bandwidth();
+    double bw = copy_bandwidth_in_child();
+    if (bw <= 0) {
+        fprintf(stderr, "bench: could not measure the copy bandwidth\n");
+        return 2;
+    }
     char host[256] = "?";
     gethostname(host, sizeof host);
     time_t now = time(NULL);
@@ -278,12 +303,13 @@ int main(int argc, char **argv)
     fprintf(csv, "group,variant,in,hidden,out,batch,step_ms,step_ms_observe_off,gemm_floor_ms,"
                  "bytes_floor_ms,floor_ms,step_over_floor,observe_overhead,peak_rss_mib,"
                  "account_peak_mib,workspace_peak_mib\n");
-    fprintf(md, "Run on %s, %d threads, %s; copy bandwidth %.1f GB/s.\n\n", host,
-            omp_get_max_threads(), date, bw / 1e6);
+    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    fprintf(md, "Run on %s, %d cores, %s; copy bandwidth %.1f GB/s.\n\n", host, threads, date,
+            bw / 1e6);
     fprintf(md, "| group | variant | shape | step ms | floor ms (GEMM + bytes) | step/floor | "
                 "observe off ms | overhead | peak RSS MiB | account MiB (+workspace) |\n"
                 "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
-    printf("copy bandwidth %.1f GB/s, %d threads\n", bw / 1e6, omp_get_max_threads());
+    printf("copy bandwidth %.1f GB/s, %d cores\n", bw / 1e6, threads);
     printf("%-8s %-22s %-22s %9s %9s %7s %9s %8s %9s %9s\n", "group", "variant", "shape", "step ms",
            "floor ms", "ratio", "obs off", "overhead", "RSS MiB", "acct MiB");
     for (int i = 0; i < n; i++) {
@@ -297,6 +323,8 @@ int main(int argc, char **argv)
                      (long long)b->hidden, (long long)b->hidden, (long long)b->out,
                      (long long)b->batch);
         fflush(stdout);
+        fflush(csv);
+        fflush(md);
         if (!measure(b, &r)) {
             printf("%-8s %-22s %-22s could not run (see above)\n", b->group, b->variant, shape);
             continue;
