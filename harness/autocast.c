@@ -18,9 +18,7 @@ static const autocast_op autocast_ops[] = {
 
 static const char *policy_words(autocast_policy p)
 {
-    return p == AUTOCAST_LOWER  ? "autocast dtype"
-           : p == AUTOCAST_FP32 ? "float32"
-                                : "input dtype";
+    return p == AUTOCAST_LOWER ? "autocast dtype" : p == AUTOCAST_FP32 ? "float32" : "input dtype";
 }
 
 autocast_policy autocast_policy_of(const char *op)
@@ -75,8 +73,8 @@ tensor *autocast_arg(run *r, const char *op, tensor *t)
         tensor_retain(t);
         return t;
     }
-    bool cacheable = p == AUTOCAST_LOWER && t->is_leaf && t->requires_grad &&
-                     t->dtype == DTYPE_FLOAT32;
+    bool cacheable =
+        p == AUTOCAST_LOWER && t->is_leaf && t->requires_grad && t->dtype == DTYPE_FLOAT32;
     if (!cacheable)
         return cast_to(r, t, want, MEM_ACTIVATIONS);
     for (int i = 0; i < r->n_cache; i++)

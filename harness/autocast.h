@@ -19,9 +19,9 @@
 typedef enum autocast_policy { AUTOCAST_LOWER = 0, AUTOCAST_FP32, AUTOCAST_NONE } autocast_policy;
 
 typedef struct autocast_op {
-    const char *op;            /* the harness's op */
+    const char *op; /* the harness's op */
     autocast_policy policy;
-    const char *pytorch_list;  /* where autocast_mode.cpp lists it */
+    const char *pytorch_list; /* where autocast_mode.cpp lists it */
 } autocast_op;
 
 autocast_policy autocast_policy_of(const char *op);

@@ -29,18 +29,18 @@
 #include "optim_math.h"
 
 typedef struct conv2d_geom {
-    int64_t n, c_in, h_in, w_in;    /* input  [N, C_in, H_in, W_in] */
-    int64_t c_out, h_out, w_out;    /* output [N, C_out, H_out, W_out] */
+    int64_t n, c_in, h_in, w_in; /* input  [N, C_in, H_in, W_in] */
+    int64_t c_out, h_out, w_out; /* output [N, C_out, H_out, W_out] */
     int64_t kh, kw, stride, padding, dilation;
 } conv2d_geom;
 
 /* One parameter's optimizer step: param (and master when master weights are on), grad,
  * state tensors as optim_math.h lists them for the optimizer kind. */
 typedef struct optim_tensors {
-    tensor *param;  /* the tensor the step writes: the master when there is one */
-    tensor *grad;   /* same dtype as param */
+    tensor *param; /* the tensor the step writes: the master when there is one */
+    tensor *grad;  /* same dtype as param */
     tensor *state[OPTIM_MAX_STATE];
-    dtype visible;  /* dtype of the parameter the model sees (for lost updates) */
+    dtype visible; /* dtype of the parameter the model sees (for lost updates) */
 } optim_tensors;
 
 typedef struct optim_result {
@@ -52,13 +52,13 @@ typedef struct optim_result {
 
 typedef struct backend backend;
 struct backend {
-    const char *name;  /* "cpu" | "cuda" | "dry" */
-    bool dry;          /* the counting backend: nothing is computed, values are not made */
-    bool native_math;  /* --gpu-math native: library GEMMs write half outputs directly */
-    char device[128];  /* summary.csv's device: "cpu", "cuda:NVIDIA H200" */
-    char err[512];     /* message of the last failure an op returned */
+    const char *name;     /* "cpu" | "cuda" | "dry" */
+    bool dry;             /* the counting backend: nothing is computed, values are not made */
+    bool native_math;     /* --gpu-math native: library GEMMs write half outputs directly */
+    char device[128];     /* summary.csv's device: "cpu", "cuda:NVIDIA H200" */
+    char err[512];        /* message of the last failure an op returned */
     mem_account *account; /* where scratch allocations are counted (as MEM_WORKSPACE) */
-    void *ctx;         /* the backend's own state */
+    void *ctx;            /* the backend's own state */
 
     /* ---- memory ---- */
     void *(*alloc)(backend *be, int64_t bytes); /* NULL (and be->err) when out of memory */
@@ -84,8 +84,8 @@ struct backend {
 
     /* ---- matrix products ---- */
     /* y[B,O] = x[B,I] w[O,I]^T (+ b[O]) */
-    int (*linear_forward)(backend *be, const tensor *x, const tensor *w, const tensor *b,
-                          tensor *y, round_stats *st);
+    int (*linear_forward)(backend *be, const tensor *x, const tensor *w, const tensor *b, tensor *y,
+                          round_stats *st);
     /* dx[B,I] = dy[B,O] w[O,I] */
     int (*linear_backward_input)(backend *be, const tensor *dy, const tensor *w, tensor *dx,
                                  round_stats *st);
@@ -111,8 +111,8 @@ struct backend {
     void (*nll_loss_forward)(backend *be, const tensor *logp, const tensor *target, tensor *loss,
                              round_stats *st);
     /* dlogp[i, target[i]] = -dloss / B, 0 elsewhere */
-    void (*nll_loss_backward)(backend *be, const tensor *dloss, const tensor *target,
-                              tensor *dlogp, round_stats *st);
+    void (*nll_loss_backward)(backend *be, const tensor *dloss, const tensor *target, tensor *dlogp,
+                              round_stats *st);
     /* y = (a - b)^2 elementwise, in y's dtype as loss_math.h rounds it */
     void (*mse_forward)(backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st);
     /* da = alpha * (a - b) * dy; dy has a's numel or is a scalar broadcast */

@@ -34,7 +34,10 @@ static void dry_mul_scalar(backend *be, const tensor *a, float s, tensor *b, rou
     (void)be, (void)a, (void)s, (void)b, (void)st;
 }
 static void dry_fill(backend *be, tensor *t, float v) { (void)be, (void)t, (void)v; }
-static void dry_observe(backend *be, const tensor *t, round_stats *st) { (void)be, (void)t, (void)st; }
+static void dry_observe(backend *be, const tensor *t, round_stats *st)
+{
+    (void)be, (void)t, (void)st;
+}
 static void dry_binary(backend *be, const tensor *a, const tensor *b, tensor *c, round_stats *st)
 {
     (void)be, (void)a, (void)b, (void)c, (void)st;

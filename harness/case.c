@@ -45,17 +45,26 @@
 #define ALNUM "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 #define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
 
-enum { SEC_CASE, SEC_MODEL, SEC_DATA, SEC_PRECISION, SEC_SCALER, SEC_TRAIN, SEC_INIT, SEC_EXPECT,
-       SEC_COUNT };
+enum {
+    SEC_CASE,
+    SEC_MODEL,
+    SEC_DATA,
+    SEC_PRECISION,
+    SEC_SCALER,
+    SEC_TRAIN,
+    SEC_INIT,
+    SEC_EXPECT,
+    SEC_COUNT
+};
 enum { SEC_NONE = -1, SEC_SKIP = -2 }; /* before any header; inside an unknown or repeated one */
 
-static const char *const section_names[SEC_COUNT] = {
-    "case", "model", "data", "precision", "scaler", "train", "init", "expect"};
+static const char *const section_names[SEC_COUNT] = {"case",   "model", "data", "precision",
+                                                     "scaler", "train", "init", "expect"};
 static const char *const layer_kinds[] = {"linear", "relu", "conv2d", "flatten"}; /* layer_kind */
 static const char *const optim_names[] = {"sgd", "adam", "rmsprop"};              /* optim_kind */
 static const char *const loss_names[] = {"cross_entropy", "mse"};                 /* loss_kind */
-static const char *const schedule_names[] = {"constant", "cosine"};           /* schedule_kind */
-static const char *const input_names[] = {"randn", "file"};                    /* input_source */
+static const char *const schedule_names[] = {"constant", "cosine"}; /* schedule_kind */
+static const char *const input_names[] = {"randn", "file"};         /* input_source */
 static const char *const target_names[] = {"classes", "randn", "randn_like", "file"};
 
 typedef struct entry {
@@ -81,7 +90,7 @@ typedef struct parse_ctx {
     int n_set_copies, cap_set_copies;
     entry *entries;
     int n_entries, cap_entries;
-    bool full_reported; /* "too many keys" is said once */
+    bool full_reported;        /* "too many keys" is said once */
     int sec_line[SEC_COUNT];   /* line of the [section] header; 0: not in the file */
     bool sec_given[SEC_COUNT]; /* in the file or added by an override */
     entry *layer_entry[CASE_MAX_LAYERS];
@@ -503,10 +512,12 @@ static bool in_range(double v, real_range r)
 static bool parse_real(parse_ctx *c, entry *e, const char *s, const char *what, real_range r,
                        double *out)
 {
-    static const char *const range_text[] = {
-        [ANY] = "", [NONNEG] = "must be >= 0", [POSITIVE] = "must be > 0",
-        [ABOVE_ONE] = "must be > 1", [UNIT_OPEN] = "must be in (0, 1)",
-        [UNIT_HALF] = "must be in [0, 1)"};
+    static const char *const range_text[] = {[ANY] = "",
+                                             [NONNEG] = "must be >= 0",
+                                             [POSITIVE] = "must be > 0",
+                                             [ABOVE_ONE] = "must be > 1",
+                                             [UNIT_OPEN] = "must be in (0, 1)",
+                                             [UNIT_HALF] = "must be in [0, 1)"};
     double v = 0;
     int rc = scan_f64(s, &v);
     if (rc == 0 && in_range(v, r)) {
@@ -530,8 +541,7 @@ static bool parse_bool(parse_ctx *c, entry *e, const char *s, const char *what, 
             return true;
         }
     }
-    err_at(c, e, "bad value '%s' for %s: expected yes or no (or true/false, on/off, 1/0)", s,
-           what);
+    err_at(c, e, "bad value '%s' for %s: expected yes or no (or true/false, on/off, 1/0)", s, what);
     return false;
 }
 
@@ -855,8 +865,8 @@ static bool read_lines(parse_ctx *c)
 static void apply_set(parse_ctx *c, const char *set)
 {
     char *s = xstrdup(set);
-    c->set_copies = grow(c->set_copies, &c->cap_set_copies, c->n_set_copies + 1,
-                         sizeof *c->set_copies);
+    c->set_copies =
+        grow(c->set_copies, &c->cap_set_copies, c->n_set_copies + 1, sizeof *c->set_copies);
     c->set_copies[c->n_set_copies++] = s;
     char *dot = strchr(s, '.'), *eq = strchr(s, '=');
     if (!dot || !eq || dot > eq) {
@@ -922,8 +932,10 @@ static void key_name(parse_ctx *c, entry *e)
     if (valid_case_name(e->value))
         strcpy(c->cfg->name, e->value);
     else
-        err_at(c, e, "bad case name '%s': expected [A-Za-z0-9._-]+, at most %d characters, "
-                     "not . or ..", e->value, CASE_NAME_MAX - 1);
+        err_at(c, e,
+               "bad case name '%s': expected [A-Za-z0-9._-]+, at most %d characters, "
+               "not . or ..",
+               e->value, CASE_NAME_MAX - 1);
 }
 
 static void key_description(parse_ctx *c, entry *e)
@@ -966,8 +978,10 @@ static void parse_step_list(parse_ctx *c, entry *e)
             err_at(c, e, "too many observe steps (at most %d)", CASE_MAX_OBSERVE);
             ok = false;
         } else if (scan_i64(trim(p), &step) != 0 || step < 0) {
-            err_at(c, e, "bad value '%s' for observe: expected all, every N, or step indices "
-                         "like 0,1,100", e->value);
+            err_at(c, e,
+                   "bad value '%s' for observe: expected all, every N, or step indices "
+                   "like 0,1,100",
+                   e->value);
             ok = false;
         } else {
             cfg->observe_steps[n++] = step;
@@ -1000,15 +1014,16 @@ static void key_observe(parse_ctx *c, entry *e)
 
 static void parse_case_section(parse_ctx *c)
 {
-    static const key_def defs[] = {{"name", key_name}, {"description", key_description},
-                                   {"baseline", key_baseline}, {"observe", key_observe}};
+    static const key_def defs[] = {{"name", key_name},
+                                   {"description", key_description},
+                                   {"baseline", key_baseline},
+                                   {"observe", key_observe}};
     parse_keyed(c, SEC_CASE, defs, 4);
 }
 
 static bool parse_layer_words(parse_ctx *c, entry *e, const words *t, layer_spec *l)
 {
-    static const char *const opts[] = {"bias", "kernel", "stride", "padding", "dilation",
-                                       "groups"};
+    static const char *const opts[] = {"bias", "kernel", "stride", "padding", "dilation", "groups"};
     const char *v[6];
     int k = parse_choice(c, e, t->w[0], "layer kind", layer_kinds, 4);
     if (k < 0)
@@ -1017,8 +1032,8 @@ static bool parse_layer_words(parse_ctx *c, entry *e, const words *t, layer_spec
     if (k == LAYER_RELU || k == LAYER_FLATTEN)
         return parse_options(c, e, t, 1, layer_kinds[k], opts, 0, v);
     if (t->n < 4 || strcmp(t->w[2], "->") != 0) {
-        err_at(c, e, "bad value '%s' for layer %s: expected %s IN -> OUT, then options",
-               e->value, e->key, layer_kinds[k]);
+        err_at(c, e, "bad value '%s' for layer %s: expected %s IN -> OUT, then options", e->value,
+               e->key, layer_kinds[k]);
         return false;
     }
     bool linear = k == LAYER_LINEAR;
@@ -1062,8 +1077,10 @@ static void parse_model_section(parse_ctx *c)
             continue;
         }
         if (!valid_layer_name(e->key)) {
-            err_at(c, e, "bad layer name '%s': expected [A-Za-z_][A-Za-z0-9_]*, at most %d "
-                         "characters", e->key, LAYER_NAME_MAX - 1);
+            err_at(c, e,
+                   "bad layer name '%s': expected [A-Za-z_][A-Za-z0-9_]*, at most %d "
+                   "characters",
+                   e->key, LAYER_NAME_MAX - 1);
             c->model_ok = false;
             continue;
         }
@@ -1136,8 +1153,10 @@ static void key_target(parse_ctx *c, entry *e)
 
 static void parse_data_section(parse_ctx *c)
 {
-    static const key_def defs[] = {{"batch", key_batch}, {"shape", key_shape},
-                                   {"input", key_input}, {"input_dtype", key_input_dtype},
+    static const key_def defs[] = {{"batch", key_batch},
+                                   {"shape", key_shape},
+                                   {"input", key_input},
+                                   {"input_dtype", key_input_dtype},
                                    {"target", key_target}};
     parse_keyed(c, SEC_DATA, defs, 5);
 }
@@ -1172,7 +1191,8 @@ static void key_master_weights(parse_ctx *c, entry *e)
 
 static void parse_precision_section(parse_ctx *c)
 {
-    static const key_def defs[] = {{"params", key_params}, {"autocast", key_autocast},
+    static const key_def defs[] = {{"params", key_params},
+                                   {"autocast", key_autocast},
                                    {"loss_in_autocast", key_loss_in_autocast},
                                    {"master_weights", key_master_weights}};
     parse_keyed(c, SEC_PRECISION, defs, 4);
@@ -1205,7 +1225,8 @@ static void key_growth_interval(parse_ctx *c, entry *e)
 
 static void parse_scaler_section(parse_ctx *c)
 {
-    static const key_def defs[] = {{"enabled", key_enabled}, {"init_scale", key_init_scale},
+    static const key_def defs[] = {{"enabled", key_enabled},
+                                   {"init_scale", key_init_scale},
                                    {"growth_factor", key_growth_factor},
                                    {"backoff_factor", key_backoff_factor},
                                    {"growth_interval", key_growth_interval}};
@@ -1225,8 +1246,7 @@ static void key_loss(parse_ctx *c, entry *e)
     if (k >= 0 && parse_options(c, e, &t, 1, loss_names[k], opts, k == LOSS_MSE ? 1 : 0, v)) {
         c->cfg->loss = (loss_kind)k;
         if (v[0] && k == LOSS_MSE)
-            c->cfg->loss_reduction_none =
-                parse_choice(c, e, v[0], "reduction", reductions, 2) == 1;
+            c->cfg->loss_reduction_none = parse_choice(c, e, v[0], "reduction", reductions, 2) == 1;
     }
     free(t.buf);
 }
@@ -1238,30 +1258,42 @@ typedef struct opt_def {
     opt_type type;
     size_t offset;
 } opt_def;
-#define OPT(name, type, field) {name, type, offsetof(optim_config, field)}
+#define OPT(name, type, field)                                                                     \
+    {                                                                                              \
+        name, type, offsetof(optim_config, field)                                                  \
+    }
 
-static const opt_def sgd_opts[] = {
-    OPT("lr", OPT_NONNEG, lr), OPT("momentum", OPT_NONNEG, momentum),
-    OPT("dampening", OPT_ANY, dampening), OPT("nesterov", OPT_BOOL, nesterov),
-    OPT("weight_decay", OPT_NONNEG, weight_decay)};
-static const opt_def adam_opts[] = {
-    OPT("lr", OPT_NONNEG, lr), OPT("betas", OPT_BETAS, beta1), OPT("eps", OPT_NONNEG, eps),
-    OPT("weight_decay", OPT_NONNEG, weight_decay), {"amsgrad", OPT_NO_ONLY, 0}};
-static const opt_def rmsprop_opts[] = {
-    OPT("lr", OPT_NONNEG, lr), OPT("alpha", OPT_NONNEG, alpha), OPT("eps", OPT_NONNEG, eps),
-    OPT("weight_decay", OPT_NONNEG, weight_decay), OPT("momentum", OPT_NONNEG, momentum),
-    OPT("centered", OPT_BOOL, centered)};
+static const opt_def sgd_opts[] = {OPT("lr", OPT_NONNEG, lr), OPT("momentum", OPT_NONNEG, momentum),
+                                   OPT("dampening", OPT_ANY, dampening),
+                                   OPT("nesterov", OPT_BOOL, nesterov),
+                                   OPT("weight_decay", OPT_NONNEG, weight_decay)};
+static const opt_def adam_opts[] = {OPT("lr", OPT_NONNEG, lr),
+                                    OPT("betas", OPT_BETAS, beta1),
+                                    OPT("eps", OPT_NONNEG, eps),
+                                    OPT("weight_decay", OPT_NONNEG, weight_decay),
+                                    {"amsgrad", OPT_NO_ONLY, 0}};
+static const opt_def rmsprop_opts[] = {OPT("lr", OPT_NONNEG, lr),
+                                       OPT("alpha", OPT_NONNEG, alpha),
+                                       OPT("eps", OPT_NONNEG, eps),
+                                       OPT("weight_decay", OPT_NONNEG, weight_decay),
+                                       OPT("momentum", OPT_NONNEG, momentum),
+                                       OPT("centered", OPT_BOOL, centered)};
 static const struct {
     const opt_def *defs;
     int n;
-} optim_opts[] = {[OPTIM_SGD] = {sgd_opts, 5}, [OPTIM_ADAM] = {adam_opts, 5},
+} optim_opts[] = {[OPTIM_SGD] = {sgd_opts, 5},
+                  [OPTIM_ADAM] = {adam_opts, 5},
                   [OPTIM_RMSPROP] = {rmsprop_opts, 6}};
 
 /* PyTorch 2.x's defaults. */
 static optim_config default_optim(optim_kind kind)
 {
-    return (optim_config){.kind = kind, .lr = kind == OPTIM_RMSPROP ? 1e-2 : 1e-3,
-                          .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .alpha = 0.99};
+    return (optim_config){.kind = kind,
+                          .lr = kind == OPTIM_RMSPROP ? 1e-2 : 1e-3,
+                          .beta1 = 0.9,
+                          .beta2 = 0.999,
+                          .eps = 1e-8,
+                          .alpha = 0.99};
 }
 
 static bool parse_betas(parse_ctx *c, entry *e, const char *v, optim_config *o)
@@ -1380,8 +1412,10 @@ static void key_seed(parse_ctx *c, entry *e)
 
 static void parse_train_section(parse_ctx *c)
 {
-    static const key_def defs[] = {{"loss", key_loss}, {"optimizer", key_optimizer},
-                                   {"schedule", key_schedule}, {"steps", key_steps},
+    static const key_def defs[] = {{"loss", key_loss},
+                                   {"optimizer", key_optimizer},
+                                   {"schedule", key_schedule},
+                                   {"steps", key_steps},
                                    {"seed", key_seed}};
     parse_keyed(c, SEC_TRAIN, defs, 5);
 }
@@ -1492,8 +1526,10 @@ static void parse_expect_entry(parse_ctx *c, entry *e)
     } else if (strncmp(e->key, "dtype ", 6) == 0) {
         const char *tensor = e->key + 6;
         if (!valid_tensor_name(tensor)) {
-            err_at(c, e, "bad tensor name '%s' in [expect]: expected [A-Za-z0-9_.@]+, at most "
-                         "%d characters", tensor, CASE_NAME_MAX - 1);
+            err_at(c, e,
+                   "bad tensor name '%s' in [expect]: expected [A-Za-z0-9_.@]+, at most "
+                   "%d characters",
+                   tensor, CASE_NAME_MAX - 1);
             return;
         }
         if (!parse_dtype(c, e, e->key, true, &x.dt))
@@ -1527,10 +1563,7 @@ static int64_t cap_mul(int64_t a, int64_t b)
     return b != 0 && a > INT64_MAX / b ? INT64_MAX : a * b;
 }
 
-static int64_t cap_add(int64_t a, int64_t b)
-{
-    return a > INT64_MAX - b ? INT64_MAX : a + b;
-}
+static int64_t cap_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
 
 static int64_t numel(int64_t batch, int ndim, const int64_t *shape)
 {
@@ -1611,8 +1644,9 @@ static bool layer_output(parse_ctx *c, int i, entry *at, int *ndim, int64_t *sha
     }
     if (h < 1 || w < 1) {
         char *in = shape_text(*ndim, (const int64_t[]){l->in, shape[1], shape[2]});
-        err_at(c, le, "%s = %s: output size %" PRId64 "x%" PRId64 "x%" PRId64
-                      " is too small (input %s)", le->key, le->value, l->out, h, w, in);
+        err_at(c, le,
+               "%s = %s: output size %" PRId64 "x%" PRId64 "x%" PRId64 " is too small (input %s)",
+               le->key, le->value, l->out, h, w, in);
         free(in);
         return false;
     }
@@ -1645,8 +1679,10 @@ static void walk_shapes(parse_ctx *c)
     if (numel(cfg->batch, ndim, shape) > MEMORY_LIMIT) {
         char *s = shape_text(ndim, shape);
         entry *at = shape_e ? shape_e : find_entry(c, SEC_DATA, "batch");
-        err_at(c, at, "the input batch %" PRId64 " x %s cannot fit in memory (more than 2^40 "
-                      "elements)", cfg->batch, s);
+        err_at(c, at,
+               "the input batch %" PRId64 " x %s cannot fit in memory (more than 2^40 "
+               "elements)",
+               cfg->batch, s);
         free(s);
         return;
     }
@@ -1658,14 +1694,18 @@ static void walk_shapes(parse_ctx *c)
             return;
         params = cap_add(params, layer_params(l));
         if (params > MEMORY_LIMIT) {
-            err_at(c, le, "%s = %s: the model's parameters cannot fit in memory (more than 2^40 "
-                          "elements)", le->key, le->value);
+            err_at(c, le,
+                   "%s = %s: the model's parameters cannot fit in memory (more than 2^40 "
+                   "elements)",
+                   le->key, le->value);
             return;
         }
         if (numel(cfg->batch, ndim, shape) > MEMORY_LIMIT) {
             char *s = shape_text(ndim, shape);
-            err_at(c, le, "%s = %s: its output batch %" PRId64 " x %s cannot fit in memory "
-                          "(more than 2^40 elements)", le->key, le->value, cfg->batch, s);
+            err_at(c, le,
+                   "%s = %s: its output batch %" PRId64 " x %s cannot fit in memory "
+                   "(more than 2^40 elements)",
+                   le->key, le->value, cfg->batch, s);
             free(s);
             return;
         }
@@ -1685,8 +1725,9 @@ static void check_target(parse_ctx *c)
     if ((te && te->failed) || (le && le->failed))
         return;
     if (cfg->loss == LOSS_MSE && cfg->target == TARGET_CLASSES) {
-        report(c, line, set, "loss = mse needs target = randn, randn_like or file (target = "
-                             "classes is for cross_entropy)");
+        report(c, line, set,
+               "loss = mse needs target = randn, randn_like or file (target = "
+               "classes is for cross_entropy)");
     } else if (cfg->loss == LOSS_CROSS_ENTROPY &&
                (cfg->target == TARGET_RANDN || cfg->target == TARGET_RANDN_LIKE)) {
         report(c, line, set, "loss = cross_entropy needs target = classes or file");
@@ -1694,8 +1735,10 @@ static void check_target(parse_ctx *c)
                cfg->layers[cfg->n_layers - 1].out_ndim != 1) {
         const layer_spec *last = &cfg->layers[cfg->n_layers - 1];
         char *s = shape_text(last->out_ndim, last->out_shape);
-        report(c, line, set, "target = classes needs a 1-d model output, not %s (end the model "
-                             "with flatten and linear)", s);
+        report(c, line, set,
+               "target = classes needs a 1-d model output, not %s (end the model "
+               "with flatten and linear)",
+               s);
         free(s);
     }
 }
@@ -1707,9 +1750,10 @@ static void check_observe(parse_ctx *c)
     if (e && !e->failed && !entry_failed(c, SEC_TRAIN, "steps")) {
         for (int i = 0; i < cfg->n_observe_steps; i++) {
             if (cfg->observe_steps[i] >= cfg->steps) {
-                err_at(c, e, "observe step %" PRId64 " is past the last step, %" PRId64
-                             " (steps = %" PRId64 ")", cfg->observe_steps[i], cfg->steps - 1,
-                       cfg->steps);
+                err_at(c, e,
+                       "observe step %" PRId64 " is past the last step, %" PRId64
+                       " (steps = %" PRId64 ")",
+                       cfg->observe_steps[i], cfg->steps - 1, cfg->steps);
                 break;
             }
         }
@@ -1759,8 +1803,10 @@ static void check_npy(parse_ctx *c, entry *e, const char *path, int ndim, const 
         for (int64_t i = 0; classes > 0 && i < a.numel; i++) {
             int64_t v = ((const int64_t *)a.data)[i];
             if (v < 0 || v >= classes) {
-                err_at(c, e, "%s: label %" PRId64 " at index %" PRId64 " is out of bounds for "
-                             "%" PRId64 " classes", path, v, i, classes);
+                err_at(c, e,
+                       "%s: label %" PRId64 " at index %" PRId64 " is out of bounds for "
+                       "%" PRId64 " classes",
+                       path, v, i, classes);
                 break;
             }
         }
@@ -1822,8 +1868,10 @@ static void default_name(parse_ctx *c)
         cfg->name[n] = '\0';
     }
     if (n >= CASE_NAME_MAX || !valid_case_name(cfg->name))
-        report(c, 0, NULL, "the file name '%s' is not a case name ([A-Za-z0-9._-]+): set name "
-                           "in [case]", base);
+        report(c, 0, NULL,
+               "the file name '%s' is not a case name ([A-Za-z0-9._-]+): set name "
+               "in [case]",
+               base);
 }
 
 static void cross_checks(parse_ctx *c)
@@ -1961,10 +2009,7 @@ static void json_real(FILE *f, double v)
         fputs(".0", f);
 }
 
-static void json_bool(FILE *f, bool b)
-{
-    fputs(b ? "true" : "false", f);
-}
+static void json_bool(FILE *f, bool b) { fputs(b ? "true" : "false", f); }
 
 static void json_shape(FILE *f, int ndim, const int64_t *shape)
 {
@@ -1984,8 +2029,10 @@ static void json_layer(FILE *f, const layer_spec *l)
         json_bool(f, l->bias);
     }
     if (l->kind == LAYER_CONV2D)
-        fprintf(f, ", \"kernel\": %" PRId64 ", \"stride\": %" PRId64 ", \"padding\": %" PRId64
-                   ", \"dilation\": %" PRId64, l->kernel, l->stride, l->padding, l->dilation);
+        fprintf(f,
+                ", \"kernel\": %" PRId64 ", \"stride\": %" PRId64 ", \"padding\": %" PRId64
+                ", \"dilation\": %" PRId64,
+                l->kernel, l->stride, l->padding, l->dilation);
     fputs(", \"out_shape\": ", f);
     json_shape(f, l->out_ndim, l->out_shape);
     fputc('}', f);
@@ -2112,9 +2159,10 @@ int case_write_json(const case_config *cfg, FILE *f)
     }
     fputs("],\n", f);
     json_data(f, cfg);
-    fprintf(f, "  \"precision\": {\"params\": \"%s\", \"autocast\": \"%s\", "
-               "\"loss_in_autocast\": ", dtype_name(cfg->params),
-            cfg->autocast ? dtype_name(cfg->autocast_dtype) : "off");
+    fprintf(f,
+            "  \"precision\": {\"params\": \"%s\", \"autocast\": \"%s\", "
+            "\"loss_in_autocast\": ",
+            dtype_name(cfg->params), cfg->autocast ? dtype_name(cfg->autocast_dtype) : "off");
     json_bool(f, cfg->loss_in_autocast);
     fputs(", \"master_weights\": ", f);
     json_bool(f, cfg->master_weights);

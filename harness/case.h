@@ -32,9 +32,9 @@ typedef enum layer_kind { LAYER_LINEAR = 0, LAYER_RELU, LAYER_CONV2D, LAYER_FLAT
 typedef struct layer_spec {
     char name[LAYER_NAME_MAX]; /* [A-Za-z_][A-Za-z0-9_]* */
     layer_kind kind;
-    int line;                  /* line in the case file, for later error messages */
-    int64_t in, out;           /* linear: features; conv2d: channels */
-    bool bias;                 /* linear, conv2d: bias=yes|no, default yes */
+    int line;                                  /* line in the case file, for later error messages */
+    int64_t in, out;                           /* linear: features; conv2d: channels */
+    bool bias;                                 /* linear, conv2d: bias=yes|no, default yes */
     int64_t kernel, stride, padding, dilation; /* conv2d: defaults -, 1, 0, 1 */
     /* filled by validation: per-sample output shape (batch dim excluded) */
     int out_ndim;
@@ -84,19 +84,19 @@ typedef struct case_config {
     int n_layers;
     /* [data] */
     int64_t batch;
-    int sample_ndim;          /* shape = 1024 or 3x555x555; default: first layer's input */
+    int sample_ndim; /* shape = 1024 or 3x555x555; default: first layer's input */
     int64_t sample_shape[3];
     input_source input;
     char input_path[CASE_PATH_MAX];
-    dtype input_dtype;        /* default float32 */
+    dtype input_dtype; /* default float32 */
     target_kind target;
     char target_path[CASE_PATH_MAX];
     /* [precision] */
-    dtype params;             /* default float32 */
-    bool autocast;            /* autocast = off | float16 | bfloat16; default off */
+    dtype params;  /* default float32 */
+    bool autocast; /* autocast = off | float16 | bfloat16; default off */
     dtype autocast_dtype;
-    bool loss_in_autocast;    /* default yes */
-    bool master_weights;      /* default no; only with half params */
+    bool loss_in_autocast; /* default yes */
+    bool master_weights;   /* default no; only with half params */
     /* [scaler]: no section = no scaler */
     bool scaler;
     double init_scale, growth_factor, backoff_factor; /* 65536, 2.0, 0.5 */
@@ -106,10 +106,10 @@ typedef struct case_config {
     bool loss_reduction_none; /* `mse reduction=none`: elementwise loss then .mean() */
     optim_config optim;
     schedule_kind schedule;
-    int64_t t_max;            /* cosine: T_max (required) */
-    double eta_min;           /* cosine: default 0 */
-    int64_t steps;            /* default 1 */
-    uint64_t seed;            /* default 0 */
+    int64_t t_max;  /* cosine: T_max (required) */
+    double eta_min; /* cosine: default 0 */
+    int64_t steps;  /* default 1 */
+    uint64_t seed;  /* default 0 */
     /* [init] */
     init_spec inits[CASE_MAX_INITS];
     int n_inits;

@@ -90,12 +90,13 @@ int compare_cases(const case_config *cfgs, int n, const char *out, FILE *f)
             fprintf(f, " %10.1f", c->peak[k] / mib);
         case_numbers base;
         char ratio[32] = "-";
-        if (cfgs[i].baseline[0] && read_numbers(out, cfgs[i].baseline, &base) == 0 && base.total > 0)
+        if (cfgs[i].baseline[0] && read_numbers(out, cfgs[i].baseline, &base) == 0 &&
+            base.total > 0)
             snprintf(ratio, sizeof ratio, "%.3f", c->total / base.total);
         char under[32] = "-";
         if (c->grad_numel)
-            snprintf(under, sizeof under, "%.4f%%", 100.0 * (double)c->grad_underflow /
-                                                        (double)c->grad_numel);
+            snprintf(under, sizeof under, "%.4f%%",
+                     100.0 * (double)c->grad_underflow / (double)c->grad_numel);
         fprintf(f, " %10.1f %8s %12lld %10s\n", c->total / mib, ratio, c->lost_updates, under);
     }
     free(nums);

@@ -25,8 +25,8 @@ bool dtype_parse(const char *s, dtype *out)
         const char *alias;
         dtype dt;
     } aliases[] = {
-        {"float32", DTYPE_FLOAT32}, {"fp32", DTYPE_FLOAT32},   {"float", DTYPE_FLOAT32},
-        {"float16", DTYPE_FLOAT16}, {"fp16", DTYPE_FLOAT16},   {"half", DTYPE_FLOAT16},
+        {"float32", DTYPE_FLOAT32},   {"fp32", DTYPE_FLOAT32},  {"float", DTYPE_FLOAT32},
+        {"float16", DTYPE_FLOAT16},   {"fp16", DTYPE_FLOAT16},  {"half", DTYPE_FLOAT16},
         {"bfloat16", DTYPE_BFLOAT16}, {"bf16", DTYPE_BFLOAT16},
     };
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {

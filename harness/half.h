@@ -167,12 +167,12 @@ static inline AMP_HD int hist_bin(float x)
 
 /* ---- counts of one rounding ---- */
 typedef struct round_counts {
-    int64_t zeros;     /* post == 0 */
-    int64_t underflow; /* pre finite and non-zero, post == 0 */
-    int64_t subnormal; /* post non-zero and below dt's smallest normal */
-    int64_t overflow;  /* pre finite, post infinite */
-    int64_t nan;       /* post is NaN */
-    float amax;        /* max |post| over non-NaN values (0 when none) */
+    int64_t zeros;      /* post == 0 */
+    int64_t underflow;  /* pre finite and non-zero, post == 0 */
+    int64_t subnormal;  /* post non-zero and below dt's smallest normal */
+    int64_t overflow;   /* pre finite, post infinite */
+    int64_t nan;        /* post is NaN */
+    float amax;         /* max |post| over non-NaN values (0 when none) */
     float amin_nonzero; /* min |post| over non-zero non-NaN values (+inf when none) */
 } round_counts;
 

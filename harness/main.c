@@ -70,8 +70,8 @@ static int bad_usage(const char *fmt, const char *arg)
 
 static bool is_value_option(const char *a)
 {
-    static const char *const names[] = {"--device",  "--out",     "--steps", "--dump",
-                                        "--dump-only", "--observe", "--set",  "--gpu-math"};
+    static const char *const names[] = {"--device",    "--out",     "--steps", "--dump",
+                                        "--dump-only", "--observe", "--set",   "--gpu-math"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(a, names[i]) == 0)
             return true;
@@ -247,16 +247,20 @@ static int preflight(const cli *c, const case_config *cfgs, backend *be)
         /* a case that ends in an error still counted what it held until then */
         train_preflight(&cfgs[i], &c->train, &need, &dump, err, sizeof err);
         if (avail >= 0 && need > avail) {
-            fprintf(stderr, "%s:0: case %s needs %.2f GiB, %.2f GiB available on %s\n"
+            fprintf(stderr,
+                    "%s:0: case %s needs %.2f GiB, %.2f GiB available on %s\n"
                     "---> HINT: lower [data] batch or the layer sizes, or run it on a larger "
-                    "machine\n", cfgs[i].path, cfgs[i].name, (double)need / gib,
-                    (double)avail / gib, be->device);
+                    "machine\n",
+                    cfgs[i].path, cfgs[i].name, (double)need / gib, (double)avail / gib,
+                    be->device);
             refused++;
         }
         if (disk >= 0 && dump > disk) {
-            fprintf(stderr, "%s:0: --dump of case %s needs %.2f GiB, %.2f GiB free in %s\n"
-                    "---> HINT: --dump-only PATTERN writes fewer tensors\n", cfgs[i].path,
-                    cfgs[i].name, (double)dump / gib, (double)disk / gib, c->train.dump_dir);
+            fprintf(stderr,
+                    "%s:0: --dump of case %s needs %.2f GiB, %.2f GiB free in %s\n"
+                    "---> HINT: --dump-only PATTERN writes fewer tensors\n",
+                    cfgs[i].path, cfgs[i].name, (double)dump / gib, (double)disk / gib,
+                    c->train.dump_dir);
             refused++;
         }
     }
@@ -313,9 +317,10 @@ static int cmd_run(const cli *c)
         int rc = train_case(&cfgs[i], be, &c->train, tmp, r);
         if (rc == 0 && r->interrupted) {
             results_discard(tmp);
-            fprintf(stderr, "ampscope: %s during case %s; its earlier results are kept, and "
-                    "those of the %d case%s that finished\n", r->error, cfgs[i].name, done,
-                    done == 1 ? "" : "s");
+            fprintf(stderr,
+                    "ampscope: %s during case %s; its earlier results are kept, and "
+                    "those of the %d case%s that finished\n",
+                    r->error, cfgs[i].name, done, done == 1 ? "" : "s");
             status = 128 + interrupt_signal();
             break;
         }
@@ -332,9 +337,12 @@ static int cmd_run(const cli *c)
         done++;
         bool passed = r->passed || c->n_sets; /* --set runs report, never fail */
         printf("%s %s on %s: %s%s, %d/%d expectations held%s\n",
-               r->passed ? "PASS" : passed ? "----" : "FAIL", r->name, r->device,
-               r->ok ? "ran" : "ended in error: ", r->ok ? "" : r->error, r->expect_passed,
-               r->expect_total, c->n_sets ? " (--set run: reported, not judged)" : "");
+               r->passed ? "PASS"
+               : passed  ? "----"
+                         : "FAIL",
+               r->name, r->device, r->ok ? "ran" : "ended in error: ", r->ok ? "" : r->error,
+               r->expect_passed, r->expect_total,
+               c->n_sets ? " (--set run: reported, not judged)" : "");
         if (!r->passed)
             fputs(r->failures, stdout);
         fflush(stdout);

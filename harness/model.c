@@ -142,8 +142,9 @@ tensor *model_target(run *r, model *m, rng *g, const tensor *out)
         return m->target;
     if (r->be->dry) {
         bool labels = cfg->target == TARGET_CLASSES;
-        dtype dt = labels ? DTYPE_INT64
-                          : cfg->target == TARGET_RANDN_LIKE ? out->dtype : DTYPE_FLOAT32;
+        dtype dt = labels                             ? DTYPE_INT64
+                   : cfg->target == TARGET_RANDN_LIKE ? out->dtype
+                                                      : DTYPE_FLOAT32;
         m->target = run_tensor(r, "target", dt, labels ? 1 : out->ndim,
                                labels ? &cfg->batch : out->shape, MEM_INPUTS);
         return m->target;
@@ -184,10 +185,18 @@ tensor *model_forward(run *r, model *m)
         const layer_spec *l = &r->cfg->layers[i];
         tensor *y = NULL;
         switch (l->kind) {
-        case LAYER_LINEAR: y = linear_forward(r, l, x, m->weight[i], m->bias[i]); break;
-        case LAYER_CONV2D: y = conv2d_forward(r, l, x, m->weight[i], m->bias[i]); break;
-        case LAYER_RELU: y = relu_forward(r, l, x); break;
-        case LAYER_FLATTEN: y = flatten_forward(r, l, x); break;
+        case LAYER_LINEAR:
+            y = linear_forward(r, l, x, m->weight[i], m->bias[i]);
+            break;
+        case LAYER_CONV2D:
+            y = conv2d_forward(r, l, x, m->weight[i], m->bias[i]);
+            break;
+        case LAYER_RELU:
+            y = relu_forward(r, l, x);
+            break;
+        case LAYER_FLATTEN:
+            y = flatten_forward(r, l, x);
+            break;
         }
         tensor_release(&r->pool, x);
         x = y;

@@ -41,9 +41,9 @@ static const struct {
 };
 
 typedef struct npy_header {
-    int descr; /* index into npy_descrs, -1 until seen */
+    int descr;               /* index into npy_descrs, -1 until seen */
     bool seen_fortran_order; /* it can only be False */
-    int ndim;  /* -1 until seen */
+    int ndim;                /* -1 until seen */
     int64_t shape[NPY_MAX_DIMS];
 } npy_header;
 
@@ -51,8 +51,8 @@ typedef struct npy_cursor {
     const char *start, *p, *end;
 } npy_cursor;
 
-__attribute__((format(printf, 3, 4))) static int npy_fail(char *err, int errlen,
-                                                          const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int npy_fail(char *err, int errlen, const char *fmt,
+                                                          ...)
 {
     if (err && errlen > 0) {
         va_list ap;
@@ -183,8 +183,7 @@ static int npy_parse_dim(npy_cursor *c, int64_t *dim, char *err, int errlen)
 {
     npy_skip_ws(c);
     if (c->p < c->end && *c->p == '-')
-        return npy_fail(err, errlen, "negative shape entry at byte %ld",
-                        (long)(c->p - c->start));
+        return npy_fail(err, errlen, "negative shape entry at byte %ld", (long)(c->p - c->start));
     if (c->p == c->end || *c->p < '0' || *c->p > '9')
         return npy_syntax(c, "a shape entry (a non-negative integer)", err, errlen);
     const char *first = c->p;
@@ -219,8 +218,8 @@ static int npy_parse_shape(npy_cursor *c, npy_header *h, char *err, int errlen)
             c->p++;
             npy_skip_ws(c);
         } else if (n == 1 || c->p == c->end || *c->p != ')') {
-            return npy_syntax(c, n == 1 ? "',' (a 1-d shape is written (n,))" : "',' or ')'",
-                              err, errlen);
+            return npy_syntax(c, n == 1 ? "',' (a 1-d shape is written (n,))" : "',' or ')'", err,
+                              errlen);
         }
     }
     c->p++;
@@ -377,19 +376,22 @@ static void npy_tally_f8(round_counts *c, uint64_t pre, uint32_t post)
 
 /* ---- reading ---- */
 
-int npy_parse(const uint8_t *buf, size_t len, npy_array *out, round_counts *f8_counts,
-              char *err, int errlen)
+int npy_parse(const uint8_t *buf, size_t len, npy_array *out, round_counts *f8_counts, char *err,
+              int errlen)
 {
     memset(out, 0, sizeof *out);
     if (len < NPY_MAGIC_LEN || memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
-        return npy_fail(err, errlen, "bad magic: not a .npy file (it does not start with "
-                                     "\\x93NUMPY)");
+        return npy_fail(err, errlen,
+                        "bad magic: not a .npy file (it does not start with "
+                        "\\x93NUMPY)");
     if (len < NPY_MAGIC_LEN + 2)
         return npy_fail(err, errlen, "file ends inside the format version (%zu bytes)", len);
     int major = buf[6], minor = buf[7];
     if (major < 1 || major > 3 || minor != 0)
-        return npy_fail(err, errlen, "unsupported .npy format version %d.%d; accepted: 1.0, "
-                                     "2.0, 3.0", major, minor);
+        return npy_fail(err, errlen,
+                        "unsupported .npy format version %d.%d; accepted: 1.0, "
+                        "2.0, 3.0",
+                        major, minor);
     size_t len_size = major == 1 ? 2 : 4;
     size_t hdr_start = 8 + len_size;
     if (len < hdr_start)
@@ -398,8 +400,10 @@ int npy_parse(const uint8_t *buf, size_t len, npy_array *out, round_counts *f8_c
     if (len_size == 4)
         hlen |= (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
     if (hlen > len - hdr_start)
-        return npy_fail(err, errlen, "header length %zu runs past the end of the file (%zu "
-                                     "bytes follow the header length)", hlen, len - hdr_start);
+        return npy_fail(err, errlen,
+                        "header length %zu runs past the end of the file (%zu "
+                        "bytes follow the header length)",
+                        hlen, len - hdr_start);
 
     npy_header h = {.descr = -1, .seen_fortran_order = false, .ndim = -1};
     const char *hs = (const char *)buf + hdr_start;
@@ -417,9 +421,10 @@ int npy_parse(const uint8_t *buf, size_t len, npy_array *out, round_counts *f8_c
         return npy_fail(err, errlen, "truncated data: expected %llu bytes, found %llu",
                         (unsigned long long)expected, (unsigned long long)found);
     if (found > expected)
-        return npy_fail(err, errlen, "trailing bytes after the data: expected %llu bytes, "
-                                     "found %llu", (unsigned long long)expected,
-                                     (unsigned long long)found);
+        return npy_fail(err, errlen,
+                        "trailing bytes after the data: expected %llu bytes, "
+                        "found %llu",
+                        (unsigned long long)expected, (unsigned long long)found);
 
     dtype dt = npy_descrs[h.descr].dt;
     size_t out_bytes = (size_t)numel * dtype_size(dt);
@@ -532,8 +537,10 @@ static size_t npy_format_header(char *hdr, size_t cap, const char *descr, int nd
     tuple[t++] = ')';
     tuple[t] = '\0';
     size_t n = NPY_MAGIC_LEN + 4;
-    n += (size_t)snprintf(hdr + n, cap - n, "{'descr': '%s', 'fortran_order': False, "
-                                            "'shape': %s, }", descr, tuple);
+    n += (size_t)snprintf(hdr + n, cap - n,
+                          "{'descr': '%s', 'fortran_order': False, "
+                          "'shape': %s, }",
+                          descr, tuple);
     /* numpy also adds up to 20 spaces of room to grow shape[0]; within NPY_MAX_DIMS dims
      * and int64 sizes the header is too short for them ever to change the padded length */
     size_t pad = NPY_ALIGN - (n + 1) % NPY_ALIGN; /* 1..64, as numpy pads */
@@ -555,8 +562,9 @@ int npy_write(const char *path, dtype dt, int ndim, const int64_t *shape, const 
                         : dt == DTYPE_INT64   ? "<i8"
                                               : NULL;
     if (!descr)
-        return npy_fail(err, errlen, "%s: cannot write dtype %s; accepted: float32, float16, "
-                                     "int64 (convert bfloat16 to float32 first)",
+        return npy_fail(err, errlen,
+                        "%s: cannot write dtype %s; accepted: float32, float16, "
+                        "int64 (convert bfloat16 to float32 first)",
                         path, dtype_name(dt));
     if (ndim < 0 || ndim > NPY_MAX_DIMS)
         return npy_fail(err, errlen, "%s: ndim %d out of range 0..%d", path, ndim, NPY_MAX_DIMS);
@@ -573,8 +581,7 @@ int npy_write(const char *path, dtype dt, int ndim, const int64_t *shape, const 
         return npy_fail(err, errlen, "%s: data size overflows size_t", path);
     size_t bytes = (size_t)numel * elem;
     if (bytes && !data)
-        return npy_fail(err, errlen, "%s: data is NULL for %lld elements", path,
-                        (long long)numel);
+        return npy_fail(err, errlen, "%s: data is NULL for %lld elements", path, (long long)numel);
 
     char hdr[512];
     size_t hn = npy_format_header(hdr, sizeof hdr, descr, ndim, shape);

@@ -34,13 +34,13 @@
 #define NPY_MAX_DIMS 8
 
 typedef struct npy_array {
-    dtype dt;                     /* DTYPE_FLOAT32, DTYPE_FLOAT16 or DTYPE_INT64, in memory */
-    int ndim;                     /* 0..NPY_MAX_DIMS; 0 is a scalar with numel 1 */
-    int64_t shape[NPY_MAX_DIMS];  /* entries past ndim are 0 */
+    dtype dt;                    /* DTYPE_FLOAT32, DTYPE_FLOAT16 or DTYPE_INT64, in memory */
+    int ndim;                    /* 0..NPY_MAX_DIMS; 0 is a scalar with numel 1 */
+    int64_t shape[NPY_MAX_DIMS]; /* entries past ndim are 0 */
     int64_t numel;
-    void *data;                   /* malloc'd (non-NULL even when numel is 0), C order */
-    int64_t f8_inexact;           /* '<f8' only: values float32 does not hold exactly,
-                                     overflows and underflows included, NaNs not; else 0 */
+    void *data;         /* malloc'd (non-NULL even when numel is 0), C order */
+    int64_t f8_inexact; /* '<f8' only: values float32 does not hold exactly,
+                           overflows and underflows included, NaNs not; else 0 */
 } npy_array;
 
 /* Parses a whole .npy file held in buf[0..len). On success fills *out (free it with
@@ -48,8 +48,8 @@ typedef struct npy_array {
  * roundings into *f8_counts (round_tally's classes with float32's min normal; the caller
  * initialises it with round_counts_init). On failure *out is zeroed and *f8_counts is
  * untouched. */
-int npy_parse(const uint8_t *buf, size_t len, npy_array *out, round_counts *f8_counts,
-              char *err, int errlen);
+int npy_parse(const uint8_t *buf, size_t len, npy_array *out, round_counts *f8_counts, char *err,
+              int errlen);
 
 /* Reads the file at path and parses it with npy_parse. */
 int npy_read(const char *path, npy_array *out, round_counts *f8_counts, char *err, int errlen);

@@ -81,10 +81,10 @@ static void write_row(observer *o, const tensor *t, tensor_role role, const roun
 {
     char shape[96];
     tensor_shape_str(t, shape, sizeof shape);
-    int rc = fprintf(o->tensors, "%s,%lld,%s,%d,%s,%s,%s,%s,%lld,%lld", o->case_name,
-                     (long long)o->step, pass_name(o->pass), o->order, t->name,
-                     tensor_role_name(role), dtype_name(t->dtype), shape, (long long)t->numel,
-                     (long long)tensor_bytes(t));
+    int rc =
+        fprintf(o->tensors, "%s,%lld,%s,%d,%s,%s,%s,%s,%lld,%lld", o->case_name, (long long)o->step,
+                pass_name(o->pass), o->order, t->name, tensor_role_name(role), dtype_name(t->dtype),
+                shape, (long long)t->numel, (long long)tensor_bytes(t));
     if (st) {
         const round_counts *c = &st->counts;
         char under[24] = "", over[24] = ""; /* empty: not seen (--gpu-math native) */

@@ -43,21 +43,21 @@ typedef struct seen_tensor {
 
 typedef struct observer {
     const char *case_name;
-    FILE *tensors, *hist;   /* NULL: rows are not written (dry runs) */
+    FILE *tensors, *hist; /* NULL: rows are not written (dry runs) */
     int64_t step;
     pass_kind pass;
     int order;
-    bool recording;         /* this step's rows are written */
+    bool recording; /* this step's rows are written */
     seen_tensor *seen;
     int n_seen, cap_seen;
-    unsigned grad_dtypes[ROLE_COUNT]; /* bit per dtype, backward and optimizer passes */
-    int64_t grad_underflow, grad_numel; /* backward-pass gradient rows written */
+    unsigned grad_dtypes[ROLE_COUNT];      /* bit per dtype, backward and optimizer passes */
+    int64_t grad_underflow, grad_numel;    /* backward-pass gradient rows written */
     char first_nonfinite[TENSOR_NAME_MAX]; /* this step's; "" when none */
     bool write_failed;
     /* --dump: observed tensors go to DUMP_DIR/<step>/<tensor>.npy (matching dump_only) */
     struct backend *be;
     const char *dump_dir, *dump_only;
-    bool dump_dry;          /* count the bytes a dump would write instead of writing them */
+    bool dump_dry; /* count the bytes a dump would write instead of writing them */
     int64_t dump_bytes;
     char dump_error[512];
 } observer;

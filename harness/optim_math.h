@@ -29,24 +29,24 @@ typedef struct optim_config {
     optim_kind kind;
     double lr;
     double weight_decay;
-    double momentum;  /* sgd, rmsprop */
-    double dampening; /* sgd */
-    bool nesterov;    /* sgd */
+    double momentum;     /* sgd, rmsprop */
+    double dampening;    /* sgd */
+    bool nesterov;       /* sgd */
     double beta1, beta2; /* adam */
-    double eps;       /* adam, rmsprop */
-    double alpha;     /* rmsprop */
-    bool centered;    /* rmsprop */
+    double eps;          /* adam, rmsprop */
+    double alpha;        /* rmsprop */
+    bool centered;       /* rmsprop */
 } optim_config;
 
 /* Per-step float32 constants, as the kernels receive them. */
 typedef struct optim_hyper {
-    int64_t step;       /* optimizer steps taken, this one included (1 on the first) */
-    float neg_lr;       /* -lr (this step's, after the schedule) */
+    int64_t step; /* optimizer steps taken, this one included (1 on the first) */
+    float neg_lr; /* -lr (this step's, after the schedule) */
     float weight_decay;
     float momentum;
     float one_minus_dampening;
     float one_minus_beta1, beta2, one_minus_beta2;
-    float neg_step_size;         /* adam: -(lr / (1 - beta1^t)) */
+    float neg_step_size;             /* adam: -(lr / (1 - beta1^t)) */
     float inv_bias_correction2_sqrt; /* adam: 1.0f / float(sqrt(1 - beta2^t)) */
     float eps;
     float alpha, one_minus_alpha;

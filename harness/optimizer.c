@@ -130,7 +130,7 @@ void scheduler_step(optimizer *o)
     if (((o->last_epoch - 1 - o->t_max) % (2 * o->t_max)) == 0)
         o->lr = o->lr + (o->base_lr - o->eta_min) * (1.0 - cos(M_PI / T)) / 2.0;
     else
-        o->lr = (1.0 + cos(M_PI * e / T)) / (1.0 + cos(M_PI * (e - 1.0) / T)) *
-                    (o->lr - o->eta_min) +
-                o->eta_min;
+        o->lr =
+            (1.0 + cos(M_PI * e / T)) / (1.0 + cos(M_PI * (e - 1.0) / T)) * (o->lr - o->eta_min) +
+            o->eta_min;
 }

@@ -37,9 +37,9 @@ const char *const CONFIG_CSV_HEADER =
     "init_scale,growth_factor,backoff_factor,growth_interval,optimizer,loss,batch,steps,seed";
 
 #define PATH_LEN 4096
-#define STEPS_TABLE_MAX 20  /* report.md lists every step up to this many */
-#define SKIPS_LISTED 10     /* and names this many skipped steps */
-#define NONFINITE_LISTED 8  /* and this many tensor rows with inf or NaN */
+#define STEPS_TABLE_MAX 20 /* report.md lists every step up to this many */
+#define SKIPS_LISTED 10    /* and names this many skipped steps */
+#define NONFINITE_LISTED 8 /* and this many tensor rows with inf or NaN */
 
 /* ---- errors and paths ---- */
 
@@ -175,8 +175,8 @@ static int table_add(table *t, char **fields)
 }
 
 /* Reads DIR/NAME. Returns 0; 1 when the file does not exist and `optional`; -1 on an error. */
-static int table_read(table *t, const char *dir, const char *name, bool optional,
-                      row_filter keep, void *ctx, char *err, int errlen)
+static int table_read(table *t, const char *dir, const char *name, bool optional, row_filter keep,
+                      void *ctx, char *err, int errlen)
 {
     memset(t, 0, sizeof *t);
     if (path_join(t->path, dir, name, err, errlen))
@@ -198,8 +198,11 @@ static int table_read(table *t, const char *dir, const char *name, bool optional
         char **fields;
         int n, split = split_line(line, &fields, &n);
         if (split) {
-            rc = fail(err, errlen, split == -1 ? "out of memory reading %s" : "%s:%d: malformed "
-                      "CSV line", t->path, line_no);
+            rc = fail(err, errlen,
+                      split == -1 ? "out of memory reading %s"
+                                  : "%s:%d: malformed "
+                                    "CSV line",
+                      t->path, line_no);
         } else if (!t->header) {
             t->header = fields;
             t->n_cols = n;
@@ -280,11 +283,25 @@ typedef struct case_files {
     int n_mem;
 } case_files;
 
-enum { T_STEP, T_PASS, T_TENSOR, T_ROLE, T_DTYPE, T_SHAPE, T_NUMEL, T_ZEROS, T_UNDERFLOW,
-       T_SUBNORMAL, T_OVERFLOW, T_NAN, T_AMAX, T_COLS };
+enum {
+    T_STEP,
+    T_PASS,
+    T_TENSOR,
+    T_ROLE,
+    T_DTYPE,
+    T_SHAPE,
+    T_NUMEL,
+    T_ZEROS,
+    T_UNDERFLOW,
+    T_SUBNORMAL,
+    T_OVERFLOW,
+    T_NAN,
+    T_AMAX,
+    T_COLS
+};
 static const char *const tensor_cols[T_COLS] = {
-    "step", "pass", "tensor", "role", "dtype", "shape", "numel", "zeros", "underflow",
-    "subnormal", "overflow", "nan", "amax"};
+    "step",  "pass",      "tensor",    "role",     "dtype", "shape", "numel",
+    "zeros", "underflow", "subnormal", "overflow", "nan",   "amax"};
 
 static int parse_tensors(case_files *c, char *err, int errlen)
 {
@@ -298,8 +315,12 @@ static int parse_tensors(case_files *c, char *err, int errlen)
     for (int r = 0; r < t->n_rows; r++) {
         char **f = t->rows[r];
         tensor_row *x = &c->rows[r];
-        *x = (tensor_row){.pass = f[k[T_PASS]], .name = f[k[T_TENSOR]], .role = f[k[T_ROLE]],
-                          .dtype = f[k[T_DTYPE]], .shape = f[k[T_SHAPE]], .amax = f[k[T_AMAX]],
+        *x = (tensor_row){.pass = f[k[T_PASS]],
+                          .name = f[k[T_TENSOR]],
+                          .role = f[k[T_ROLE]],
+                          .dtype = f[k[T_DTYPE]],
+                          .shape = f[k[T_SHAPE]],
+                          .amax = f[k[T_AMAX]],
                           .counted = f[k[T_ZEROS]][0] != '\0'};
         if (!parse_i64(f[k[T_STEP]], &x->step))
             return bad_number(t, r, "step", err, errlen);
@@ -331,13 +352,12 @@ static int parse_steps(case_files *c, char *err, int errlen)
         char **f = t->rows[r];
         step_row *s = &c->steps[r];
         int64_t found_inf, skipped;
-        *s = (step_row){.loss = f[k[S_LOSS]], .loss_scale = f[k[S_SCALE]],
-                        .first_nonfinite = f[k[S_FIRST]]};
+        *s = (step_row){
+            .loss = f[k[S_LOSS]], .loss_scale = f[k[S_SCALE]], .first_nonfinite = f[k[S_FIRST]]};
         if (!parse_i64(f[k[S_STEP]], &s->step) || !parse_f64(s->loss_scale, &s->scale) ||
             !parse_i64(f[k[S_FOUND_INF]], &found_inf) || !parse_i64(f[k[S_SKIPPED]], &skipped) ||
             !parse_i64(f[k[S_LOST]], &s->lost_updates))
-            return fail(err, errlen, "%s: row %d: a number column is not a number", t->path,
-                        r + 1);
+            return fail(err, errlen, "%s: row %d: a number column is not a number", t->path, r + 1);
         s->found_inf = found_inf != 0;
         s->skipped = skipped != 0;
     }
@@ -472,10 +492,10 @@ static bool step_scale(const case_files *c, int64_t step, int *log2_scale)
 typedef struct below_ctx {
     const case_files *c;
     int64_t step;
-    int shift;       /* bins are moved by this many powers of two */
-    int64_t below;   /* sum of the counts whose moved bin rounds to zero */
+    int shift;     /* bins are moved by this many powers of two */
+    int64_t below; /* sum of the counts whose moved bin rounds to zero */
     int k_step, k_pass, k_tensor, k_bin, k_count;
-    bool bad;        /* a row that is not as hist.csv writes it */
+    bool bad; /* a row that is not as hist.csv writes it */
 } below_ctx;
 
 /* hist.csv row filter: adds to ctx->below and keeps nothing */
@@ -505,8 +525,8 @@ static bool count_below(const table *t, char **f, void *p)
 
 /* The values of the step's half-dtype backward gradient rows that would round to zero if
  * they were 2^shift times their size (hist.csv bins moved by shift). */
-static int hist_below(const case_files *c, const char *dir, int64_t step, int shift,
-                      int64_t *below, char *err, int errlen)
+static int hist_below(const case_files *c, const char *dir, int64_t step, int shift, int64_t *below,
+                      char *err, int errlen)
 {
     below_ctx b = {.c = c, .step = step, .shift = shift, .k_step = -1};
     table t;
@@ -596,7 +616,6 @@ static void put_names(FILE *f, const tensor_row *const *rows, int n, bool strip_
     }
 }
 
-
 /* "float32|float16" as "float32 and float16" */
 static void put_dtype_set(FILE *f, const char *set)
 {
@@ -672,13 +691,13 @@ static int write_config_csv(FILE *f, const void *ctx, char *err, int errlen)
     csv_write_field(f, cfg->description);
     fputc(',', f);
     csv_write_field(f, cfg->baseline);
-    fprintf(f, ",%s,%s,%s,%s,%s,%.9g,%.9g,%.9g,%lld,", dtype_name(cfg->params),
-            autocast_name(cfg), cfg->loss_in_autocast ? "yes" : "no",
-            cfg->master_weights ? "yes" : "no", cfg->scaler ? "yes" : "no", cfg->init_scale,
-            cfg->growth_factor, cfg->backoff_factor, (long long)cfg->growth_interval);
+    fprintf(f, ",%s,%s,%s,%s,%s,%.9g,%.9g,%.9g,%lld,", dtype_name(cfg->params), autocast_name(cfg),
+            cfg->loss_in_autocast ? "yes" : "no", cfg->master_weights ? "yes" : "no",
+            cfg->scaler ? "yes" : "no", cfg->init_scale, cfg->growth_factor, cfg->backoff_factor,
+            (long long)cfg->growth_interval);
     csv_write_field(f, optim);
-    fprintf(f, ",%s,%lld,%lld,%llu\n", loss_name(cfg), (long long)cfg->batch,
-            (long long)cfg->steps, (unsigned long long)cfg->seed);
+    fprintf(f, ",%s,%lld,%lld,%llu\n", loss_name(cfg), (long long)cfg->batch, (long long)cfg->steps,
+            (unsigned long long)cfg->seed);
     return 0;
 }
 
@@ -688,8 +707,8 @@ typedef struct case_report {
     const case_config *cfg;
     const case_result *res;
     const case_files *c;
-    int64_t step;          /* the step the answer describes; -1: no rows */
-    bool scaled_count;     /* the GradScaler paragraph has the counts below */
+    int64_t step;      /* the step the answer describes; -1: no rows */
+    bool scaled_count; /* the GradScaler paragraph has the counts below */
     int log2_scale;
     int64_t would_underflow, half_grad_numel, half_grad_underflow;
 } case_report;
@@ -732,9 +751,11 @@ static void put_config_line(FILE *f, const case_config *cfg)
     if (cfg->master_weights)
         fputs("; float32 master weights", f);
     if (cfg->scaler)
-        fprintf(f, "; GradScaler (init_scale %g, growth_factor %g, backoff_factor %g, "
-                "growth_interval %lld)", cfg->init_scale, cfg->growth_factor,
-                cfg->backoff_factor, (long long)cfg->growth_interval);
+        fprintf(f,
+                "; GradScaler (init_scale %g, growth_factor %g, backoff_factor %g, "
+                "growth_interval %lld)",
+                cfg->init_scale, cfg->growth_factor, cfg->backoff_factor,
+                (long long)cfg->growth_interval);
     else
         fputs("; no GradScaler", f);
     fprintf(f, "; input %s, batch %lld; loss %s; optimizer %s; %lld step%s, seed %llu",
@@ -751,8 +772,8 @@ static void put_config_line(FILE *f, const case_config *cfg)
                     l->bias ? "" : " (no bias)");
         else if (l->kind == LAYER_CONV2D)
             fprintf(f, "conv2d %lld → %lld, kernel %lld, stride %lld, padding %lld%s",
-                    (long long)l->in, (long long)l->out, (long long)l->kernel,
-                    (long long)l->stride, (long long)l->padding, l->bias ? "" : " (no bias)");
+                    (long long)l->in, (long long)l->out, (long long)l->kernel, (long long)l->stride,
+                    (long long)l->padding, l->bias ? "" : " (no bias)");
         else
             fputs(l->kind == LAYER_RELU ? "relu" : "flatten", f);
     }
@@ -765,7 +786,8 @@ static void put_rounding_note(FILE *f)
           "are 100 × count / total, printed with two decimals (printf `%.2f`, round to "
           "nearest); a count of 0 prints as 0, a non-zero count that would print as 0.00% "
           "prints as <0.01%, and one short of the total that would print as 100.00% as "
-          ">99.99%. MiB = bytes / 2^20, two decimals.\n\n", f);
+          ">99.99%. MiB = bytes / 2^20, two decimals.\n\n",
+          f);
 }
 
 /* "In step S, U of N values (p) underflowed to zero: a p1 (u1), ...; K (q) are subnormal." */
@@ -780,8 +802,8 @@ static void put_losses(FILE *f, const tensor_row *const *rows, int n, int64_t st
     }
     char share[96];
     format_share(under, numel, share, sizeof share);
-    fprintf(f, " In step %lld, %s values %s underflowed to zero%s", (long long)step, share,
-            where, under ? ":" : "");
+    fprintf(f, " In step %lld, %s values %s underflowed to zero%s", (long long)step, share, where,
+            under ? ":" : "");
     bool first = true;
     for (int i = 0; i < n; i++) {
         if (!rows[i]->underflow)
@@ -791,8 +813,10 @@ static void put_losses(FILE *f, const tensor_row *const *rows, int n, int64_t st
         first = false;
     }
     format_share(sub, numel, share, sizeof share);
-    fprintf(f, "; %s are subnormal (non-zero, below the smallest normal: fewer significant "
-            "bits).", share);
+    fprintf(f,
+            "; %s are subnormal (non-zero, below the smallest normal: fewer significant "
+            "bits).",
+            share);
 }
 
 /* The copy autocast made of a parameter whose gradient row is g: the backward pass's
@@ -859,14 +883,17 @@ static void put_param_grads(FILE *f, const case_report *cr, const tensor_row **b
         fputs(" The gradients of ", f);
         put_names(f, group_grads, m, true);
         if (copies[i]) {
-            fprintf(f, " were computed in %s, as the gradients of autocast's %s copies of the "
-                    "parameters (", copies[i]->dtype, copies[i]->dtype);
+            fprintf(f,
+                    " were computed in %s, as the gradients of autocast's %s copies of the "
+                    "parameters (",
+                    copies[i]->dtype, copies[i]->dtype);
             put_names(f, group_copies, m, false);
             fprintf(f, "), and cast to %s when autograd accumulated them into `.grad`.",
                     grads[i]->dtype);
             if (is_half(copies[i]->dtype) && !is_half(grads[i]->dtype))
                 fputs(" The cast up is exact: what the half-precision computation lost stays "
-                      "lost.", f);
+                      "lost.",
+                      f);
             put_losses(f, group_copies, m, cr->step, "of these copies' gradients");
         } else {
             fprintf(f, " were computed directly in %s: autocast made no copy of %s.",
@@ -946,21 +973,21 @@ static void put_activation_grads(FILE *f, const case_report *cr, const tensor_ro
             continue;
         char base[512];
         int len = snprintf(base, sizeof base, "%.*s.grad", (int)(at - r->name), r->name);
-        const tensor_row *to = len > 0 && len < (int)sizeof base
-                                   ? find_row(c, cr->step, "backward", base) : NULL;
+        const tensor_row *to =
+            len > 0 && len < (int)sizeof base ? find_row(c, cr->step, "backward", base) : NULL;
         if (!to || strcmp(to->role, "grad_activation"))
             continue;
-        fprintf(f, " `%s` (%s), the gradient of autocast's %s copy of `%.*s`, was cast to %s "
-                "as `%s`.", r->name, r->dtype, r->dtype, (int)(at - r->name), r->name,
-                to->dtype, to->name);
+        fprintf(f,
+                " `%s` (%s), the gradient of autocast's %s copy of `%.*s`, was cast to %s "
+                "as `%s`.",
+                r->name, r->dtype, r->dtype, (int)(at - r->name), r->name, to->dtype, to->name);
     }
     for (int d = 0; d < 2; d++) {
         int n = 0;
         for (int i = 0; i < c->n_rows; i++) {
             const tensor_row *r = &c->rows[i];
             if (r->step == cr->step && !strcmp(r->pass, "backward") &&
-                !strcmp(r->role, "grad_activation") && !strcmp(r->dtype, dtypes[d]) &&
-                r->counted)
+                !strcmp(r->role, "grad_activation") && !strcmp(r->dtype, dtypes[d]) && r->counted)
                 buf[n++] = r;
         }
         if (n) {
@@ -1025,12 +1052,14 @@ static void put_scaler(FILE *f, const case_report *cr)
     fputs("## GradScaler\n\n", f);
     if (!cr->cfg->scaler) {
         fputs("None: nothing scaled the loss, so the gradients above have their true size, "
-              "and what underflowed in a half-precision rounding is lost.\n\n", f);
+              "and what underflowed in a half-precision rounding is lost.\n\n",
+              f);
         return;
     }
     const step_row *s = find_step(c, cr->step);
     if (s)
-        fprintf(f, "In step %lld the loss was multiplied by %s (steps.csv `loss_scale`) before "
+        fprintf(f,
+                "In step %lld the loss was multiplied by %s (steps.csv `loss_scale`) before "
                 "backward (`loss.scaled`), so every gradient of that step's backward pass above "
                 "is %s times the true one; `scaler.step()` unscales the %s (multiplies them by "
                 "1/%s) and skips the optimizer step when it finds an inf or NaN there.",
@@ -1041,15 +1070,18 @@ static void put_scaler(FILE *f, const case_report *cr)
         char would[96], did[96];
         format_share(cr->would_underflow, cr->half_grad_numel, would, sizeof would);
         format_share(cr->half_grad_underflow, cr->half_grad_numel, did, sizeof did);
-        fprintf(f, " Divided by the scale, 2^%d, that is at their size without the scaler, %s "
+        fprintf(f,
+                " Divided by the scale, 2^%d, that is at their size without the scaler, %s "
                 "values of the step's half-precision gradients would lie below half the "
                 "smallest subnormal (2^-25 in float16, 2^-134 in bfloat16) and round to zero; "
                 "with the scaler, %s underflowed (hist.csv, tensors.csv; the lower panel of "
-                "hist_grads.png).", cr->log2_scale, would, did);
-    }
-    else if (cr->step >= 0)
-        fprintf(f, "steps.csv has no row for step %lld (the run ended in it), so its loss scale "
-                "is not recorded.", (long long)cr->step);
+                "hist_grads.png).",
+                cr->log2_scale, would, did);
+    } else if (cr->step >= 0)
+        fprintf(f,
+                "steps.csv has no row for step %lld (the run ended in it), so its loss scale "
+                "is not recorded.",
+                (long long)cr->step);
     if (c->n_steps == 0) {
         fputs(" No step completed.\n\n", f);
         return;
@@ -1067,9 +1099,8 @@ static void put_scaler(FILE *f, const case_report *cr)
     if (c->n_steps == 1)
         fprintf(f, "\n\nOver 1 step: loss scale %s", first->loss_scale);
     else
-        fprintf(f, "\n\nOver %d steps: loss scale %s in step %lld and %s in step %lld",
-                c->n_steps, first->loss_scale, (long long)first->step, last->loss_scale,
-                (long long)last->step);
+        fprintf(f, "\n\nOver %d steps: loss scale %s in step %lld and %s in step %lld", c->n_steps,
+                first->loss_scale, (long long)first->step, last->loss_scale, (long long)last->step);
     fprintf(f, "; inf or NaN found in %d step%s, %d skipped", found, found == 1 ? "" : "s",
             skipped);
     for (int i = 0, k = 0; i < c->n_steps; i++)
@@ -1078,8 +1109,10 @@ static void put_scaler(FILE *f, const case_report *cr)
                     (long long)c->steps[i].step, c->steps[i].first_nonfinite);
     if (skipped > SKIPS_LISTED)
         fprintf(f, " and %d more (steps.csv)", skipped - SKIPS_LISTED);
-    fprintf(f, "; from one step to the next the scale grew %d time%s and backed off %d time%s."
-            "\n\n", grew, grew == 1 ? "" : "s", backed_off, backed_off == 1 ? "" : "s");
+    fprintf(f,
+            "; from one step to the next the scale grew %d time%s and backed off %d time%s."
+            "\n\n",
+            grew, grew == 1 ? "" : "s", backed_off, backed_off == 1 ? "" : "s");
 }
 
 static void put_steps(FILE *f, const case_report *cr)
@@ -1094,34 +1127,38 @@ static void put_steps(FILE *f, const case_report *cr)
     for (int i = 0; i < c->n_steps; i++)
         lost += c->steps[i].lost_updates;
     const step_row *first = &c->steps[0], *last = &c->steps[c->n_steps - 1];
-    fprintf(f, "%d step%s completed; loss %s in step %lld", c->n_steps,
-            c->n_steps == 1 ? "" : "s", first->loss, (long long)first->step);
+    fprintf(f, "%d step%s completed; loss %s in step %lld", c->n_steps, c->n_steps == 1 ? "" : "s",
+            first->loss, (long long)first->step);
     if (c->n_steps > 1)
         fprintf(f, ", %s in step %lld", last->loss, (long long)last->step);
-    fprintf(f, "; median step time %.3f ms; lost updates (parameter elements a step meant to "
-            "change and rounding left as they were): %lld in all.\n\n", cr->res->step_ms,
-            (long long)lost);
+    fprintf(f,
+            "; median step time %.3f ms; lost updates (parameter elements a step meant to "
+            "change and rounding left as they were): %lld in all.\n\n",
+            cr->res->step_ms, (long long)lost);
     if (c->n_steps > STEPS_TABLE_MAX) {
         fputs("Every step is in steps.csv.\n\n", f);
         return;
     }
     fputs("| step | loss | loss_scale | found_inf | skipped | lost_updates | first_nonfinite |\n"
-          "|---:|---:|---:|---:|---:|---:|---|\n", f);
+          "|---:|---:|---:|---:|---:|---:|---|\n",
+          f);
     for (int i = 0; i < c->n_steps; i++) {
         const step_row *s = &c->steps[i];
         fprintf(f, "| %lld | %s | %s | %d | %d | %lld | %s%s%s |\n", (long long)s->step, s->loss,
                 cr->cfg->scaler ? s->loss_scale : "–", s->found_inf, s->skipped,
-                (long long)s->lost_updates, s->first_nonfinite[0] ? "`" : "",
-                s->first_nonfinite, s->first_nonfinite[0] ? "`" : "");
+                (long long)s->lost_updates, s->first_nonfinite[0] ? "`" : "", s->first_nonfinite,
+                s->first_nonfinite[0] ? "`" : "");
     }
     fputs("\n", f);
 }
 
 static void put_tensor_table(FILE *f, const case_files *c, int64_t step)
 {
-    fprintf(f, "## Tensors, step %lld\n\n| # | pass | tensor | role | dtype | shape | numel | "
+    fprintf(f,
+            "## Tensors, step %lld\n\n| # | pass | tensor | role | dtype | shape | numel | "
             "underflow | subnormal | overflow | NaN | amax |\n"
-            "|---:|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n", (long long)step);
+            "|---:|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n",
+            (long long)step);
     int k = 0;
     for (int i = 0; i < c->n_rows; i++) {
         const tensor_row *r = &c->rows[i];
@@ -1168,12 +1205,14 @@ static void put_memory(FILE *f, const case_files *c)
     fputs("## Memory\n\nPeak bytes of each category (memory.csv); each category peaks at its "
           "own moment, so the total's peak is not the sum of theirs.\n\n"
           "| category | peak bytes | peak MiB | at the end, bytes | what |\n"
-          "|---|---:|---:|---:|---|\n", f);
+          "|---|---:|---:|---:|---|\n",
+          f);
     for (int i = 0; i < c->n_mem; i++) {
         const mem_row *m = &c->mem[i];
         bool total = !strcmp(m->category, "total");
-        fprintf(f, total ? "| **%s** | **%lld** | **%.2f** | %lld | %s |\n"
-                         : "| %s | %lld | %.2f | %lld | %s |\n",
+        fprintf(f,
+                total ? "| **%s** | **%lld** | **%.2f** | %lld | %s |\n"
+                      : "| %s | %lld | %.2f | %lld | %s |\n",
                 m->category, (long long)m->peak, mib(m->peak), (long long)m->end,
                 mem_meaning(m->category));
     }
@@ -1204,8 +1243,11 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
         fputs("*\n\n", f);
     }
     put_config_line(f, cr->cfg);
-    fprintf(f, "**Result:** %s on %s; %d of %d expectations held.", res->ok ? "ran" : "ended in "
-            "an error", res->device, res->expect_passed, res->expect_total);
+    fprintf(f, "**Result:** %s on %s; %d of %d expectations held.",
+            res->ok ? "ran"
+                    : "ended in "
+                      "an error",
+            res->device, res->expect_passed, res->expect_total);
     if (res->ok)
         fprintf(f, " Final loss %.9g.", res->final_loss);
     fputs(" Compared with the other cases and the baseline in [REPORT.md](../REPORT.md).\n\n", f);
@@ -1228,7 +1270,8 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
         free(buf);
         char share[96];
         format_share(res->grad_underflow, res->grad_numel, share, sizeof share);
-        fprintf(f, "**In all**, over the backward passes of the observed steps, %s gradient "
+        fprintf(f,
+                "**In all**, over the backward passes of the observed steps, %s gradient "
                 "values underflowed to zero (summary.csv `grad_underflow` of `grad_numel`).\n\n",
                 share);
         put_nonfinite(f, cr);
@@ -1291,18 +1334,34 @@ int report_case(const case_config *cfg, const case_result *res, const char *case
 
 /* ---- REPORT.md ---- */
 
-enum { U_CASE, U_STATUS, U_ERROR, U_PARAMS, U_AUTOCAST, U_OUTPUT, U_LOSS, U_PGRAD, U_UNDER,
-       U_NUMEL, U_PEAK, U_STEP_MS, U_PASSED, U_TOTAL, U_COLS };
+enum {
+    U_CASE,
+    U_STATUS,
+    U_ERROR,
+    U_PARAMS,
+    U_AUTOCAST,
+    U_OUTPUT,
+    U_LOSS,
+    U_PGRAD,
+    U_UNDER,
+    U_NUMEL,
+    U_PEAK,
+    U_STEP_MS,
+    U_PASSED,
+    U_TOTAL,
+    U_COLS
+};
 static const char *const summary_cols[U_COLS] = {
-    "case", "status", "error", "params", "autocast", "output_dtype", "loss_dtype",
-    "param_grad_dtypes", "grad_underflow", "grad_numel", "peak_bytes", "step_ms",
-    "expect_passed", "expect_total"};
+    "case",           "status",       "error",      "params",
+    "autocast",       "output_dtype", "loss_dtype", "param_grad_dtypes",
+    "grad_underflow", "grad_numel",   "peak_bytes", "step_ms",
+    "expect_passed",  "expect_total"};
 
 /* What REPORT.md takes from one case's folder. */
 typedef struct case_entry {
-    char **sum;            /* its summary.csv row */
+    char **sum; /* its summary.csv row */
     int64_t grad_underflow, grad_numel, peak;
-    bool have_files;       /* tensors.csv, steps.csv, memory.csv were read */
+    bool have_files; /* tensors.csv, steps.csv, memory.csv were read */
     bool hist_plot;
     int n_steps;
     int64_t lost_updates;
@@ -1380,7 +1439,8 @@ static void put_link(FILE *f, const char *text, const char *name, const char *fi
 static int write_all_md(FILE *f, const void *ctx, char *err, int errlen)
 {
     const all_report *a = ctx;
-    fprintf(f, "# ampscope results\n\n%d case%s (summary.csv), sorted by name. Numbers are "
+    fprintf(f,
+            "# ampscope results\n\n%d case%s (summary.csv), sorted by name. Numbers are "
             "copied from the CSV files or counted from them. Gradient underflow: summary.csv's "
             "`grad_underflow` of `grad_numel`, the gradient values of the observed steps' "
             "backward passes that a rounding turned to zero; percentages are 100 × count / total "
@@ -1388,10 +1448,12 @@ static int write_all_md(FILE *f, const void *ctx, char *err, int errlen)
             "prints as <0.01%%, one short of the total that would print as 100.00%% as "
             ">99.99%%). Lost updates: the sum of steps.csv's `lost_updates`. Peak: summary.csv's "
             "`peak_bytes` / 2^20 (MiB, two decimals), and its ratio to the case's baseline (two "
-            "decimals). Step: the median step time, ms.\n\n", a->n, a->n == 1 ? "" : "s");
+            "decimals). Step: the median step time, ms.\n\n",
+            a->n, a->n == 1 ? "" : "s");
     fputs("| case | status | params | autocast | scaler | output | loss | param grads | "
           "grad underflow | lost updates | peak MiB | vs baseline | step ms | expectations |\n"
-          "|---|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n", f);
+          "|---|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n",
+          f);
     for (int i = 0; i < a->n; i++) {
         const case_entry *e = &a->cases[i];
         char **s = e->sum;

@@ -75,8 +75,8 @@ static void write_row(FILE *f, const case_result *r)
     csv_write_field(f, r->name);
     fprintf(f, ",%s,%s,", r->device, r->ok ? "ok" : "error");
     csv_write_field(f, r->ok ? "" : r->error);
-    fprintf(f, ",%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%.9g,%lld,%.3f,%d,%d\n", r->params,
-            r->autocast, r->input_dtype, r->output_dtype, r->loss_dtype, r->param_grad_dtypes,
+    fprintf(f, ",%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%.9g,%lld,%.3f,%d,%d\n", r->params, r->autocast,
+            r->input_dtype, r->output_dtype, r->loss_dtype, r->param_grad_dtypes,
             r->cast_grad_dtypes, r->activation_grad_dtypes, (long long)r->grad_underflow,
             (long long)r->grad_numel, r->final_loss, (long long)r->peak_bytes, r->step_ms,
             r->expect_passed, r->expect_total);
@@ -126,8 +126,7 @@ int results_write_summary(const char *out, const case_result *res, int n, char *
     return 0;
 }
 
-void results_variant_name(const char *name, const char *const *sets, int n_sets, char *buf,
-                          int len)
+void results_variant_name(const char *name, const char *const *sets, int n_sets, char *buf, int len)
 {
     int off = snprintf(buf, (size_t)len, "%s", name);
     for (int i = 0; i < n_sets && off < len; i++)

@@ -30,8 +30,7 @@ tensor *run_tensor(run *r, const char *name, dtype dt, int ndim, const int64_t *
     return t;
 }
 
-tensor *run_tensor_like(run *r, const tensor *like, const char *name, dtype dt,
-                        mem_category cat)
+tensor *run_tensor_like(run *r, const tensor *like, const char *name, dtype dt, mem_category cat)
 {
     return run_tensor(r, name, dt, like->ndim, like->shape, cat);
 }

@@ -35,14 +35,14 @@ typedef struct node {
     const char *op;
     backward_fn backward;
     int n_in;
-    tensor in[NODE_MAX_INPUTS];      /* metadata copies (data not owned) */
-    tensor *leaf[NODE_MAX_INPUTS];   /* the input itself when it is a parameter (retained) */
-    tensor *saved[NODE_MAX_INPUTS];  /* tensors kept for backward (retained) */
-    tensor out;                      /* metadata copy of the output */
-    tensor *grad;                    /* gradient of the output while backward holds it */
+    tensor in[NODE_MAX_INPUTS];     /* metadata copies (data not owned) */
+    tensor *leaf[NODE_MAX_INPUTS];  /* the input itself when it is a parameter (retained) */
+    tensor *saved[NODE_MAX_INPUTS]; /* tensors kept for backward (retained) */
+    tensor out;                     /* metadata copy of the output */
+    tensor *grad;                   /* gradient of the output while backward holds it */
     const layer_spec *layer;
     conv2d_geom geom;
-    double scalar;                   /* mul: the factor; mse: alpha */
+    double scalar; /* mul: the factor; mse: alpha */
 } node;
 
 typedef struct run {
@@ -51,7 +51,7 @@ typedef struct run {
     tensor_pool pool;
     mem_account account;
     observer *obs;
-    bool counting;       /* false with --observe off: ops get NULL stats */
+    bool counting; /* false with --observe off: ops get NULL stats */
     /* tape */
     node nodes[RUN_MAX_NODES];
     int n_nodes;
@@ -72,8 +72,7 @@ _Noreturn void run_fail(run *r, const char *fmt, ...) __attribute__((format(prin
 tensor *run_tensor(run *r, const char *name, dtype dt, int ndim, const int64_t *shape,
                    mem_category cat);
 /* A tensor shaped like `like`, with another name, dtype and category. */
-tensor *run_tensor_like(run *r, const tensor *like, const char *name, dtype dt,
-                        mem_category cat);
+tensor *run_tensor_like(run *r, const tensor *like, const char *name, dtype dt, mem_category cat);
 /* Stats to hand to an op: initialised `st`, or NULL when counting is off. */
 round_stats *run_stats(run *r, round_stats *st);
 /* Fails the run with be->err when a backend op returned non-zero. */

@@ -13,8 +13,8 @@
 
 #include "rng.h"
 
-#define REL_TOL 1e-5  /* relative tolerance of summation-order ops */
-#define ABS_TOL 1e-6  /* times the largest finite |ref| of the tensor */
+#define REL_TOL 1e-5 /* relative tolerance of summation-order ops */
+#define ABS_TOL 1e-6 /* times the largest finite |ref| of the tensor */
 
 typedef enum cmp_mode { EXACT, CLOSE } cmp_mode;
 
@@ -105,9 +105,22 @@ typedef enum gen_kind {
 static float *gen(selftest *c, int64_t n, gen_kind kind, float scale)
 {
     static const float specials[] = {
-        0.0f, -0.0f, INFINITY, -INFINITY, NAN, 65504.0f, 65520.0f, -65536.0f,
-        1e-8f, 5.9604644775390625e-8f, 2.98023223876953125e-8f, 6.103515625e-5f,
-        1e-40f, 3.4028234663852886e38f, 3.3961775292304957e38f, 1.0f,
+        0.0f,
+        -0.0f,
+        INFINITY,
+        -INFINITY,
+        NAN,
+        65504.0f,
+        65520.0f,
+        -65536.0f,
+        1e-8f,
+        5.9604644775390625e-8f,
+        2.98023223876953125e-8f,
+        6.103515625e-5f,
+        1e-40f,
+        3.4028234663852886e38f,
+        3.3961775292304957e38f,
+        1.0f,
     };
     float *v = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     if (!v) {
@@ -156,8 +169,7 @@ static pair make(selftest *c, const char *name, dtype dt, int ndim, const int64_
         return p;
     for (int i = 0; i < 2; i++) {
         char err[512];
-        p.t[i] = tensor_new(&c->s[i].pool, name, dt, ndim, shape, MEM_ACTIVATIONS, err,
-                            sizeof err);
+        p.t[i] = tensor_new(&c->s[i].pool, name, dt, ndim, shape, MEM_ACTIVATIONS, err, sizeof err);
         if (!p.t[i]) {
             setup_failed(c, "%s: %s", side_name(i), err);
             p.t[0] = p.t[1] = NULL;
@@ -249,8 +261,9 @@ static bool values_agree(uint32_t a, uint32_t b, dtype dt, cmp_mode mode, double
 /* the bits of v, a value representable in dt, as a tensor of dt stores it */
 static uint32_t dtype_bits(float v, dtype dt)
 {
-    return dt == DTYPE_FLOAT16 ? half_from_float(v) : dt == DTYPE_BFLOAT16 ? bf16_from_float(v)
-                                                                          : float_bits(v);
+    return dt == DTYPE_FLOAT16    ? half_from_float(v)
+           : dt == DTYPE_BFLOAT16 ? bf16_from_float(v)
+                                  : float_bits(v);
 }
 
 static void *download(selftest *c, int i, const tensor *t)
@@ -276,10 +289,10 @@ static void compare_stats(selftest *c, const char *what, const round_stats *r, c
     }
     int64_t slack = mode == EXACT ? 0 : ndiff + r->numel / 100 + 1;
     const char *names[5] = {"zeros", "underflow", "subnormal", "overflow", "nan"};
-    int64_t rv[5] = {r->counts.zeros, r->counts.underflow, r->counts.subnormal,
-                     r->counts.overflow, r->counts.nan};
-    int64_t dv[5] = {d->counts.zeros, d->counts.underflow, d->counts.subnormal,
-                     d->counts.overflow, d->counts.nan};
+    int64_t rv[5] = {r->counts.zeros, r->counts.underflow, r->counts.subnormal, r->counts.overflow,
+                     r->counts.nan};
+    int64_t dv[5] = {d->counts.zeros, d->counts.underflow, d->counts.subnormal, d->counts.overflow,
+                     d->counts.nan};
     for (int k = 0; k < 5; k++)
         if (llabs(rv[k] - dv[k]) > slack)
             differ(c, "%s: %s %lld vs %lld", what, names[k], (long long)rv[k], (long long)dv[k]);
@@ -470,8 +483,9 @@ static void check_linear(selftest *c, round_stats *st)
             pair y = make(c, "y", lc->y, 2, ys, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->linear_forward(c->s[i].be, x.t[i], w.t[i], b.t[i], y.t[i],
-                                                       &st[i]));
+                op_rc(
+                    c, i,
+                    c->s[i].be->linear_forward(c->s[i].be, x.t[i], w.t[i], b.t[i], y.t[i], &st[i]));
             compare(c, "y", y, st, CLOSE);
             report(c, "linear_forward", "%s%s", what, with_bias ? ", bias" : "");
         }
@@ -480,8 +494,8 @@ static void check_linear(selftest *c, round_stats *st)
         pair dx = make(c, "dx", lc->x, 2, xs, NULL);
         stats_init2(st);
         for (int i = 0; ready(c) && i < 2; i++)
-            op_rc(c, i, c->s[i].be->linear_backward_input(c->s[i].be, dy.t[i], w.t[i], dx.t[i],
-                                                          &st[i]));
+            op_rc(c, i,
+                  c->s[i].be->linear_backward_input(c->s[i].be, dy.t[i], w.t[i], dx.t[i], &st[i]));
         compare(c, "dx", dx, st, CLOSE);
         report(c, "linear_backward_input", "%s", what);
 
@@ -490,8 +504,8 @@ static void check_linear(selftest *c, round_stats *st)
         pair dw = make(c, "dw", lc->w, 2, ws, NULL);
         stats_init2(st);
         for (int i = 0; ready(c) && i < 2; i++)
-            op_rc(c, i, c->s[i].be->linear_backward_weight(c->s[i].be, dy.t[i], x.t[i], dw.t[i],
-                                                           &st[i]));
+            op_rc(c, i,
+                  c->s[i].be->linear_backward_weight(c->s[i].be, dy.t[i], x.t[i], dw.t[i], &st[i]));
         compare(c, "dw", dw, st, CLOSE);
         report(c, "linear_backward_weight", "%s", what);
     }
@@ -508,8 +522,8 @@ static void check_channel_sum(selftest *c, round_stats *st)
             pair db = make(c, "db", dt, 1, &s[1], NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->channel_sum(c->s[i].be, dy.t[i], s[0], s[2], db.t[i],
-                                                    &st[i]));
+                op_rc(c, i,
+                      c->s[i].be->channel_sum(c->s[i].be, dy.t[i], s[0], s[2], db.t[i], &st[i]));
             compare(c, "db", db, st, CLOSE);
             report(c, "channel_sum", "%s [%lld, %lld, %lld]", dtype_name(dt), (long long)s[0],
                    (long long)s[1], (long long)s[2]);
@@ -519,8 +533,16 @@ static void check_channel_sum(selftest *c, round_stats *st)
 static conv2d_geom conv_geom(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out,
                              int64_t k, int64_t stride, int64_t padding, int64_t dilation)
 {
-    conv2d_geom g = {.n = n, .c_in = c_in, .h_in = h, .w_in = w, .c_out = c_out, .kh = k,
-                     .kw = k, .stride = stride, .padding = padding, .dilation = dilation};
+    conv2d_geom g = {.n = n,
+                     .c_in = c_in,
+                     .h_in = h,
+                     .w_in = w,
+                     .c_out = c_out,
+                     .kh = k,
+                     .kw = k,
+                     .stride = stride,
+                     .padding = padding,
+                     .dilation = dilation};
     g.h_out = (h + 2 * padding - dilation * (k - 1) - 1) / stride + 1;
     g.w_out = (w + 2 * padding - dilation * (k - 1) - 1) / stride + 1;
     return g;
@@ -555,8 +577,9 @@ static void check_conv2d(selftest *c, round_stats *st)
             pair y = make(c, "y", dt, 4, ys, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->conv2d_forward(c->s[i].be, g, x.t[i], w.t[i], b.t[i],
-                                                       y.t[i], &st[i]));
+                op_rc(c, i,
+                      c->s[i].be->conv2d_forward(c->s[i].be, g, x.t[i], w.t[i], b.t[i], y.t[i],
+                                                 &st[i]));
             compare(c, "y", y, st, CLOSE);
             report(c, "conv2d_forward", "%s%s", what, with_bias ? ", bias" : "");
 
@@ -565,8 +588,9 @@ static void check_conv2d(selftest *c, round_stats *st)
             pair dx = make(c, "dx", dt, 4, xs, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->conv2d_backward_input(c->s[i].be, g, dy.t[i], w.t[i],
-                                                              dx.t[i], &st[i]));
+                op_rc(c, i,
+                      c->s[i].be->conv2d_backward_input(c->s[i].be, g, dy.t[i], w.t[i], dx.t[i],
+                                                        &st[i]));
             compare(c, "dx", dx, st, CLOSE);
             report(c, "conv2d_backward_input", "%s", what);
 
@@ -575,8 +599,9 @@ static void check_conv2d(selftest *c, round_stats *st)
             pair dw = make(c, "dw", dt, 4, ws, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->conv2d_backward_weight(c->s[i].be, g, dy.t[i], x.t[i],
-                                                               dw.t[i], &st[i]));
+                op_rc(c, i,
+                      c->s[i].be->conv2d_backward_weight(c->s[i].be, g, dy.t[i], x.t[i], dw.t[i],
+                                                         &st[i]));
             compare(c, "dw", dw, st, CLOSE);
             report(c, "conv2d_backward_weight", "%s", what);
         }
@@ -601,8 +626,8 @@ static void check_losses(selftest *c, round_stats *st)
             for (int i = 0; ready(c) && i < 2; i++)
                 c->s[i].be->log_softmax_forward(c->s[i].be, x.t[i], y.t[i], &st[i]);
             compare(c, "y", y, st, CLOSE);
-            report(c, "log_softmax_forward", "%s->%s [%lld, %lld]", dtype_name(xd),
-                   dtype_name(yd), (long long)s[0], (long long)s[1]);
+            report(c, "log_softmax_forward", "%s->%s [%lld, %lld]", dtype_name(xd), dtype_name(yd),
+                   (long long)s[0], (long long)s[1]);
 
             /* backward: y a log-probability (negative), dy and dx in the input's dtype */
             pair dy = make_random(c, "dy", xd, 2, s, GEN_NORMAL, 0.1f);
@@ -677,8 +702,8 @@ static void check_losses(selftest *c, round_stats *st)
                 c->s[i].be->mse_backward(c->s[i].be, dy.t[i], pa.t[i], pb.t[i], alpha, da.t[i],
                                          &st[i]);
             compare(c, "da", da, st, EXACT);
-            report(c, "mse_backward", "a %s, b %s, out %s, %s dy", dtype_name(ad),
-                   dtype_name(bd), dtype_name(yd), full ? "elementwise" : "scalar");
+            report(c, "mse_backward", "a %s, b %s, out %s, %s dy", dtype_name(ad), dtype_name(bd),
+                   dtype_name(yd), full ? "elementwise" : "scalar");
         }
     }
 
@@ -727,7 +752,6 @@ static void check_unscale(selftest *c, round_stats *st)
         }
 }
 
-
 static void check_optimizers(selftest *c)
 {
     static const struct {
@@ -741,7 +765,11 @@ static void check_optimizers(selftest *c)
          {.kind = OPTIM_SGD, .lr = 1e-2, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-2}},
         {"adam", {.kind = OPTIM_ADAM, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8}},
         {"adam weight_decay=1e-2",
-         {.kind = OPTIM_ADAM, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+         {.kind = OPTIM_ADAM,
+          .lr = 1e-3,
+          .beta1 = 0.9,
+          .beta2 = 0.999,
+          .eps = 1e-8,
           .weight_decay = 1e-2}},
         {"rmsprop", {.kind = OPTIM_RMSPROP, .lr = 1e-3, .alpha = 0.99, .eps = 1e-8}},
         {"rmsprop momentum=0.9",
@@ -749,8 +777,13 @@ static void check_optimizers(selftest *c)
         {"rmsprop centered",
          {.kind = OPTIM_RMSPROP, .lr = 1e-3, .alpha = 0.99, .eps = 1e-8, .centered = true}},
         {"rmsprop centered momentum=0.9 weight_decay=1e-3",
-         {.kind = OPTIM_RMSPROP, .lr = 1e-3, .alpha = 0.99, .eps = 1e-8, .momentum = 0.9,
-          .centered = true, .weight_decay = 1e-3}},
+         {.kind = OPTIM_RMSPROP,
+          .lr = 1e-3,
+          .alpha = 0.99,
+          .eps = 1e-8,
+          .momentum = 0.9,
+          .centered = true,
+          .weight_decay = 1e-3}},
     };
     /* parameter dtype, and the dtype the model sees (a float32 master of a half parameter) */
     static const dtype kinds[5][2] = {{DTYPE_FLOAT32, DTYPE_FLOAT32},

@@ -47,10 +47,7 @@ void tape_save(node *n, int i, tensor *t)
     n->saved[i] = t;
 }
 
-bool node_needs_grad(const node *n, int i)
-{
-    return i < n->n_in && n->in[i].requires_grad;
-}
+bool node_needs_grad(const node *n, int i) { return i < n->n_in && n->in[i].requires_grad; }
 
 tensor *node_grad_tensor(run *r, const node *n, int i)
 {

@@ -120,8 +120,8 @@ void tensor_shape_str(const tensor *t, char *buf, int len)
     int off = 0;
     buf[0] = '\0';
     for (int i = 0; i < t->ndim && off < len; i++)
-        off += snprintf(buf + off, (size_t)(len - off), i ? "x%lld" : "%lld",
-                        (long long)t->shape[i]);
+        off +=
+            snprintf(buf + off, (size_t)(len - off), i ? "x%lld" : "%lld", (long long)t->shape[i]);
     if (t->ndim == 0)
         snprintf(buf, (size_t)len, "scalar");
 }

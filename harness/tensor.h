@@ -29,7 +29,7 @@ typedef struct tensor {
     int64_t numel;
     void *data; /* in the backend's memory; NULL for a counting (dry) pool */
     mem_category category;
-    int refs;   /* tensor_release frees it when this reaches 0 */
+    int refs; /* tensor_release frees it when this reaches 0 */
     /* autograd: set on parameters and on every output of an op with such an input */
     bool requires_grad;
     bool is_leaf;        /* a parameter: its gradient accumulates into .grad */

@@ -22,7 +22,7 @@ typedef struct trainer {
     int64_t steps;
     double *step_ms;
     int64_t steps_done;
-    int64_t saved_bytes; /* most bytes saved for backward at the end of a forward */
+    int64_t saved_bytes;     /* most bytes saved for backward at the end of a forward */
     int64_t init_dump_bytes; /* dry pass: what DUMP/init/ takes */
     float last_loss;
     const train_options *opt_in;
@@ -148,10 +148,10 @@ static void train_step(trainer *t, int64_t s)
     t->step_ms[s] = now_ms() - t0;
 
     if (t->steps_csv)
-        fprintf(t->steps_csv, "%s,%lld,%.9g,%.9g,%d,%d,%.6f,%.9g,%lld,%s\n", cfg->name, (long long)s,
-            (double)t->last_loss, t->scaler.enabled ? (double)scale : 1.0, found_inf, found_inf,
-            t->step_ms[s], lr,
-            (long long)lost, found_inf ? r->obs->first_nonfinite : "");
+        fprintf(t->steps_csv, "%s,%lld,%.9g,%.9g,%d,%d,%.6f,%.9g,%lld,%s\n", cfg->name,
+                (long long)s, (double)t->last_loss, t->scaler.enabled ? (double)scale : 1.0,
+                found_inf, found_inf, t->step_ms[s], lr, (long long)lost,
+                found_inf ? r->obs->first_nonfinite : "");
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -179,8 +179,10 @@ static void check_expectations(const case_config *cfg, const observer *obs, case
         } else if (e->text[0]) {
             error_expected = true;
             if (res->ok)
-                snprintf(why, sizeof why, "error: expected an error containing '%s', the run "
-                         "finished without one", e->text);
+                snprintf(why, sizeof why,
+                         "error: expected an error containing '%s', the run "
+                         "finished without one",
+                         e->text);
             else if (!strstr(res->error, e->text))
                 snprintf(why, sizeof why, "error: expected '%s', got '%s'", e->text, res->error);
         } else {
@@ -199,8 +201,7 @@ static void check_expectations(const case_config *cfg, const observer *obs, case
     res->passed = res->expect_passed == res->expect_total && (res->ok || error_expected);
     if (!res->ok && !error_expected)
         snprintf(res->failures + off, sizeof res->failures - (size_t)off,
-                 "%s: the run ended in an error no expectation names: %s\n", cfg->path,
-                 res->error);
+                 "%s: the run ended in an error no expectation names: %s\n", cfg->path, res->error);
 }
 
 static void dump_init(trainer *t, const char *dir)
@@ -238,9 +239,8 @@ static void train_steps(trainer *t)
         if (s == 0 && t->opt_in->dump_dir && r->obs->dump_dry) {
             r->obs->dump_bytes += tensor_bytes(t->m.target);
             t->init_dump_bytes += tensor_bytes(t->m.target);
-        }
-        else if (s == 0 && t->opt_in->dump_dir &&
-                 dump_tensor(r->be, t->opt_in->dump_dir, "init", t->m.target, err, sizeof err))
+        } else if (s == 0 && t->opt_in->dump_dir &&
+                   dump_tensor(r->be, t->opt_in->dump_dir, "init", t->m.target, err, sizeof err))
             run_fail(r, "%s", err);
         progress(t, s, start);
     }
@@ -399,8 +399,11 @@ int train_preflight(const case_config *cfg, const train_options *opt, int64_t *b
             be->close(be);
         return -1;
     }
-    *obs = (observer){.case_name = cfg->name, .be = be, .dump_dir = opt->dump_dir,
-                      .dump_only = opt->dump_only, .dump_dry = true};
+    *obs = (observer){.case_name = cfg->name,
+                      .be = be,
+                      .dump_dir = opt->dump_dir,
+                      .dump_only = opt->dump_only,
+                      .dump_dry = true};
     r->cfg = cfg;
     r->be = be;
     r->obs = obs;

@@ -10,28 +10,28 @@
 #include "case.h"
 
 typedef struct train_options {
-    int64_t steps;           /* > 0: overrides the case's steps */
-    const char *dump_dir;    /* --dump */
-    const char *dump_only;   /* --dump-only PATTERN (fnmatch on tensor names) */
-    bool observe_off;        /* --observe off: dtypes only, no counts or histograms */
-    bool quiet;              /* no progress display */
+    int64_t steps;         /* > 0: overrides the case's steps */
+    const char *dump_dir;  /* --dump */
+    const char *dump_only; /* --dump-only PATTERN (fnmatch on tensor names) */
+    bool observe_off;      /* --observe off: dtypes only, no counts or histograms */
+    bool quiet;            /* no progress display */
 } train_options;
 
 typedef struct case_result {
     char name[CASE_NAME_MAX + 512]; /* the case's name, with "+key=value" for --set runs */
     char device[128];
-    bool ok;                 /* the run finished without an error */
-    bool interrupted;        /* ended by SIGINT or SIGTERM: its results are not kept */
+    bool ok;          /* the run finished without an error */
+    bool interrupted; /* ended by SIGINT or SIGTERM: its results are not kept */
     char error[1024];
     char params[16], autocast[16], input_dtype[16], output_dtype[16], loss_dtype[16];
     char param_grad_dtypes[64], cast_grad_dtypes[64], activation_grad_dtypes[64];
     int64_t grad_underflow, grad_numel;
     double final_loss;
     int64_t peak_bytes, workspace_peak_bytes;
-    double step_ms;          /* median over the steps */
+    double step_ms; /* median over the steps */
     int expect_passed, expect_total;
-    bool passed;             /* every expectation held (and no unexpected error) */
-    char failures[8192];     /* the expectations that did not hold, one per line */
+    bool passed;         /* every expectation held (and no unexpected error) */
+    char failures[8192]; /* the expectations that did not hold, one per line */
 } case_result;
 
 /* Runs cfg on be, writing its CSVs into dir. Returns non-zero when the results could not be

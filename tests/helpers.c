@@ -144,7 +144,8 @@ bool csv_read(const char *path, csv *c)
             continue;
         }
         if (c->n_rows == rows_cap)
-            c->rows = realloc(c->rows, sizeof *c->rows * (size_t)(rows_cap = rows_cap ? 2 * rows_cap : 64));
+            c->rows = realloc(c->rows,
+                              sizeof *c->rows * (size_t)(rows_cap = rows_cap ? 2 * rows_cap : 64));
         c->rows[c->n_rows++] = fields;
     }
     free(line);

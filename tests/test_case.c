@@ -83,10 +83,7 @@ static int load_sets(const char *path, const char *const *sets, int n_sets)
     return case_load(path, sets, n_sets, cfg, &errs);
 }
 
-static int load(const char *path)
-{
-    return load_sets(path, NULL, 0);
-}
+static int load(const char *path) { return load_sets(path, NULL, 0); }
 
 /* Loads text as tmp_dir/t.case and expects no error. */
 static void load_ok(const char *text)
@@ -115,8 +112,7 @@ static void expect_error(const char *substring, int line)
     if (line >= 0) {
         char prefix[PATH_MAX + 32];
         snprintf(prefix, sizeof prefix, "%s/t.case:%d: ", tmp_dir, line);
-        cr_assert(strncmp(msg, prefix, strlen(prefix)) == 0, "\"%s\" is not at line %d", msg,
-                  line);
+        cr_assert(strncmp(msg, prefix, strlen(prefix)) == 0, "\"%s\" is not at line %d", msg, line);
     }
 }
 
@@ -363,10 +359,10 @@ Test(case_load, accepted_combinations)
 Test(case_load, conv_shapes)
 {
     load_ok("[model]\n"
-            "c1 = conv2d 3 -> 4 kernel=5\n"             /* 32 - 4 = 28 */
-            "c2 = conv2d 4 -> 6 kernel=3 dilation=2\n"  /* 28 - 4 = 24 */
+            "c1 = conv2d 3 -> 4 kernel=5\n"                    /* 32 - 4 = 28 */
+            "c2 = conv2d 4 -> 6 kernel=3 dilation=2\n"         /* 28 - 4 = 24 */
             "c3 = conv2d 6 -> 2 kernel=3 stride=5 padding=2\n" /* (24 + 4 - 3) / 5 + 1 = 6 */
-            "c4 = conv2d 2 -> 2 kernel=1 stride=4\n"     /* 5 / 4 + 1 = 2 */
+            "c4 = conv2d 2 -> 2 kernel=1 stride=4\n"           /* 5 / 4 + 1 = 2 */
             "flat = flatten\n"
             "fc = linear 8 -> 3\n"
             "[data]\nbatch = 2\nshape = 3x32x32\n");
@@ -486,15 +482,18 @@ Test(case_load, collects_every_error_sorted_by_line)
 
 Test(case_load, did_you_mean)
 {
-    load_bad(MODEL DATA "[train]\noptimiser = sgd\n", "unknown key 'optimiser' in [train]; "
-                                                       "did you mean 'optimizer'?", 6);
+    load_bad(MODEL DATA "[train]\noptimiser = sgd\n",
+             "unknown key 'optimiser' in [train]; "
+             "did you mean 'optimizer'?",
+             6);
     load_bad(MODEL DATA "[train]\noptim = sgd\n", "did you mean 'optimizer'?", 6);
     load_bad(MODEL "[data]\nBatch = 4\n", "unknown key 'Batch' in [data]; did you mean 'batch'?",
              4);
     load_bad(MODEL DATA "[precision]\nparms = float16\n", "did you mean 'params'?", 6);
     load_bad(MODEL DATA "[train]\nwhatever = 1\n",
              "unknown key 'whatever' in [train]; allowed keys: loss, optimizer, schedule, steps, "
-             "seed", 6);
+             "seed",
+             6);
     load_bad(MODEL DATA "[scalar]\n", "unknown section [scalar]; did you mean 'scaler'?", 5);
     load_bad(MODEL DATA "[train]\noptimizer = adam beta=0.9,0.99\n",
              "unknown option 'beta' for adam; did you mean 'betas'?", 6);
@@ -512,8 +511,10 @@ Test(case_load, number_errors)
 {
     load_bad(MODEL "[data]\nbatch = 4.5\n", "bad number '4.5' for batch: expected an integer", 4);
     load_bad(MODEL "[data]\nbatch = 9223372036854775808\n", "out of range", 4);
-    load_bad(MODEL DATA "[train]\noptimizer = sgd lr=-0.1\n", "bad number '-0.1' for lr: must "
-                                                              "be >= 0", 6);
+    load_bad(MODEL DATA "[train]\noptimizer = sgd lr=-0.1\n",
+             "bad number '-0.1' for lr: must "
+             "be >= 0",
+             6);
     load_bad(MODEL DATA "[train]\noptimizer = sgd lr=inf\n", "must be a finite number", 6);
     load_bad(MODEL DATA "[train]\noptimizer = sgd lr=0.1x\n", "expected a number", 6);
     load_bad(MODEL DATA "[scaler]\ninit_scale = 0\n", "bad number '0' for init_scale: must be > 0",
@@ -532,26 +533,31 @@ Test(case_load, number_errors)
 
 Test(case_load, memory_limits)
 {
-    load_bad("[model]\nfc = linear 1099511627776 -> 2\n[data]\nbatch = 1\n",
-             "cannot fit in memory", -1);
+    load_bad("[model]\nfc = linear 1099511627776 -> 2\n[data]\nbatch = 1\n", "cannot fit in memory",
+             -1);
     load_bad("[model]\nfc = linear 4 -> 1099511627776\n" DATA,
              "fc = linear 4 -> 1099511627776: the model's parameters cannot fit in memory", 2);
     load_bad("[model]\nc = conv2d 3 -> 1024 kernel=1\nf = flatten\nfc = linear 3 -> 3\n"
              "[data]\nbatch = 2048\nshape = 3x1024x1024\n",
              "c = conv2d 3 -> 1024 kernel=1: its output batch 2048 x 1024x1024x1024 cannot fit", 2);
     load_bad("[model]\nc = conv2d 3 -> 1 kernel=4611686018427387904 dilation=4\n"
-             "[data]\nbatch = 1\nshape = 3x1x1\n", "sizes overflow int64", 2);
+             "[data]\nbatch = 1\nshape = 3x1x1\n",
+             "sizes overflow int64", 2);
 }
 
 Test(case_load, set_overrides)
 {
     write_npy("w.npy", DTYPE_FLOAT32, 2, (const int64_t[]){10, 16});
     const char *path = write_case("base.case", MODEL "fc2 = linear 10 -> 5\n" DATA
-                                               "[precision]\nautocast = float16\n");
-    const char *sets[] = {"precision.autocast=bfloat16", "train.optimizer=sgd lr=0.1",
-                          "model.fc2 = linear 10 -> 7 bias=no", "model.out = relu",
-                          "scaler.init_scale=8", " data . shape = 16",
-                          "init.fc1.weight=file w.npy", "expect.dtype fc1.out=bf16"};
+                                                     "[precision]\nautocast = float16\n");
+    const char *sets[] = {"precision.autocast=bfloat16",
+                          "train.optimizer=sgd lr=0.1",
+                          "model.fc2 = linear 10 -> 7 bias=no",
+                          "model.out = relu",
+                          "scaler.init_scale=8",
+                          " data . shape = 16",
+                          "init.fc1.weight=file w.npy",
+                          "expect.dtype fc1.out=bf16"};
     int n = load_sets(path, sets, 8);
     for (int i = 0; i < errs.n; i++)
         cr_log_error("%s", errs.msgs[i]);
@@ -580,8 +586,8 @@ Test(case_load, set_overrides)
 Test(case_load, set_override_errors)
 {
     const char *path = write_case("base.case", MODEL DATA);
-    const char *sets[] = {"precision.autocast=fp64", "nodot", "train.steps", "bogus.key=1",
-                          "train.optimiser=sgd", "data.shape=15", "data.=3"};
+    const char *sets[] = {"precision.autocast=fp64", "nodot",         "train.steps", "bogus.key=1",
+                          "train.optimiser=sgd",     "data.shape=15", "data.=3"};
     cr_assert_eq(load_sets(path, sets, 7), 7);
     const char *want[] = {
         "--set precision.autocast=fp64: bad value 'fp64' for autocast: expected off, float16 "
@@ -658,7 +664,8 @@ Test(case_load, paths_relative_to_case_folder)
     char text[2 * PATH_MAX];
     snprintf(text, sizeof text,
              MODEL DATA "input = file ../top.npy\ntarget = file %s\n[init]\n"
-                        "fc1.weight = file data/w.npy\n[train]\nloss = mse\n", abs_path);
+                        "fc1.weight = file data/w.npy\n[train]\nloss = mse\n",
+             abs_path);
     const char *path = write_case("sub/c.case", text);
     cr_assert_eq(load(path), 0, "%s", errs.n ? errs.msgs[0] : "");
     snprintf(want, sizeof want, "%s/sub", tmp_dir);
@@ -756,7 +763,8 @@ Test(case_load, json_output)
     cr_expect_not_null(strstr(buf, "\"classes\": 10"));
     cr_expect_not_null(strstr(buf, "{\"kind\": \"sgd\", \"options\": {\"lr\": 0.001, "
                                    "\"weight_decay\": 0.0, \"momentum\": 0.9, \"dampening\": "
-                                   "0.0, \"nesterov\": false}}"), "%s", buf);
+                                   "0.0, \"nesterov\": false}}"),
+                       "%s", buf);
     free(buf);
 }
 

@@ -68,10 +68,13 @@ Test(cli, device_cuda_without_a_gpu_exits_2)
         cr_skip_test("a GPU is present");
     }
     cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device cuda --out /tmp/ampscope-nogpu",
-                         out, sizeof out), 2);
+                         out, sizeof out),
+                 2);
     cr_expect(strstr(out, "no usable CUDA device: ") != NULL, "got: %s", out);
     cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device auto --out /tmp/ampscope-nogpu "
-                         "--quiet", out, sizeof out), 0);
+                         "--quiet",
+                         out, sizeof out),
+                 0);
     cr_expect(strstr(out, "running on the CPU") != NULL, "got: %s", out);
     rm_rf("/tmp/ampscope-nogpu");
 }
@@ -85,8 +88,9 @@ Test(cli, usage_errors_exit_2_and_help_exits_0)
     cr_expect(strstr(out, "unknown option --frobnicate") != NULL, "got: %s", out);
     cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device tpu", out, sizeof out), 2);
     cr_expect_eq(run_cli("fly", out, sizeof out), 2);
-    cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device cpu --gpu-math native", out,
-                         sizeof out), 2);
+    cr_expect_eq(
+        run_cli("run tests/cases/small-fp32.case --device cpu --gpu-math native", out, sizeof out),
+        2);
     cr_expect(strstr(out, "--gpu-math native needs the CUDA backend") != NULL, "got: %s", out);
     cr_expect_eq(run_cli("ops", out, sizeof out), 0);
     cr_expect(strstr(out, "linear") && strstr(out, "autocast dtype"), "got: %s", out);
@@ -98,7 +102,8 @@ Test(cli, every_bad_case_exits_2_and_leaves_results_untouched, .timeout = 120)
 {
     char dir[256], out[16384], args[2048], path[1024], before[4096], after[4096];
     make_temp_dir(dir, sizeof dir);
-    snprintf(args, sizeof args, "run tests/cases/small-fp32.case --out %s/r --device cpu --quiet", dir);
+    snprintf(args, sizeof args, "run tests/cases/small-fp32.case --out %s/r --device cpu --quiet",
+             dir);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
     snprintf(path, sizeof path, "%s/r/summary.csv", dir);
     FILE *f = fopen(path, "r");
@@ -142,8 +147,9 @@ Test(cli, every_bad_case_exits_2_and_leaves_results_untouched, .timeout = 120)
 Test(cli, progress_lines_on_long_runs_and_quiet, .timeout = 300)
 {
     char out[65536], args[1024];
-    snprintf(args, sizeof args, "run cases/long-scaler-sawtooth.case --steps 1500 --device cpu "
-                                "--out /tmp/ampscope-progress");
+    snprintf(args, sizeof args,
+             "run cases/long-scaler-sawtooth.case --steps 1500 --device cpu "
+             "--out /tmp/ampscope-progress");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
     cr_expect(strstr(out, "long-scaler-sawtooth: step 1500/1500, ") != NULL, "got: %s", out);
     cr_expect(strchr(out, '\r') == NULL, "carriage returns in non-terminal output");

@@ -188,7 +188,8 @@ static void compare_losses(const conf_row *row, const char *steps_path, const cs
 static void compare_tensors(const conf_row *row, const char *dump, const csv *tensors,
                             const csv *ref, bool half)
 {
-    int k_kind = csv_col(ref, "kind"), k_step = csv_col(ref, "step"), k_name = csv_col(ref, "tensor");
+    int k_kind = csv_col(ref, "kind"), k_step = csv_col(ref, "step"),
+        k_name = csv_col(ref, "tensor");
     int k_dtype = csv_col(ref, "dtype"), k_zeros = csv_col(ref, "zeros");
     int k_norm = csv_col(ref, "norm"), k_hdtype = csv_col(tensors, "dtype");
     int compared = 0;
@@ -210,12 +211,14 @@ static void compare_tensors(const conf_row *row, const char *dump, const csv *te
         if (!dumped)
             continue;
         double want = strtod(x[k_norm], NULL), tol = tolerance(half, atoi(step));
-        cr_expect(agrees(norm, want, tol), "%s step %s: |%s| = %.9g, PyTorch %.9g (tolerance %g "
-                  "relative)", row->name, step, name, norm, want, tol);
+        cr_expect(agrees(norm, want, tol),
+                  "%s step %s: |%s| = %.9g, PyTorch %.9g (tolerance %g "
+                  "relative)",
+                  row->name, step, name, norm, want, tol);
         int64_t want_zeros = strtoll(x[k_zeros], NULL, 10);
         cr_expect(llabs(zeros - want_zeros) <= 2 + numel / 1000,
-                  "%s step %s: %s has %lld zeros, PyTorch's %lld (of %lld)", row->name, step,
-                  name, (long long)zeros, (long long)want_zeros, (long long)numel);
+                  "%s step %s: %s has %lld zeros, PyTorch's %lld (of %lld)", row->name, step, name,
+                  (long long)zeros, (long long)want_zeros, (long long)numel);
         compared++;
     }
     cr_expect_gt(compared, 0, "%s: the reference names no tensor", row->name);

@@ -54,13 +54,17 @@ Test(csv, every_row_is_consistent_with_its_histogram)
     snprintf(path, sizeof path, "%s/small-autocast-fp16/hist.csv", out);
     cr_assert(csv_read(path, &h));
     cr_assert_gt(t.n_rows, 30);
-    int c_pass = csv_col(&t, "pass"), c_name = csv_col(&t, "tensor"), c_numel = csv_col(&t, "numel");
+    int c_pass = csv_col(&t, "pass"), c_name = csv_col(&t, "tensor"),
+        c_numel = csv_col(&t, "numel");
     int c_dtype = csv_col(&t, "dtype"), c_bytes = csv_col(&t, "bytes");
-    int h_pass = csv_col(&h, "pass"), h_name = csv_col(&h, "tensor"), h_count = csv_col(&h, "count");
+    int h_pass = csv_col(&h, "pass"), h_name = csv_col(&h, "tensor"),
+        h_count = csv_col(&h, "count");
     for (int r = 0; r < t.n_rows; r++) {
         char **row = t.rows[r];
         cr_expect_eq(atol(row[csv_col(&t, "underflow")]) <= atol(row[csv_col(&t, "zeros")]), 1);
-        long size = strcmp(row[c_dtype], "float32") == 0 ? 4 : strcmp(row[c_dtype], "int64") == 0 ? 8 : 2;
+        long size = strcmp(row[c_dtype], "float32") == 0 ? 4
+                    : strcmp(row[c_dtype], "int64") == 0 ? 8
+                                                         : 2;
         cr_expect_eq(atol(row[c_bytes]), atol(row[c_numel]) * size, "%s", row[c_name]);
         if (strcmp(row[c_dtype], "int64") == 0)
             continue; /* labels have no histogram */

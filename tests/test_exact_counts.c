@@ -23,17 +23,28 @@
 static void planned_values(double *v)
 {
     int k = 0;
-    for (int i = 0; i < 8; i++) v[k++] = ldexp(1, -10);       /* normal */
-    for (int i = 0; i < 8; i++) v[k++] = ldexp(1, -20);       /* subnormal, exact */
-    for (int i = 0; i < 8; i++) v[k++] = ldexp(1, -26);       /* below half of 2^-24: 0 */
-    for (int i = 0; i < 4; i++) v[k++] = ldexp(1, -25);       /* tie with 0, to even: 0 */
-    for (int i = 0; i < 4; i++) v[k++] = 3 * ldexp(1, -26);   /* rounds up to 2^-24 */
-    for (int i = 0; i < 4; i++) v[k++] = 1.5 * ldexp(1, -24); /* tie, to even: 2^-23 */
-    for (int i = 0; i < 4; i++) v[k++] = 70000;               /* above 65520: inf */
-    for (int i = 0; i < 4; i++) v[k++] = 65519;               /* below 65520: 65504 */
-    for (int i = 0; i < 4; i++) v[k++] = 0;                   /* exact zero, no underflow */
-    for (int i = 0; i < 4; i++) v[k++] = -ldexp(1, -30);      /* -0: underflow */
-    for (int i = 0; i < 12; i++) v[k++] = 1.0;                /* normal */
+    for (int i = 0; i < 8; i++)
+        v[k++] = ldexp(1, -10); /* normal */
+    for (int i = 0; i < 8; i++)
+        v[k++] = ldexp(1, -20); /* subnormal, exact */
+    for (int i = 0; i < 8; i++)
+        v[k++] = ldexp(1, -26); /* below half of 2^-24: 0 */
+    for (int i = 0; i < 4; i++)
+        v[k++] = ldexp(1, -25); /* tie with 0, to even: 0 */
+    for (int i = 0; i < 4; i++)
+        v[k++] = 3 * ldexp(1, -26); /* rounds up to 2^-24 */
+    for (int i = 0; i < 4; i++)
+        v[k++] = 1.5 * ldexp(1, -24); /* tie, to even: 2^-23 */
+    for (int i = 0; i < 4; i++)
+        v[k++] = 70000; /* above 65520: inf */
+    for (int i = 0; i < 4; i++)
+        v[k++] = 65519; /* below 65520: 65504 */
+    for (int i = 0; i < 4; i++)
+        v[k++] = 0; /* exact zero, no underflow */
+    for (int i = 0; i < 4; i++)
+        v[k++] = -ldexp(1, -30); /* -0: underflow */
+    for (int i = 0; i < 12; i++)
+        v[k++] = 1.0; /* normal */
     cr_assert_eq(k, N);
 }
 

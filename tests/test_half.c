@@ -209,8 +209,8 @@ static void check_bf16_block(uint32_t top, mismatch found[2])
         /* Exact: v and its neighbours are float32 values at most one binade apart. */
         double d_below = v - v_below, d_above = v_above - v;
         /* The nearer neighbour; on a tie the even one, i.e. `above` when `below` is odd. */
-        uint32_t pick = below + (uint32_t)(d_above < d_below) +
-                        (uint32_t)(d_above == d_below) * (below & 1u);
+        uint32_t pick =
+            below + (uint32_t)(d_above < d_below) + (uint32_t)(d_above == d_below) * (below & 1u);
         uint16_t got = bf16_from_float(x);
         if (got != (sign | pick))
             note_mismatch(&found[NOT_NAN], bits, got, sign | pick);
@@ -330,8 +330,8 @@ Test(half_round_to, float16_hand_worked)
     const dtype f16 = DTYPE_FLOAT16;
     /* Largest finite float16 is (2 - 2^-10) * 2^15 = 65504; the step there is 2^(15-10) = 32,
      * so the midpoint to the next value 65536 (not representable: inf) is 65520. */
-    expect_rounds(65519.0f, f16, 65504.0f);  /* below the midpoint */
-    expect_rounds(65520.0f, f16, INFINITY);  /* the midpoint: tie, to the even 65536 -> inf */
+    expect_rounds(65519.0f, f16, 65504.0f); /* below the midpoint */
+    expect_rounds(65520.0f, f16, INFINITY); /* the midpoint: tie, to the even 65536 -> inf */
     expect_rounds(-65520.0f, f16, -INFINITY);
     expect_rounds(65504.0f, f16, 65504.0f);
     expect_rounds(1e30f, f16, INFINITY);
@@ -508,13 +508,12 @@ static void run_tally_script(const tally_step *steps, size_t n, dtype dt)
         const tally_step *s = &steps[i];
         round_tally(&c, s->pre, round_to(s->pre, dt), dtype_min_normal(dt));
         cr_expect(c.zeros == s->zeros && c.underflow == s->underflow &&
-                      c.subnormal == s->subnormal && c.overflow == s->overflow &&
-                      c.nan == s->nan,
-                  "%s step %zu (pre %a): counts z%" PRId64 " u%" PRId64 " s%" PRId64
-                  " o%" PRId64 " n%" PRId64 ", expected z%" PRId64 " u%" PRId64 " s%" PRId64
-                  " o%" PRId64 " n%" PRId64,
-                  dtype_name(dt), i, (double)s->pre, c.zeros, c.underflow, c.subnormal,
-                  c.overflow, c.nan, s->zeros, s->underflow, s->subnormal, s->overflow, s->nan);
+                      c.subnormal == s->subnormal && c.overflow == s->overflow && c.nan == s->nan,
+                  "%s step %zu (pre %a): counts z%" PRId64 " u%" PRId64 " s%" PRId64 " o%" PRId64
+                  " n%" PRId64 ", expected z%" PRId64 " u%" PRId64 " s%" PRId64 " o%" PRId64
+                  " n%" PRId64,
+                  dtype_name(dt), i, (double)s->pre, c.zeros, c.underflow, c.subnormal, c.overflow,
+                  c.nan, s->zeros, s->underflow, s->subnormal, s->overflow, s->nan);
         cr_expect(c.amax == s->amax && c.amin_nonzero == s->amin_nonzero,
                   "%s step %zu (pre %a): amax %a amin %a, expected %a %a", dtype_name(dt), i,
                   (double)s->pre, (double)c.amax, (double)c.amin_nonzero, (double)s->amax,
@@ -528,22 +527,22 @@ Test(half_round_tally, float16_script)
     const float tiny = ldexpf(1.0f, -24);
     /* columns:      pre      zeros undfl subn  ovfl  nan   amax      amin_nonzero */
     const tally_step steps[] = {
-        {1e-8f, 1, 1, 0, 0, 0, 0.0f, INFINITY},      /* < 2^-25 (2.98e-8): 0, underflow */
-        {1e-6f, 1, 1, 1, 0, 0, sub17, sub17},        /* a subnormal */
-        {1.5f, 1, 1, 1, 0, 0, 1.5f, sub17},          /* normal, exact */
-        {-3e-5f, 1, 1, 2, 0, 0, 1.5f, sub17},        /* 503.3 units of 2^-24: subnormal 503 */
+        {1e-8f, 1, 1, 0, 0, 0, 0.0f, INFINITY},          /* < 2^-25 (2.98e-8): 0, underflow */
+        {1e-6f, 1, 1, 1, 0, 0, sub17, sub17},            /* a subnormal */
+        {1.5f, 1, 1, 1, 0, 0, 1.5f, sub17},              /* normal, exact */
+        {-3e-5f, 1, 1, 2, 0, 0, 1.5f, sub17},            /* 503.3 units of 2^-24: subnormal 503 */
         {ldexpf(1.0f, -14), 1, 1, 2, 0, 0, 1.5f, sub17}, /* smallest normal: not subnormal */
-        {0.0f, 2, 1, 2, 0, 0, 1.5f, sub17},          /* zero, but not an underflow */
+        {0.0f, 2, 1, 2, 0, 0, 1.5f, sub17},              /* zero, but not an underflow */
         {-0.0f, 3, 1, 2, 0, 0, 1.5f, sub17},
-        {-1e-8f, 4, 2, 2, 0, 0, 1.5f, sub17},        /* -0, underflow */
+        {-1e-8f, 4, 2, 2, 0, 0, 1.5f, sub17},            /* -0, underflow */
         {ldexpf(1.0f, -25), 5, 3, 2, 0, 0, 1.5f, sub17}, /* tie to even 0: underflow */
-        {3e-8f, 5, 3, 3, 0, 0, 1.5f, tiny},          /* just above 2^-25: 2^-24 */
-        {65519.0f, 5, 3, 3, 0, 0, 65504.0f, tiny},   /* 65504, no overflow */
-        {NAN, 5, 3, 3, 0, 1, 65504.0f, tiny},        /* NaN: only the nan count */
+        {3e-8f, 5, 3, 3, 0, 0, 1.5f, tiny},              /* just above 2^-25: 2^-24 */
+        {65519.0f, 5, 3, 3, 0, 0, 65504.0f, tiny},       /* 65504, no overflow */
+        {NAN, 5, 3, 3, 0, 1, 65504.0f, tiny},            /* NaN: only the nan count */
         {-NAN, 5, 3, 3, 0, 2, 65504.0f, tiny},
-        {70000.0f, 5, 3, 3, 1, 2, INFINITY, tiny},   /* overflow; amax is over non-NaN: inf */
-        {-65520.0f, 5, 3, 3, 2, 2, INFINITY, tiny},  /* the tie to -inf is an overflow too */
-        {INFINITY, 5, 3, 3, 2, 2, INFINITY, tiny},   /* inf stays inf: not an overflow */
+        {70000.0f, 5, 3, 3, 1, 2, INFINITY, tiny},  /* overflow; amax is over non-NaN: inf */
+        {-65520.0f, 5, 3, 3, 2, 2, INFINITY, tiny}, /* the tie to -inf is an overflow too */
+        {INFINITY, 5, 3, 3, 2, 2, INFINITY, tiny},  /* inf stays inf: not an overflow */
         {-INFINITY, 5, 3, 3, 2, 2, INFINITY, tiny},
     };
     run_tally_script(steps, sizeof steps / sizeof *steps, DTYPE_FLOAT16);

@@ -56,12 +56,20 @@ Test(interrupt, sigterm_keeps_complete_results, .timeout = 120)
     make_temp_dir(out, sizeof out);
     char *bin = (char *)ampscope();
     /* earlier results of the long case: 5 steps, complete */
-    char *first[] = {bin, "run", "cases/long-scaler-sawtooth.case", "--steps", "5", "--out", out,
-                     "--device", "cpu", NULL};
+    char *first[] = {
+        bin,   "run", "cases/long-scaler-sawtooth.case", "--steps", "5", "--out", out, "--device",
+        "cpu", NULL};
     cr_assert_eq(wait_status(spawn(first)), 0);
     /* now a small case, then the long one, interrupted after the small one finished */
-    char *second[] = {bin, "run", "tests/cases/small-fp32.case", "cases/long-scaler-sawtooth.case",
-                      "--out", out, "--device", "cpu", NULL};
+    char *second[] = {bin,
+                      "run",
+                      "tests/cases/small-fp32.case",
+                      "cases/long-scaler-sawtooth.case",
+                      "--out",
+                      out,
+                      "--device",
+                      "cpu",
+                      NULL};
     pid_t pid = spawn(second);
     snprintf(path, sizeof path, "%s/small-fp32/steps.csv", out);
     for (int i = 0; i < 200 && access(path, F_OK) != 0; i++)

@@ -43,8 +43,10 @@ static void expect_close(const char *what, const tensor *got, const double *want
 {
     for (int64_t i = 0; i < got->numel; i++) {
         double a = tensor_at(got, i), b = want[i];
-        cr_expect(fabs(a - b) <= 1e-4 * fabs(b) + 1e-5, "%s[%lld]: backward %.8g, finite "
-                  "differences %.8g", what, (long long)i, a, b);
+        cr_expect(fabs(a - b) <= 1e-4 * fabs(b) + 1e-5,
+                  "%s[%lld]: backward %.8g, finite "
+                  "differences %.8g",
+                  what, (long long)i, a, b);
     }
 }
 
@@ -144,8 +146,16 @@ static double conv_loss(const double *const *in, const void *ctx)
 
 static void check_conv(int64_t stride, int64_t padding, int64_t dilation)
 {
-    conv2d_geom g = {.n = 2, .c_in = 3, .h_in = 5, .w_in = 6, .c_out = 4, .kh = 3, .kw = 3,
-                     .stride = stride, .padding = padding, .dilation = dilation};
+    conv2d_geom g = {.n = 2,
+                     .c_in = 3,
+                     .h_in = 5,
+                     .w_in = 6,
+                     .c_out = 4,
+                     .kh = 3,
+                     .kw = 3,
+                     .stride = stride,
+                     .padding = padding,
+                     .dilation = dilation};
     g.h_out = (g.h_in + 2 * padding - dilation * (g.kh - 1) - 1) / stride + 1;
     g.w_out = (g.w_in + 2 * padding - dilation * (g.kw - 1) - 1) / stride + 1;
     conv_g = g;

@@ -144,8 +144,7 @@ static void check_round_trips(dtype dt, const char *code)
 
         char path[256], err[ERRLEN];
         tmp_path(path, sizeof path);
-        cr_assert_eq(npy_write(path, dt, rt_shapes[s].ndim, rt_shapes[s].shape, data, err,
-                               ERRLEN),
+        cr_assert_eq(npy_write(path, dt, rt_shapes[s].ndim, rt_shapes[s].shape, data, err, ERRLEN),
                      0, "%s", err);
         npy_array a;
         cr_assert_eq(npy_read(path, &a, NULL, err, ERRLEN), 0, "%s", err);
@@ -253,8 +252,10 @@ Test(npy_read, f8_rounding_and_counts)
     cr_assert_eq(a.dt, DTYPE_FLOAT32);
     assert_shape(&a, 1, (const int64_t[]){19});
     for (int i = 0; i < 19; i++)
-        cr_assert_eq(float_bits(((float *)a.data)[i]), want[i], "value %d: 0x%08X, expected "
-                     "0x%08X", i, float_bits(((float *)a.data)[i]), want[i]);
+        cr_assert_eq(float_bits(((float *)a.data)[i]), want[i],
+                     "value %d: 0x%08X, expected "
+                     "0x%08X",
+                     i, float_bits(((float *)a.data)[i]), want[i]);
     cr_assert_eq(c.zeros, 5);
     cr_assert_eq(c.underflow, 3);
     cr_assert_eq(c.subnormal, 3);
@@ -386,15 +387,27 @@ Test(npy_parse, accepted_header_variants)
         int ndim;
         int64_t shape[3];
     } ok[] = {
-        {"{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2,)}", DTYPE_FLOAT32, 4,
-         1, {2}},
-        {"{'shape': (1, 2, ), 'fortran_order': False, 'descr': '=f4'}\n", DTYPE_FLOAT32, 4, 2,
+        {"{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2,)}",
+         DTYPE_FLOAT32,
+         4,
+         1,
+         {2}},
+        {"{'shape': (1, 2, ), 'fortran_order': False, 'descr': '=f4'}\n",
+         DTYPE_FLOAT32,
+         4,
+         2,
          {1, 2}},
         {"  {'descr':'|i8','fortran_order':False,'shape':(1,)}\r\n", DTYPE_INT64, 8, 1, {1}},
-        {"{'descr': '<f2',\n 'fortran_order':\tFalse, 'shape': (4,),}   \n", DTYPE_FLOAT16, 2, 1,
+        {"{'descr': '<f2',\n 'fortran_order':\tFalse, 'shape': (4,),}   \n",
+         DTYPE_FLOAT16,
+         2,
+         1,
          {4}},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (0, 2305843009213693951), }",
-         DTYPE_FLOAT32, 4, 2, {0, 2305843009213693951}}, /* (2^61 - 1) * 4 bytes fits */
+         DTYPE_FLOAT32,
+         4,
+         2,
+         {0, 2305843009213693951}}, /* (2^61 - 1) * 4 bytes fits */
         {"{'descr': '<f8', 'fortran_order': False, 'shape': (), }", DTYPE_FLOAT32, 8, 0, {0}},
     };
     static const uint8_t data[8] = {0, 0, 0, 0, 0, 0, 0xf0, 0x3f}; /* 1.0 as <f8 */
@@ -471,8 +484,8 @@ Test(npy_parse, refused_headers)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         npy_array a;
         char err[ERRLEN];
-        cr_assert_neq(parse_v1(bad[i].dict, data, sizeof data, &a, err), 0,
-                      "header %zu accepted", i);
+        cr_assert_neq(parse_v1(bad[i].dict, data, sizeof data, &a, err), 0, "header %zu accepted",
+                      i);
         assert_err_has(err, bad[i].message);
         cr_assert_null(a.data);
     }
@@ -501,14 +514,16 @@ Test(npy_parse, preamble_errors)
         {"\x93NUMPY\x01", 7, "file ends inside the format version (7 bytes)"},
         {"\x93NUMPY\x01\x00\x00", 9, "file ends inside the header length (9 bytes)"},
         {"\x93NUMPY\x02\x00\x00\x00\x00", 11, "file ends inside the header length (11 bytes)"},
-        {"\x93NUMPY\x04\x00\x00\x00", 10, "unsupported .npy format version 4.0; accepted: "
-                                          "1.0, 2.0, 3.0"},
+        {"\x93NUMPY\x04\x00\x00\x00", 10,
+         "unsupported .npy format version 4.0; accepted: "
+         "1.0, 2.0, 3.0"},
         {"\x93NUMPY\x01\x01\x00\x00", 10, "unsupported .npy format version 1.1"},
         {"\x93NUMPY\x00\x00\x00\x00", 10, "unsupported .npy format version 0.0"},
         {"\x93NUMPY\x02\x00\xff\xff\xff\xff{}", 14,
          "header length 4294967295 runs past the end of the file (2 bytes follow"},
-        {"\x93NUMPY\x01\x00\x03\x00{}", 12, "header length 3 runs past the end of the file "
-                                            "(2 bytes follow"},
+        {"\x93NUMPY\x01\x00\x03\x00{}", 12,
+         "header length 3 runs past the end of the file "
+         "(2 bytes follow"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         npy_array a;
@@ -620,19 +635,21 @@ Test(npy_parse, f8_counts_match_round_tally)
 /* ---- truncations and corruptions of every fixture ---- */
 
 static const char *const all_fixtures[] = {
-    "f2_special.npy", "f4_special.npy", "f8_rounding.npy", "i8_labels.npy", "v2_f4.npy",
-    "v3_f2.npy", "rt_f4_0d.npy", "rt_f4_1d.npy", "rt_f4_4d.npy", "rt_f4_empty.npy",
-    "rt_f2_0d.npy", "rt_f2_1d.npy", "rt_f2_4d.npy", "rt_f2_empty.npy", "rt_i8_0d.npy",
-    "rt_i8_1d.npy", "rt_i8_4d.npy", "rt_i8_empty.npy", "refused_be_f4.npy", "refused_i4.npy",
-    "refused_object.npy", "refused_struct.npy", "refused_fortran.npy",
-    "refused_truncated.npy", "refused_trailing.npy", "refused_magic.npy",
-    "refused_hdr_past_eof.npy",
+    "f2_special.npy",       "f4_special.npy",      "f8_rounding.npy",
+    "i8_labels.npy",        "v2_f4.npy",           "v3_f2.npy",
+    "rt_f4_0d.npy",         "rt_f4_1d.npy",        "rt_f4_4d.npy",
+    "rt_f4_empty.npy",      "rt_f2_0d.npy",        "rt_f2_1d.npy",
+    "rt_f2_4d.npy",         "rt_f2_empty.npy",     "rt_i8_0d.npy",
+    "rt_i8_1d.npy",         "rt_i8_4d.npy",        "rt_i8_empty.npy",
+    "refused_be_f4.npy",    "refused_i4.npy",      "refused_object.npy",
+    "refused_struct.npy",   "refused_fortran.npy", "refused_truncated.npy",
+    "refused_trailing.npy", "refused_magic.npy",   "refused_hdr_past_eof.npy",
 };
 
 Test(npy_parse, survives_truncation_and_corruption)
 {
     static const uint8_t values[] = {0x00, 0xff, 0x80, ' ', '\n', '(', ')', ',', '\'', '"',
-                                     '{', '}', ':', '0', '9', '-', 'L', '[', '\\', '>'};
+                                     '{',  '}',  ':',  '0', '9',  '-', 'L', '[', '\\', '>'};
     for (size_t f = 0; f < sizeof all_fixtures / sizeof all_fixtures[0]; f++) {
         char path[256], err[ERRLEN];
         snprintf(path, sizeof path, FIXTURES "%s", all_fixtures[f]);
@@ -697,9 +714,9 @@ Test(npy_write, reports_libc_errors)
     static const float data[2] = {1, 2};
     const int64_t two = 2;
     char err[ERRLEN], want[ERRLEN];
-    cr_assert_neq(npy_write("/nonexistent_dir_for_test_npy/x.npy", DTYPE_FLOAT32, 1, &two, data,
-                            err, ERRLEN),
-                  0);
+    cr_assert_neq(
+        npy_write("/nonexistent_dir_for_test_npy/x.npy", DTYPE_FLOAT32, 1, &two, data, err, ERRLEN),
+        0);
     snprintf(want, sizeof want, "/nonexistent_dir_for_test_npy/x.npy: cannot open for writing: %s",
              strerror(ENOENT));
     cr_assert_str_eq(err, want);

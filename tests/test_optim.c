@@ -71,8 +71,12 @@ Test(optim, adam_with_l2_weight_decay)
 {
     static const double want[3] = {0.9000000016666666, 0.8050097658613199, 0.7358516953412214};
     double got[3];
-    three_steps((optim_config){.kind = OPTIM_ADAM, .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999,
-                               .eps = 1e-8, .weight_decay = 0.1},
+    three_steps((optim_config){.kind = OPTIM_ADAM,
+                               .lr = 0.1,
+                               .beta1 = 0.9,
+                               .beta2 = 0.999,
+                               .eps = 1e-8,
+                               .weight_decay = 0.1},
                 got);
     expect_steps("adam", got, want);
 }
@@ -81,8 +85,12 @@ Test(optim, rmsprop_centered_momentum)
 {
     static const double want[3] = {0.899496238676095, 0.7637340994926962, 0.663687749776144};
     double got[3];
-    three_steps((optim_config){.kind = OPTIM_RMSPROP, .lr = 0.01, .alpha = 0.99, .eps = 1e-8,
-                               .momentum = 0.9, .centered = true},
+    three_steps((optim_config){.kind = OPTIM_RMSPROP,
+                               .lr = 0.01,
+                               .alpha = 0.99,
+                               .eps = 1e-8,
+                               .momentum = 0.9,
+                               .centered = true},
                 got);
     expect_steps("rmsprop centered", got, want);
 }
@@ -91,9 +99,10 @@ Test(optim, rmsprop_weight_decay)
 {
     static const double want[3] = {0.900000016666664, 0.8505111103590103, 0.8563452346851794};
     double got[3];
-    three_steps((optim_config){.kind = OPTIM_RMSPROP, .lr = 0.01, .alpha = 0.99, .eps = 1e-8,
-                               .weight_decay = 0.1},
-                got);
+    three_steps(
+        (optim_config){
+            .kind = OPTIM_RMSPROP, .lr = 0.01, .alpha = 0.99, .eps = 1e-8, .weight_decay = 0.1},
+        got);
     expect_steps("rmsprop", got, want);
 }
 
@@ -121,7 +130,7 @@ Test(optim, adam_in_float16_divides_by_zero)
     cr_expect(isinf(tensor_at(t.param, 0)) && tensor_at(t.param, 0) < 0);
     cr_expect(isnan(tensor_at(t.param, 1)));
     cr_expect_eq(tensor_at(t.param, 2), 0.9990234375f); /* float16 nearest to 1 - 1e-3 */
-    cr_expect_eq(tensor_at(t.state[1], 0), 0.0f);        /* exp_avg_sq underflowed */
+    cr_expect_eq(tensor_at(t.state[1], 0), 0.0f);       /* exp_avg_sq underflowed */
     cr_expect_eq(res.param.counts.nan, 1);
     cr_expect_eq(res.param.counts.overflow, 0); /* the inf came from m / 0, not a rounding */
     cr_expect(isinf(res.param.counts.amax));
@@ -186,8 +195,8 @@ Test(optim, cosine_schedule_follows_the_closed_form)
 {
     /* PyTorch's CosineAnnealingLR steps a recursive formula; over two periods it must stay
      * on eta_min + (base - eta_min) * (1 + cos(pi * t / T)) / 2 */
-    optimizer o = {.schedule = SCHEDULE_COSINE, .base_lr = 0.1, .lr = 0.1, .eta_min = 0.001,
-                   .t_max = 10};
+    optimizer o = {
+        .schedule = SCHEDULE_COSINE, .base_lr = 0.1, .lr = 0.1, .eta_min = 0.001, .t_max = 10};
     for (int t = 1; t <= 25; t++) {
         scheduler_step(&o);
         double want = 0.001 + (0.1 - 0.001) * (1 + cos(M_PI * t / 10.0)) / 2;

@@ -51,10 +51,7 @@ static void free_lines(lines *l)
     free(l->v);
 }
 
-static const char *col(const csv *c, char **row, const char *name)
-{
-    return row[csv_col(c, name)];
-}
+static const char *col(const csv *c, char **row, const char *name) { return row[csv_col(c, name)]; }
 
 static bool is_backward_grad(const csv *t, char **row)
 {
@@ -127,8 +124,8 @@ static void expect_hist(const char *out, const char *name, lines *want)
         char **row = h.rows[r];
         if (atol(col(&h, row, "step")) != step || strcmp(col(&h, row, "pass"), "backward"))
             continue;
-        char **tr = csv_find(&t, "tensor", col(&h, row, "tensor"), "step", step_text, "pass",
-                             "backward");
+        char **tr =
+            csv_find(&t, "tensor", col(&h, row, "tensor"), "step", step_text, "pass", "backward");
         if (tr && is_backward_grad(&t, tr))
             add_bin(sums, &n, col(&t, tr, "dtype"), col(&h, row, "bin"),
                     atol(col(&h, row, "count")));
@@ -155,8 +152,9 @@ static void expect_hist(const char *out, const char *name, lines *want)
 /* memory.csv's categories that add up to the total, and the total */
 static void expect_memory(const char *out, const char *name, lines *want)
 {
-    static const char *const stacked[] = {"params", "grads", "master_params", "optimizer_state",
-                                          "activations", "autocast_cache", "inputs", "total"};
+    static const char *const stacked[] = {"params",          "grads",       "master_params",
+                                          "optimizer_state", "activations", "autocast_cache",
+                                          "inputs",          "total"};
     char path[512];
     csv m;
     snprintf(path, sizeof path, "%s/%s/memory.csv", out, name);
@@ -217,10 +215,13 @@ Test(plot, draws_the_numbers_of_the_csv_files, .timeout = 300)
 
     snprintf(cmd, sizeof cmd, PYTHON " plot/plot.py %s", out);
     cr_assert_eq(system(cmd), 0, "%s failed", cmd);
-    static const char *const pngs[] = {
-        "small-autocast-fp16-scaler/hist_grads.png", "small-autocast-fp16-scaler/memory.png",
-        "multi/hist_grads.png", "multi/memory.png", "multi/loss_scale.png", "memory.png",
-        "underflow.png"};
+    static const char *const pngs[] = {"small-autocast-fp16-scaler/hist_grads.png",
+                                       "small-autocast-fp16-scaler/memory.png",
+                                       "multi/hist_grads.png",
+                                       "multi/memory.png",
+                                       "multi/loss_scale.png",
+                                       "memory.png",
+                                       "underflow.png"};
     for (size_t i = 0; i < sizeof pngs / sizeof pngs[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", out, pngs[i]);
         cr_expect(is_png(path), "%s is not a PNG file", path);
@@ -250,15 +251,14 @@ Test(plot, draws_the_numbers_of_the_csv_files, .timeout = 300)
 
     qsort(want.v, (size_t)want.n, sizeof *want.v, cmp_str);
     qsort(got.v, (size_t)got.n, sizeof *got.v, cmp_str);
-    cr_expect_eq(got.n, want.n, "plot.py printed %d values, the CSV files give %d", got.n,
-                 want.n);
+    cr_expect_eq(got.n, want.n, "plot.py printed %d values, the CSV files give %d", got.n, want.n);
     for (int i = 0; i < got.n && i < want.n; i++)
         cr_expect_str_eq(got.v[i], want.v[i]);
     /* the multi-step case really changed its scale and skipped steps */
     int skipped = 0;
     for (int i = 0; i < want.n; i++)
-        skipped += !strncmp(want.v[i], "loss_scale multi ", 17) &&
-                   want.v[i][strlen(want.v[i]) - 1] == '1';
+        skipped +=
+            !strncmp(want.v[i], "loss_scale multi ", 17) && want.v[i][strlen(want.v[i]) - 1] == '1';
     cr_expect_gt(skipped, 0);
     free_lines(&want);
     free_lines(&got);

@@ -29,8 +29,7 @@ static char *slurp(const char *path)
 }
 
 /* Runs a case file into out and writes its report.md; returns the case's folder. */
-static void run_and_report(const char *path, const char *out, char *dir, int len,
-                           case_result *res)
+static void run_and_report(const char *path, const char *out, char *dir, int len, case_result *res)
 {
     case_config *cfg = calloc(1, sizeof *cfg);
     cr_assert_not_null(cfg);
@@ -68,10 +67,7 @@ static void cell(long count, long total, char *buf, size_t len)
         snprintf(buf, len, "%s (%ld)", p, count);
 }
 
-static const char *col(const csv *c, char **row, const char *name)
-{
-    return row[csv_col(c, name)];
-}
+static const char *col(const csv *c, char **row, const char *name) { return row[csv_col(c, name)]; }
 
 /* Every row of step 0 in tensors.csv appears in report.md's table with the same numbers. */
 static void expect_tensor_table(const char *dir, const char *md)
@@ -91,8 +87,8 @@ static void expect_tensor_table(const char *dir, const char *md)
         cell(atol(col(&t, row, "underflow")), numel, under, sizeof under);
         cell(atol(col(&t, row, "subnormal")), numel, sub, sizeof sub);
         snprintf(line, sizeof line,
-                 "| %d | %s | `%s` | %s | %s | %s | %ld | %s | %s | %s | %s | %s |",
-                 ++k, col(&t, row, "pass"), col(&t, row, "tensor"), col(&t, row, "role"),
+                 "| %d | %s | `%s` | %s | %s | %s | %ld | %s | %s | %s | %s | %s |", ++k,
+                 col(&t, row, "pass"), col(&t, row, "tensor"), col(&t, row, "role"),
                  col(&t, row, "dtype"), col(&t, row, "shape"), numel, counted ? under : "–",
                  counted ? sub : "–", counted ? col(&t, row, "overflow") : "–",
                  counted ? col(&t, row, "nan") : "–", counted ? col(&t, row, "amax") : "–");
@@ -138,11 +134,15 @@ Test(report, quotes_every_tensor_row_and_names_the_gradient_dtypes)
     char want[256], p[32];
     pct(under, numel, p, sizeof p);
     if (under)
-        snprintf(want, sizeof want, "In step 0, %s (%ld of %ld) values of these copies' "
-                 "gradients underflowed", p, under, numel);
+        snprintf(want, sizeof want,
+                 "In step 0, %s (%ld of %ld) values of these copies' "
+                 "gradients underflowed",
+                 p, under, numel);
     else
-        snprintf(want, sizeof want, "In step 0, 0 of %ld values of these copies' gradients "
-                 "underflowed", numel);
+        snprintf(want, sizeof want,
+                 "In step 0, 0 of %ld values of these copies' gradients "
+                 "underflowed",
+                 numel);
     cr_expect_not_null(strstr(md, want), "report.md lacks: %s", want);
     cr_expect_eq(numel, 512 + 32 + 1024 + 32 + 256 + 8);
 
@@ -221,12 +221,15 @@ Test(report, underflow_known_by_construction_is_quoted_with_its_percentage)
     pct(under, numel, p, sizeof p);
     pct(sub, numel, q, sizeof q);
     cr_expect_str_eq(p, "7.81%"); /* 5 / 64 = 7.8125% */
-    snprintf(want, sizeof want, "| `fc.out.grad` | grad_activation | float16 | 1x64 | 64 | %s (5) "
-             "| %s (7) |", p, q);
+    snprintf(want, sizeof want,
+             "| `fc.out.grad` | grad_activation | float16 | 1x64 | 64 | %s (5) "
+             "| %s (7) |",
+             p, q);
     cr_expect_not_null(strstr(md, want), "report.md lacks: %s", want);
-    snprintf(want, sizeof want, "In step 0, %s (%ld of %ld) values of the float16 activation "
-             "gradients underflowed to zero: `fc.out.grad` %s (%ld of %ld)", p, under, numel, p,
-             under, numel);
+    snprintf(want, sizeof want,
+             "In step 0, %s (%ld of %ld) values of the float16 activation "
+             "gradients underflowed to zero: `fc.out.grad` %s (%ld of %ld)",
+             p, under, numel, p, under, numel);
     cr_expect_not_null(strstr(md, want), "report.md lacks: %s", want);
     /* Divided by 16 = 2^4, the bins of fc.out.grad's values before the rounding move from
      * -26, -20, -10 to -30, -24, -14: only the 5 were below 2^-25 already; the copy's
@@ -234,8 +237,10 @@ Test(report, underflow_known_by_construction_is_quoted_with_its_percentage)
     char share[96];
     pct(5, half_numel, p, sizeof p);
     snprintf(share, sizeof share, "%s (5 of %ld)", p, half_numel);
-    snprintf(want, sizeof want, "Divided by the scale, 2^4, that is at their size without the "
-             "scaler, %s values", share);
+    snprintf(want, sizeof want,
+             "Divided by the scale, 2^4, that is at their size without the "
+             "scaler, %s values",
+             share);
     cr_expect_not_null(strstr(md, want), "report.md lacks: %s", want);
     pct(half_under, half_numel, p, sizeof p);
     snprintf(want, sizeof want, "with the scaler, %s (%ld of %ld) underflowed", p, half_under,
@@ -303,11 +308,12 @@ Test(report, report_all_has_one_row_per_case)
     for (int r = 0; r < st.n_rows; r++)
         lost += atol(col(&st, st.rows[r], "lost_updates"));
     csv_free(&st);
-    snprintf(want, sizeof want, "| [small-autocast-fp16-scaler](small-autocast-fp16-scaler/"
+    snprintf(want, sizeof want,
+             "| [small-autocast-fp16-scaler](small-autocast-fp16-scaler/"
              "report.md) | ok | float32 | float16 | yes | float16 | float32 | float32 | %s | %ld | "
-             "%.2f | %.2f× small-fp32 | %s | %s/%s |", share, lost, peak / 1048576.0,
-             peak / (double)atol(col(&s, base, "peak_bytes")), col(&s, amp, "step_ms"),
-             col(&s, amp, "expect_passed"), col(&s, amp, "expect_total"));
+             "%.2f | %.2f× small-fp32 | %s | %s/%s |",
+             share, lost, peak / 1048576.0, peak / (double)atol(col(&s, base, "peak_bytes")),
+             col(&s, amp, "step_ms"), col(&s, amp, "expect_passed"), col(&s, amp, "expect_total"));
     cr_expect_not_null(strstr(md, want), "REPORT.md lacks the row\n%s\n%s", want, md);
     cr_expect_not_null(strstr(md, "| [small-fp16-input](small-fp16-input/report.md) | error |"));
     cr_expect_not_null(strstr(md, "[gradient histogram](small-fp32/hist_grads.png)"));
@@ -321,6 +327,6 @@ Test(report, a_missing_folder_is_an_error_with_a_message)
 {
     char err[1024] = "";
     cr_expect_eq(report_all("/nonexistent/ampscope-results", err, sizeof err), -1);
-    cr_expect_not_null(strstr(err, "cannot read /nonexistent/ampscope-results/summary.csv"),
-                       "%s", err);
+    cr_expect_not_null(strstr(err, "cannot read /nonexistent/ampscope-results/summary.csv"), "%s",
+                       err);
 }

@@ -22,18 +22,39 @@ static void check_dtype(dtype dt)
     for (int i = 0; i < N; i++) {
         uint32_t bits = (uint32_t)rng_next(&g);
         switch (i % 4) { /* bias towards the places where roundings lose values */
-        case 0: bits = (bits & 0x807fffffu) | (uint32_t)(100 + rng_below(&g, 20)) << 23; break;
-        case 1: bits = (bits & 0x807fffffu) | (uint32_t)(130 + rng_below(&g, 30)) << 23; break;
-        case 2: bits = i % 40 == 2 ? 0x7f800000u | (bits & 0x80000001u) : bits; break;
-        default: bits = i % 20 == 3 ? bits & 0x80000000u : bits >> (bits & 7); break;
+        case 0:
+            bits = (bits & 0x807fffffu) | (uint32_t)(100 + rng_below(&g, 20)) << 23;
+            break;
+        case 1:
+            bits = (bits & 0x807fffffu) | (uint32_t)(130 + rng_below(&g, 30)) << 23;
+            break;
+        case 2:
+            bits = i % 40 == 2 ? 0x7f800000u | (bits & 0x80000001u) : bits;
+            break;
+        default:
+            bits = i % 20 == 3 ? bits & 0x80000000u : bits >> (bits & 7);
+            break;
         }
         memcpy(&pre[i], &bits, 4);
     }
     /* every boundary of the three formats, both signs */
-    static const float edges[] = {
-        0x1p-14f, 0x1.ff8p-15f, 0x1p-24f, 0x1p-25f, 0x1.000002p-25f, 65504.0f, 65519.0f,
-        65520.0f, 0x1p-126f, 0x1.fcp-127f, 0x1p-133f, 0x1p-134f, 0x1.fffffep127f, 0x1p-149f,
-        0x1.fffffcp-127f, 3.3895313892515355e38f, 0.0f};
+    static const float edges[] = {0x1p-14f,
+                                  0x1.ff8p-15f,
+                                  0x1p-24f,
+                                  0x1p-25f,
+                                  0x1.000002p-25f,
+                                  65504.0f,
+                                  65519.0f,
+                                  65520.0f,
+                                  0x1p-126f,
+                                  0x1.fcp-127f,
+                                  0x1p-133f,
+                                  0x1p-134f,
+                                  0x1.fffffep127f,
+                                  0x1p-149f,
+                                  0x1.fffffcp-127f,
+                                  3.3895313892515355e38f,
+                                  0.0f};
     int ne = (int)(sizeof edges / sizeof edges[0]);
     for (int k = 0; k < ne; k++) {
         pre[2 * k] = edges[k];

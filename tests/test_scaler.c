@@ -11,7 +11,10 @@
 
 Test(scaler, update_grows_after_interval_and_backs_off_on_inf)
 {
-    grad_scaler s = {.enabled = true, .scale = 8.0f, .growth_factor = 2.0, .backoff_factor = 0.5,
+    grad_scaler s = {.enabled = true,
+                     .scale = 8.0f,
+                     .growth_factor = 2.0,
+                     .backoff_factor = 0.5,
                      .growth_interval = 3};
     /* step: found_inf, then the scale and tracker after update() */
     static const struct {
@@ -19,11 +22,10 @@ Test(scaler, update_grows_after_interval_and_backs_off_on_inf)
         float scale;
         int tracker;
     } script[] = {
-        {0, 8, 1},  {0, 8, 2},  {0, 16, 0}, /* third success in a row: 8 * 2 */
-        {1, 8, 0},                           /* inf: 16 * 0.5, tracker reset */
-        {0, 8, 1},  {1, 4, 0},               /* an inf breaks the run of successes */
-        {0, 4, 1},  {0, 4, 2},  {0, 8, 0},
-        {1, 4, 0},  {1, 2, 0},  {1, 1, 0},   /* repeated backoff */
+        {0, 8, 1}, {0, 8, 2}, {0, 16, 0}, /* third success in a row: 8 * 2 */
+        {1, 8, 0},                        /* inf: 16 * 0.5, tracker reset */
+        {0, 8, 1}, {1, 4, 0},             /* an inf breaks the run of successes */
+        {0, 4, 1}, {0, 4, 2}, {0, 8, 0},  {1, 4, 0}, {1, 2, 0}, {1, 1, 0}, /* repeated backoff */
     };
     for (size_t i = 0; i < sizeof script / sizeof script[0]; i++) {
         scaler_update(&s, script[i].inf);
@@ -36,8 +38,11 @@ Test(scaler, update_grows_after_interval_and_backs_off_on_inf)
 Test(scaler, growth_to_inf_is_not_applied)
 {
     /* 2^127 * 4 = 2^129 is not a finite float32: the scale stays, the tracker resets */
-    grad_scaler s = {.enabled = true, .scale = ldexpf(1, 127), .growth_factor = 4.0,
-                     .backoff_factor = 0.5, .growth_interval = 1};
+    grad_scaler s = {.enabled = true,
+                     .scale = ldexpf(1, 127),
+                     .growth_factor = 4.0,
+                     .backoff_factor = 0.5,
+                     .growth_interval = 1};
     scaler_update(&s, 0);
     cr_expect_eq(s.scale, ldexpf(1, 127));
     cr_expect_eq(s.growth_tracker, 0);

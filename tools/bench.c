@@ -28,11 +28,11 @@
 #include "train.h"
 
 typedef struct bench_case {
-    const char *group;   /* mlp | q000 | q003 | scaling */
-    const char *variant; /* fp32 | autocast-fp16-scaler | fp16-master-scaler */
+    const char *group;              /* mlp | q000 | q003 | scaling */
+    const char *variant;            /* fp32 | autocast-fp16-scaler | fp16-master-scaler */
     int64_t in, hidden, out, batch; /* MLP: in-hidden-hidden-out */
-    bool conv;           /* question 003's convolution instead */
-    int steps;           /* warm-up included */
+    bool conv;                      /* question 003's convolution instead */
+    int steps;                      /* warm-up included */
 } bench_case;
 
 typedef struct bench_row {
@@ -85,7 +85,8 @@ static double copy_bandwidth(void)
 /* median time of one float32 GEMM of these shapes */
 static double sgemm_ms(int64_t m, int64_t n, int64_t k, bool ta, bool tb)
 {
-    float *a = calloc((size_t)(m * k), 4), *b = calloc((size_t)(k * n), 4), *c = calloc((size_t)(m * n), 4);
+    float *a = calloc((size_t)(m * k), 4), *b = calloc((size_t)(k * n), 4),
+          *c = calloc((size_t)(m * n), 4);
     if (!a || !b || !c) {
         fprintf(stderr, "bench: out of memory for a %lldx%lldx%lld GEMM\n", (long long)m,
                 (long long)n, (long long)k);
@@ -106,7 +107,8 @@ static double sgemm_ms(int64_t m, int64_t n, int64_t k, bool ta, bool tb)
 /* the GEMMs of one training step */
 static double gemm_floor(const bench_case *b)
 {
-    if (b->conv) { /* per sample: [64, 27] x [27, 555*555], backward weight alike; x needs no grad */
+    if (b->conv) { /* per sample: [64, 27] x [27, 555*555], backward weight alike; x needs no grad
+                    */
         int64_t hw = 555 * 555;
         return 40 * (sgemm_ms(64, hw, 27, false, false) + sgemm_ms(64, 27, hw, false, true));
     }
@@ -114,8 +116,8 @@ static double gemm_floor(const bench_case *b)
     double ms = 0;
     for (int l = 0; l < 3; l++) {
         int64_t i = dims[l], o = dims[l + 1];
-        ms += sgemm_ms(b->batch, o, i, false, true);  /* forward */
-        ms += sgemm_ms(o, i, b->batch, true, false);  /* weight gradient */
+        ms += sgemm_ms(b->batch, o, i, false, true); /* forward */
+        ms += sgemm_ms(o, i, b->batch, true, false); /* weight gradient */
         if (l > 0)
             ms += sgemm_ms(b->batch, i, o, false, false); /* input gradient */
     }
@@ -137,26 +139,27 @@ static double floor_bytes(const bench_case *b)
 
 static const char *case_text(const bench_case *b, char *buf, size_t len)
 {
-    const char *prec = strcmp(b->variant, "fp32") == 0 ? "params = float32\n"
-                       : strcmp(b->variant, "autocast-fp16-scaler") == 0
-                           ? "params = float32\nautocast = float16\n[scaler]\n"
-                           : "params = float16\nautocast = float16\nmaster_weights = yes\n[scaler]\n";
+    const char *prec =
+        strcmp(b->variant, "fp32") == 0 ? "params = float32\n"
+        : strcmp(b->variant, "autocast-fp16-scaler") == 0
+            ? "params = float32\nautocast = float16\n[scaler]\n"
+            : "params = float16\nautocast = float16\nmaster_weights = yes\n[scaler]\n";
     if (b->conv)
         snprintf(buf, len,
                  "[case]\nname = bench\n[model]\nlayer1 = conv2d 3 -> 64 kernel=3 padding=1\n"
                  "[data]\nbatch = 40\nshape = 3x555x555\ninput_dtype = float16\n"
                  "target = randn_like\n[precision]\nparams = float32\nautocast = float16\n"
                  "loss_in_autocast = no\n[train]\nloss = mse reduction=none\n"
-                 "optimizer = rmsprop lr=3e-5 alpha=0.99 eps=1e-7\nsteps = %d\n", b->steps);
+                 "optimizer = rmsprop lr=3e-5 alpha=0.99 eps=1e-7\nsteps = %d\n",
+                 b->steps);
     else
         snprintf(buf, len,
                  "[case]\nname = bench\nobserve = all\n[model]\nfc1 = linear %lld -> %lld\n"
                  "relu = relu\nfc2 = linear %lld -> %lld\nfc3 = linear %lld -> %lld\n"
                  "[data]\nbatch = %lld\n[precision]\n%s[train]\noptimizer = adam lr=1e-3\n"
                  "steps = %d\n",
-                 (long long)b->in, (long long)b->hidden, (long long)b->hidden,
-                 (long long)b->hidden, (long long)b->hidden, (long long)b->out,
-                 (long long)b->batch, prec, b->steps);
+                 (long long)b->in, (long long)b->hidden, (long long)b->hidden, (long long)b->hidden,
+                 (long long)b->hidden, (long long)b->out, (long long)b->batch, prec, b->steps);
     return buf;
 }
 
@@ -335,11 +338,14 @@ int main(int argc, char **argv)
         printf("%-8s %-22s %-22s %9.1f %9.1f %7.2f %9.1f %7.1f%% %9.0f %9.0f\n", b->group,
                b->variant, shape, r.step_ms, floor, r.step_ms / floor, r.step_off_ms,
                100 * overhead, r.rss_mib, r.account_mib);
-        fprintf(csv, "%s,%s,%lld,%lld,%lld,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.1f,%.1f,%.1f\n",
+        fprintf(csv,
+                "%s,%s,%lld,%lld,%lld,%lld,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.1f,%.1f,%.1f\n",
                 b->group, b->variant, (long long)b->in, (long long)b->hidden, (long long)b->out,
                 (long long)b->batch, r.step_ms, r.step_off_ms, r.gemm_ms, r.bytes_ms, floor,
                 r.step_ms / floor, overhead, r.rss_mib, r.account_mib, r.workspace_mib);
-        fprintf(md, "| %s | %s | %s | %.1f | %.1f (%.1f + %.1f) | %.2f | %.1f | %.1f%% | %.0f | %.0f (+%.0f) |\n",
+        fprintf(md,
+                "| %s | %s | %s | %.1f | %.1f (%.1f + %.1f) | %.2f | %.1f | %.1f%% | %.0f | %.0f "
+                "(+%.0f) |\n",
                 b->group, b->variant, shape, r.step_ms, floor, r.gemm_ms, r.bytes_ms,
                 r.step_ms / floor, r.step_off_ms, 100 * overhead, r.rss_mib, r.account_mib,
                 r.workspace_mib);

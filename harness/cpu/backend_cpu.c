@@ -71,7 +71,7 @@ void cpu_scratch_free(backend *be, float *p, int64_t n)
 /* float16 widened by F16C, 8 at a time (exact; a signalling NaN comes out quiet, which only
  * GEMM operands see) */
 __attribute__((target("avx,f16c"))) static void widen_half_f16c(const uint16_t *src, float *dst,
-                                                                   int64_t n)
+                                                                int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)

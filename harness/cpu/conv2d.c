@@ -64,7 +64,8 @@ int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const
     int64_t x_per = g->c_in * g->h_in * g->w_in, y_per = g->c_out * hw;
     float *w_own;
     const float *wf = cpu_as_f32(be, w, &w_own);
-    float *xs = cpu_scratch(be, x_per), *col = cpu_scratch(be, k * hw), *out = cpu_scratch(be, y_per);
+    float *xs = cpu_scratch(be, x_per), *col = cpu_scratch(be, k * hw),
+          *out = cpu_scratch(be, y_per);
     int rc = (wf && xs && col && out) ? 0 : -1;
     for (int64_t s = 0; rc == 0 && s < g->n; s++) {
         load_sample(x, s, x_per, xs);
@@ -85,14 +86,15 @@ int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const
     return rc;
 }
 
-int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *dy,
-                              const tensor *w, tensor *dx, round_stats *st)
+int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *dy, const tensor *w,
+                              tensor *dx, round_stats *st)
 {
     int64_t k = g->c_in * g->kh * g->kw, hw = g->h_out * g->w_out;
     int64_t x_per = g->c_in * g->h_in * g->w_in, y_per = g->c_out * hw;
     float *w_own;
     const float *wf = cpu_as_f32(be, w, &w_own);
-    float *dys = cpu_scratch(be, y_per), *col = cpu_scratch(be, k * hw), *dxs = cpu_scratch(be, x_per);
+    float *dys = cpu_scratch(be, y_per), *col = cpu_scratch(be, k * hw),
+          *dxs = cpu_scratch(be, x_per);
     int rc = (wf && dys && col && dxs) ? 0 : -1;
     for (int64_t s = 0; rc == 0 && s < g->n; s++) {
         load_sample(dy, s, y_per, dys);
@@ -110,8 +112,8 @@ int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *d
     return rc;
 }
 
-int cpu_conv2d_backward_weight(backend *be, const conv2d_geom *g, const tensor *dy,
-                               const tensor *x, tensor *dw, round_stats *st)
+int cpu_conv2d_backward_weight(backend *be, const conv2d_geom *g, const tensor *dy, const tensor *x,
+                               tensor *dw, round_stats *st)
 {
     int64_t k = g->c_in * g->kh * g->kw, hw = g->h_out * g->w_out;
     int64_t x_per = g->c_in * g->h_in * g->w_in, y_per = g->c_out * hw;

@@ -43,8 +43,7 @@ void cpu_mul_scalar(backend *be, const tensor *src, float s, tensor *dst, round_
 void cpu_fill(backend *be, tensor *dst, float value);
 void cpu_observe(backend *be, const tensor *t, round_stats *st);
 void cpu_relu_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
-void cpu_relu_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
-                       round_stats *st);
+void cpu_relu_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st);
 int cpu_linear_forward(backend *be, const tensor *x, const tensor *w, const tensor *b, tensor *y,
                        round_stats *st);
 int cpu_linear_backward_input(backend *be, const tensor *dy, const tensor *w, tensor *dx,
@@ -55,10 +54,10 @@ int cpu_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner,
                     round_stats *st);
 int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,
                        const tensor *b, tensor *y, round_stats *st);
-int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *dy,
-                              const tensor *w, tensor *dx, round_stats *st);
-int cpu_conv2d_backward_weight(backend *be, const conv2d_geom *g, const tensor *dy,
-                               const tensor *x, tensor *dw, round_stats *st);
+int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *dy, const tensor *w,
+                              tensor *dx, round_stats *st);
+int cpu_conv2d_backward_weight(backend *be, const conv2d_geom *g, const tensor *dy, const tensor *x,
+                               tensor *dw, round_stats *st);
 void cpu_log_softmax_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
 void cpu_log_softmax_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
                               round_stats *st);
@@ -67,8 +66,8 @@ void cpu_nll_loss_forward(backend *be, const tensor *logp, const tensor *target,
 void cpu_nll_loss_backward(backend *be, const tensor *dloss, const tensor *target, tensor *dlogp,
                            round_stats *st);
 void cpu_mse_forward(backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st);
-void cpu_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b,
-                      double alpha, tensor *da, round_stats *st);
+void cpu_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b, double alpha,
+                      tensor *da, round_stats *st);
 void cpu_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
 void cpu_mean_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st);
 void cpu_unscale(backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st);

@@ -171,8 +171,8 @@ static void mse_backward_chunk(void *p, int64_t off, int64_t n, round_stats *st)
     cpu_store(buf, c->out->data, c->out->dtype, off, n, st);
 }
 
-void cpu_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b,
-                      double alpha, tensor *da, round_stats *st)
+void cpu_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b, double alpha,
+                      tensor *da, round_stats *st)
 {
     (void)be;
     mse_ctx c = {.a = a, .b = b, .dy = dy, .out = da, .alpha = round_to((float)alpha, da->dtype)};

@@ -24,8 +24,7 @@ static void optim_chunk(const optim_config *cfg, const optim_hyper *h, optim_ten
         pbuf[i] = old + u;
         for (int k = 0; k < ns; k++)
             sbuf[k][i] = s[k];
-        if (u != 0.0f &&
-            round_to(round_to(old + u, dt), t->visible) == round_to(old, t->visible))
+        if (u != 0.0f && round_to(round_to(old + u, dt), t->visible) == round_to(old, t->visible))
             out->lost_updates++;
     }
     cpu_store(pbuf, p->data, dt, off, n, out->counting ? &out->param : NULL);

@@ -36,8 +36,7 @@ void cpu_relu_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
     cpu_parallel_chunks(x->numel, relu_forward_chunk, &c, st);
 }
 
-void cpu_relu_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
-                       round_stats *st)
+void cpu_relu_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st)
 {
     (void)be;
     relu_ctx c = {.dy = dy, .y = y, .out = dx};

@@ -14,7 +14,7 @@
 /* Stores pre[0..n) into dst[off..] rounded to float16: the processor's F16C instruction,
  * which rounds exactly as half_from_float does (tests/test_half.c checks every float32). */
 __attribute__((target("avx,f16c"))) static void store_half_f16c(const float *pre, uint16_t *dst,
-                                                                   int64_t n)
+                                                                int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -86,17 +86,19 @@ __attribute__((target("avx2"))) static void count_bits_avx2(const float *pre, co
         __m256i is_zero = _mm256_cmpeq_epi32(p, zero);
         __m256i a_nonzero = _mm256_xor_si256(_mm256_cmpeq_epi32(a, zero), _mm256_set1_epi32(-1));
         __m256i pm1 = _mm256_sub_epi32(p, one);
-        __m256i is_sub = _mm256_cmpgt_epi32(_mm256_xor_si256(v_norm1, flip),
-                                            _mm256_xor_si256(pm1, flip));
+        __m256i is_sub =
+            _mm256_cmpgt_epi32(_mm256_xor_si256(v_norm1, flip), _mm256_xor_si256(pm1, flip));
         __m256i is_inf = _mm256_cmpeq_epi32(p, v_inf);
         __m256i is_nan = _mm256_cmpgt_epi32(p, v_inf); /* p < 2^31: a signed compare is fine */
         zeros = _mm256_sub_epi32(zeros, is_zero);
-        under = _mm256_sub_epi32(under, _mm256_and_si256(_mm256_and_si256(is_zero, a_nonzero), finite));
+        under =
+            _mm256_sub_epi32(under, _mm256_and_si256(_mm256_and_si256(is_zero, a_nonzero), finite));
         sub = _mm256_sub_epi32(sub, is_sub);
         over = _mm256_sub_epi32(over, _mm256_and_si256(is_inf, finite));
         nans = _mm256_sub_epi32(nans, is_nan);
         pmax = _mm256_max_epu32(pmax, _mm256_andnot_si256(is_nan, p));
-        __m256i in_range = _mm256_cmpgt_epi32(_mm256_xor_si256(v_inf, flip), _mm256_xor_si256(pm1, flip));
+        __m256i in_range =
+            _mm256_cmpgt_epi32(_mm256_xor_si256(v_inf, flip), _mm256_xor_si256(pm1, flip));
         __m256i nonzero = _mm256_or_si256(_mm256_and_si256(in_range, p),
                                           _mm256_andnot_si256(in_range, _mm256_set1_epi32(-1)));
         /* p - 1 < inf also holds for p == inf: in_range is p - 1 < inf, i.e. 1 <= p <= inf */
@@ -127,8 +129,7 @@ static float pattern_value(uint32_t p, dtype dt)
 }
 
 /* the bookkeeping of n <= CPU_CHUNK stored values: counts, then the histogram of pre */
-static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int n,
-                  round_stats *st)
+static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int n, round_stats *st)
 {
     static int avx2 = -1;
     if (avx2 < 0)
@@ -146,7 +147,11 @@ static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int 
     }
     bit_counts b = {.pmin = UINT32_MAX};
     (avx2 ? count_bits_avx2 : count_bits)(pre, post, n, inf, norm, &b);
-    round_counts c = {b.zeros, b.underflow, b.subnormal, b.overflow, b.nan,
+    round_counts c = {b.zeros,
+                      b.underflow,
+                      b.subnormal,
+                      b.overflow,
+                      b.nan,
                       pattern_value(b.pmax, dt),
                       b.pmin == UINT32_MAX ? bits_float(0x7f800000u) : pattern_value(b.pmin, dt)};
     round_counts_merge(&st->counts, &c);

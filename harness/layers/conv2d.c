@@ -45,9 +45,17 @@ tensor *conv2d_forward(run *r, const layer_spec *l, tensor *x, tensor *w, tensor
         run_fail(r, "Input type (%s) and weight type (%s) should be the same",
                  cuda_tensor_type_name(xa->dtype), cuda_tensor_type_name(wa->dtype));
     conv2d_geom g = {
-        .n = xa->shape[0], .c_in = xa->shape[1], .h_in = xa->shape[2], .w_in = xa->shape[3],
-        .c_out = l->out, .h_out = l->out_shape[1], .w_out = l->out_shape[2],
-        .kh = l->kernel, .kw = l->kernel, .stride = l->stride, .padding = l->padding,
+        .n = xa->shape[0],
+        .c_in = xa->shape[1],
+        .h_in = xa->shape[2],
+        .w_in = xa->shape[3],
+        .c_out = l->out,
+        .h_out = l->out_shape[1],
+        .w_out = l->out_shape[2],
+        .kh = l->kernel,
+        .kw = l->kernel,
+        .stride = l->stride,
+        .padding = l->padding,
         .dilation = l->dilation,
     };
     char name[TENSOR_NAME_MAX];

@@ -2,8 +2,7 @@
  * memory, no rounding); its backward views the gradient back. */
 #include "layers.h"
 
-static tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim,
-                            const int64_t *shape)
+static tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape)
 {
     char err[512];
     tensor *v = tensor_view(&r->pool, base, name, ndim, shape, err, sizeof err);

@@ -8,12 +8,18 @@
 
 const char *scalar_type_name(dtype dt)
 {
-    return dt == DTYPE_FLOAT16 ? "Half" : dt == DTYPE_BFLOAT16 ? "BFloat16" : dt == DTYPE_INT64 ? "Long" : "Float";
+    return dt == DTYPE_FLOAT16    ? "Half"
+           : dt == DTYPE_BFLOAT16 ? "BFloat16"
+           : dt == DTYPE_INT64    ? "Long"
+                                  : "Float";
 }
 
 const char *type_meta_name(dtype dt)
 {
-    return dt == DTYPE_FLOAT16 ? "c10::Half" : dt == DTYPE_BFLOAT16 ? "c10::BFloat16" : dt == DTYPE_INT64 ? "long int" : "float";
+    return dt == DTYPE_FLOAT16    ? "c10::Half"
+           : dt == DTYPE_BFLOAT16 ? "c10::BFloat16"
+           : dt == DTYPE_INT64    ? "long int"
+                                  : "float";
 }
 
 const char *cuda_tensor_type_name(dtype dt)
