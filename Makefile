@@ -82,7 +82,7 @@ build/cuda/harness/%.o: harness/%.c
 	$(CC) -O2 -std=c11 -fPIC -c $< -o $@
 $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_C_OBJ)
 	@mkdir -p lib
-	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart
+	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart -Xlinker --no-undefined
 
 # ---- a build to carry to a machine without Debian's packages (scripts/gpu-check.sh) ----
 # OpenBLAS, libgomp and libgfortran linked statically; the CUDA runtime too.
@@ -91,7 +91,7 @@ portable: $(HARNESS_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
 	$(CC) $(CFLAGS) $(HARNESS_OBJ) -o bin/ampscope-portable -static-libgcc \
 	    -Wl,-Bstatic -lopenblas -lgfortran -lquadmath -lgomp -Wl,-Bdynamic -lm -ldl -lpthread
 	$(if $(WITH_CUDA),$(NVCC) -shared -cudart=static $(CUDA_OBJ) $(CUDA_C_OBJ) \
-	    -o lib/libampscope_cuda.so -L$(CUDA_HOME)/lib64 -lcublas -lcudnn)
+	    -o lib/libampscope_cuda.so -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker --no-undefined)
 
 # ---- running ----
 test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))

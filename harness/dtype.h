@@ -19,6 +19,10 @@ typedef enum dtype {
     DTYPE_COUNT
 } dtype;
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 const char *dtype_name(dtype dt);
 size_t dtype_size(dtype dt);
 /* true when dt is one of the two 16-bit float formats */
@@ -26,5 +30,9 @@ bool dtype_is_half(dtype dt);
 /* Parses "float32", "fp32", "float", "float16", "fp16", "half", "bfloat16", "bf16";
  * returns false for anything else (int64 is not a parseable compute dtype). */
 bool dtype_parse(const char *s, dtype *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

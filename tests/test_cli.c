@@ -71,6 +71,9 @@ Test(cli, device_cuda_without_a_gpu_exits_2)
                          out, sizeof out),
                  2);
     cr_expect(strstr(out, "no usable CUDA device: ") != NULL, "got: %s", out);
+    /* the library itself loaded: what stopped it was the missing GPU, not a link error */
+    cr_expect(strstr(out, "undefined symbol") == NULL && strstr(out, "cannot open") == NULL,
+              "the CUDA library did not load: %s", out);
     cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device auto --out /tmp/ampscope-nogpu "
                          "--quiet",
                          out, sizeof out),
