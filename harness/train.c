@@ -90,9 +90,12 @@ static void train_step(trainer *t, int64_t s)
     observe_begin_step(r->obs, s, r->be->dry || case_observes_step(cfg, s));
 
     /* forward (and the loss, inside or outside the autocast region) */
-    observe_as_is(r, t->m.input, ROLE_INPUT);
-    for (int i = 0; i < t->m.n_params; i++)
-        observe_as_is(r, t->m.params[i], ROLE_PARAM);
+    if (s == 0) { /* the batch and the initial parameters, once: later steps reuse the batch,
+                   * and each step's optimizer pass records the parameters it writes */
+        observe_as_is(r, t->m.input, ROLE_INPUT);
+        for (int i = 0; i < t->m.n_params; i++)
+            observe_as_is(r, t->m.params[i], ROLE_PARAM);
+    }
     r->autocast = cfg->autocast;
     r->autocast_dtype = cfg->autocast_dtype;
     tensor *out = model_forward(r, &t->m);
@@ -100,7 +103,7 @@ static void train_step(trainer *t, int64_t s)
         autocast_exit(r);
     bool new_target = !t->m.target;
     tensor *target = model_target(r, &t->m, &t->g, out);
-    if (new_target || r->obs->recording)
+    if (new_target)
         observe_as_is(r, target, ROLE_TARGET);
     tensor *loss = cfg->loss == LOSS_CROSS_ENTROPY
                        ? cross_entropy_forward(r, out, target)
