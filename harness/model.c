@@ -57,36 +57,70 @@ static const init_spec *find_init(const case_config *cfg, const char *name)
     return NULL;
 }
 
-static tensor *make_param(run *r, rng *g, const char *layer, const char *what, int ndim,
-                          const int64_t *shape, double bound)
+/* the random streams of a case's seed (rng.c) */
+enum { STREAM_INPUT = 1 << 20, STREAM_TARGET, STREAM_LABELS };
+
+static float *host_floats(run *r, int64_t n, const char *what)
+{
+    float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    if (!v)
+        run_fail(r, "out of host memory for %s (%lld values)", what, (long long)n);
+    return v;
+}
+
+static tensor *make_param(run *r, uint64_t stream, const char *layer, const char *what,
+                          int ndim, const int64_t *shape, double bound)
 {
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.%s", layer, what);
     int64_t n = shape_numel(ndim, shape);
     const init_spec *init = find_init(r->cfg, name);
-    float *v;
+    tensor *p;
     if (r->be->dry) { /* counting only: the tensor, not its values */
-        tensor *p = run_tensor(r, name, r->cfg->params, ndim, shape, MEM_PARAMS);
-        p->is_leaf = p->requires_grad = true;
-        return p;
-    }
-    if (init) {
-        v = read_npy_f32(r, init->path, init->line, ndim, shape);
+        p = run_tensor(r, name, r->cfg->params, ndim, shape, MEM_PARAMS);
     } else {
-        v = malloc(sizeof(float) * (size_t)n);
-        if (!v)
-            run_fail(r, "out of host memory for %s", name);
-        for (int64_t i = 0; i < n; i++)
-            v[i] = (float)((2.0 * rng_uniform(g) - 1.0) * bound);
+        float *v;
+        if (init) {
+            v = read_npy_f32(r, init->path, init->line, ndim, shape);
+        } else {
+            v = host_floats(r, n, name);
+            rng_fill_uniform(r->cfg->seed, stream, v, n, -bound, bound);
+        }
+        p = run_upload_f32(r, name, r->cfg->params, ndim, shape, MEM_PARAMS, v);
+        free(v);
     }
-    tensor *p = run_upload_f32(r, name, r->cfg->params, ndim, shape, MEM_PARAMS, v);
-    free(v);
     p->is_leaf = true;
     p->requires_grad = true;
     return p;
 }
 
-void model_init(run *r, model *m, rng *g)
+/* the target's values, drawn with the rest of the data (the upload waits for the output's
+ * dtype, which randn_like follows) */
+static void draw_target(run *r, model *m)
+{
+    const case_config *cfg = r->cfg;
+    const layer_spec *last = &cfg->layers[cfg->n_layers - 1];
+    if (cfg->target == TARGET_CLASSES) {
+        m->labels = malloc(sizeof(int64_t) * (size_t)cfg->batch);
+        float *u = host_floats(r, cfg->batch, "the labels");
+        if (!m->labels) {
+            free(u);
+            run_fail(r, "out of host memory for the labels");
+        }
+        rng_fill_uniform(cfg->seed, STREAM_LABELS, u, cfg->batch, 0.0, 1.0);
+        for (int64_t i = 0; i < cfg->batch; i++) {
+            int64_t k = (int64_t)((double)u[i] * (double)last->out_shape[0]);
+            m->labels[i] = k < last->out_shape[0] ? k : last->out_shape[0] - 1;
+        }
+        free(u);
+    } else if (cfg->target == TARGET_RANDN || cfg->target == TARGET_RANDN_LIKE) {
+        int64_t n = cfg->batch * shape_numel(last->out_ndim, last->out_shape);
+        m->target_values = host_floats(r, n, "the target");
+        rng_fill_normal(cfg->seed, STREAM_TARGET, m->target_values, n);
+    }
+}
+
+void model_init(run *r, model *m)
 {
     const case_config *cfg = r->cfg;
     memset(m, 0, sizeof *m);
@@ -105,10 +139,12 @@ void model_init(run *r, model *m, rng *g)
             continue;
         }
         double bound = 1.0 / sqrt((double)fan_in); /* kaiming_uniform_(a=sqrt(5)) and bias */
-        m->weight[i] = make_param(r, g, l->name, "weight", wdim, wshape, bound);
+        m->weight[i] = make_param(r, (uint64_t)m->n_params + 1, l->name, "weight", wdim, wshape,
+                                  bound);
         m->params[m->n_params++] = m->weight[i];
         if (l->bias) {
-            m->bias[i] = make_param(r, g, l->name, "bias", 1, &l->out, bound);
+            m->bias[i] = make_param(r, (uint64_t)m->n_params + 1, l->name, "bias", 1, &l->out,
+                                    bound);
             m->params[m->n_params++] = m->bias[i];
         }
     }
@@ -117,31 +153,43 @@ void model_init(run *r, model *m, rng *g)
         shape[i + 1] = cfg->sample_shape[i];
     int ndim = cfg->sample_ndim + 1;
     int64_t n = shape_numel(ndim, shape);
-    float *v;
     if (r->be->dry) {
         m->input = run_tensor(r, "input", cfg->input_dtype, ndim, shape, MEM_INPUTS);
         return;
     }
+    float *v;
     if (cfg->input == INPUT_FILE) {
         v = read_npy_f32(r, cfg->input_path, 0, ndim, shape);
     } else {
-        v = malloc(sizeof(float) * (size_t)n);
-        if (!v)
-            run_fail(r, "out of host memory for the input (%lld values)", (long long)n);
-        for (int64_t i = 0; i < n; i++)
-            v[i] = (float)rng_normal(g);
+        v = host_floats(r, n, "the input");
+        rng_fill_normal(cfg->seed, STREAM_INPUT, v, n);
     }
     m->input = run_upload_f32(r, "input", cfg->input_dtype, ndim, shape, MEM_INPUTS, v);
     free(v);
+    draw_target(r, m);
 }
 
-tensor *model_target(run *r, model *m, rng *g, const tensor *out)
+/* int64 class labels of an .npy file (checked when the case was loaded) */
+static int64_t *read_labels(run *r, const char *path, int64_t n)
+{
+    npy_array a;
+    char err[512];
+    if (npy_read(path, &a, NULL, err, sizeof err))
+        run_fail(r, "%s", err);
+    if (a.dt != DTYPE_INT64 || a.numel != n) {
+        npy_free(&a);
+        run_fail(r, "%s: expected %lld int64 labels", path, (long long)n);
+    }
+    return a.data; /* malloc'd by npy_read */
+}
+
+tensor *model_target(run *r, model *m, const tensor *out)
 {
     const case_config *cfg = r->cfg;
     if (m->target)
         return m->target;
+    bool labels = cfg->loss == LOSS_CROSS_ENTROPY;
     if (r->be->dry) {
-        bool labels = cfg->target == TARGET_CLASSES;
         dtype dt = labels                             ? DTYPE_INT64
                    : cfg->target == TARGET_RANDN_LIKE ? out->dtype
                                                       : DTYPE_FLOAT32;
@@ -149,32 +197,30 @@ tensor *model_target(run *r, model *m, rng *g, const tensor *out)
                                labels ? &cfg->batch : out->shape, MEM_INPUTS);
         return m->target;
     }
-    if (cfg->target == TARGET_CLASSES) {
-        int64_t classes = out->shape[out->ndim - 1];
-        int64_t *labels = malloc(sizeof(int64_t) * (size_t)cfg->batch);
-        if (!labels)
-            run_fail(r, "out of host memory for the target");
-        for (int64_t i = 0; i < cfg->batch; i++)
-            labels[i] = rng_below(g, classes);
+    if (labels) {
+        int64_t *l = cfg->target == TARGET_FILE ? read_labels(r, cfg->target_path, cfg->batch)
+                                                : m->labels;
+        m->labels = NULL;
         m->target = run_tensor(r, "target", DTYPE_INT64, 1, &cfg->batch, MEM_INPUTS);
-        r->be->upload(r->be, m->target->data, labels, (int64_t)sizeof(int64_t) * cfg->batch);
-        free(labels);
+        r->be->upload(r->be, m->target->data, l, (int64_t)sizeof(int64_t) * cfg->batch);
+        free(l);
         return m->target;
     }
-    float *v;
-    if (cfg->target == TARGET_FILE) {
-        v = read_npy_f32(r, cfg->target_path, 0, out->ndim, out->shape);
-    } else {
-        v = malloc(sizeof(float) * (size_t)out->numel);
-        if (!v)
-            run_fail(r, "out of host memory for the target");
-        for (int64_t i = 0; i < out->numel; i++)
-            v[i] = (float)rng_normal(g);
-    }
+    float *v = cfg->target == TARGET_FILE ? read_npy_f32(r, cfg->target_path, 0, out->ndim, out->shape)
+                                          : m->target_values;
+    m->target_values = NULL;
     dtype dt = cfg->target == TARGET_RANDN_LIKE ? out->dtype : DTYPE_FLOAT32;
     m->target = run_upload_f32(r, "target", dt, out->ndim, out->shape, MEM_INPUTS, v);
     free(v);
     return m->target;
+}
+
+void model_free_host(model *m)
+{
+    free(m->labels);
+    free(m->target_values);
+    m->labels = NULL;
+    m->target_values = NULL;
 }
 
 tensor *model_forward(run *r, model *m)

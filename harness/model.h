@@ -3,7 +3,8 @@
  * Parameters are created in float32 as PyTorch's defaults initialise them (uniform in
  * +-1/sqrt(fan_in) for weight and bias) or read from [init] files, then converted to the
  * case's parameter dtype, as `model.half()` does. The input and target are drawn once per
- * case: every step trains on the same batch, as the questions' code does.
+ * case, at init (rng.h's streams of the case's seed): every step trains on the same batch,
+ * as the questions' code does.
  */
 #ifndef AMPSCOPE_MODEL_H
 #define AMPSCOPE_MODEL_H
@@ -16,13 +17,18 @@ typedef struct model {
     tensor *params[2 * CASE_MAX_LAYERS]; /* model.parameters() order */
     int n_params;
     tensor *input, *target;
+    /* drawn at init, uploaded when the target is first asked for */
+    int64_t *labels;
+    float *target_values;
 } model;
 
 /* Creates the parameters and the input (the target waits for the output's dtype when it
  * is randn_like); fails the run on a bad [init] or data file. */
-void model_init(run *r, model *m, rng *g);
+void model_init(run *r, model *m);
 /* The target, drawn the first time it is asked for (out: the model's output). */
-tensor *model_target(run *r, model *m, rng *g, const tensor *out);
+tensor *model_target(run *r, model *m, const tensor *out);
+/* Frees the drawn values not uploaded yet (a run that ended early). */
+void model_free_host(model *m);
 /* Runs the layers on the input; returns a new reference to the output. */
 tensor *model_forward(run *r, model *m);
 /* A tensor made from host float32 values, rounded into dt. */

@@ -1,8 +1,11 @@
 /*
  * rng.h: the harness's deterministic random numbers (xoshiro256** seeded by splitmix64;
- * normals by Box-Muller in double). A case's seed fixes every draw: parameters first, in
- * layer order (weight, then bias), then the input, then the target. These are not
- * PyTorch's streams: comparisons with PyTorch go through `run --dump` files.
+ * normals by Box-Muller in double for single draws). Large buffers are filled by
+ * rng_fill_normal / rng_fill_uniform (rng.c): on every core, in blocks with their own
+ * generators, so the values depend on the seed and the stream, not on the thread count.
+ * A case's seed fixes every draw; each parameter, the input, the target and the labels are
+ * a stream of their own (model.c). These are not PyTorch's streams: comparisons with
+ * PyTorch go through `run --dump` files.
  */
 #ifndef AMPSCOPE_RNG_H
 #define AMPSCOPE_RNG_H
@@ -68,5 +71,9 @@ static inline double rng_normal(rng *r)
 
 /* uniform integer in [0, n) */
 static inline int64_t rng_below(rng *r, int64_t n) { return (int64_t)(rng_uniform(r) * (double)n); }
+
+void rng_fill_normal(uint64_t seed, uint64_t stream, float *out, int64_t n);
+void rng_fill_uniform(uint64_t seed, uint64_t stream, float *out, int64_t n, double lo,
+                      double hi);
 
 #endif

@@ -17,7 +17,6 @@ typedef struct trainer {
     model m;
     optimizer opt;
     grad_scaler scaler;
-    rng g;
     FILE *steps_csv;
     int64_t steps;
     double *step_ms;
@@ -102,7 +101,7 @@ static void train_step(trainer *t, int64_t s)
     if (!cfg->loss_in_autocast)
         autocast_exit(r);
     bool new_target = !t->m.target;
-    tensor *target = model_target(r, &t->m, &t->g, out);
+    tensor *target = model_target(r, &t->m, out);
     if (new_target)
         observe_as_is(r, target, ROLE_TARGET);
     tensor *loss = cfg->loss == LOSS_CROSS_ENTROPY
@@ -228,7 +227,7 @@ static void train_steps(trainer *t)
 {
     run *r = t->r;
     char err[512];
-    model_init(r, &t->m, &t->g);
+    model_init(r, &t->m);
     optimizer_init(r, &t->opt, &t->m);
     scaler_init(&t->scaler, r->cfg);
     if (t->opt_in->dump_dir) {
@@ -344,7 +343,6 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
         t->steps = steps;
         t->step_ms = step_ms;
         t->opt_in = opt;
-        rng_seed(&t->g, cfg->seed);
         if (setjmp(r->fail) == 0) {
             res->ok = true;
             train_steps(t);
@@ -356,6 +354,7 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
         int64_t done = t->steps_done;
         mem_account end = r->account; /* what the run holds at its end, before teardown */
         tape_clear(r);
+        model_free_host(&t->m);
         autocast_exit(r);
         tensor_pool_clear(&r->pool);
         fill_result(cfg, r, t, done, res);
@@ -424,6 +423,7 @@ int train_preflight(const case_config *cfg, const train_options *opt, int64_t *b
         rc = -1;
     }
     tape_clear(r);
+    model_free_host(&t->m);
     autocast_exit(r);
     tensor_pool_clear(&r->pool);
     *bytes = r->account.total_peak;
