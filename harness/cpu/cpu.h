@@ -22,6 +22,9 @@ void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, ro
 void cpu_store_parallel(const float *pre, void *dst, dtype dt, int64_t off, int64_t n,
                         round_stats *st);
 
+/* dst[i] = round(value) for every i, counted into st (may be NULL) */
+void cpu_fill_counted(tensor *dst, float value, round_stats *st);
+
 /* One chunk of an elementwise op: elements [off, off + n), stats into st (may be NULL). */
 typedef void (*cpu_chunk_fn)(void *ctx, int64_t off, int64_t n, round_stats *st);
 /* Runs fn over [0, total) in CPU_CHUNK pieces on every OpenMP thread, each thread with its

@@ -205,25 +205,10 @@ void cpu_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
     cpu_store(&v, y->data, y->dtype, 0, 1, st);
 }
 
-typedef struct fill_ctx {
-    float v;
-    tensor *out;
-} fill_ctx;
-
-static void fill_chunk(void *p, int64_t off, int64_t n, round_stats *st)
-{
-    const fill_ctx *c = p;
-    float buf[CPU_CHUNK];
-    for (int64_t i = 0; i < n; i++)
-        buf[i] = c->v;
-    cpu_store(buf, c->out->data, c->out->dtype, off, n, st);
-}
-
 void cpu_mean_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st)
 {
     (void)be;
     /* MeanBackward: grad.expand(sizes) / numel; dividing by a scalar multiplies by its
      * float32 reciprocal (BinaryDivTrueKernel.cu) */
-    fill_ctx c = {load_as_float(dy->data, dy->dtype, 0) * (1.0f / (float)dx->numel), dx};
-    cpu_parallel_chunks(dx->numel, fill_chunk, &c, st);
+    cpu_fill_counted(dx, load_as_float(dy->data, dy->dtype, 0) * (1.0f / (float)dx->numel), st);
 }

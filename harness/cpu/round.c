@@ -259,11 +259,30 @@ void cpu_mul_scalar(backend *be, const tensor *src, float s, tensor *dst, round_
     scale_into(src, s, dst, st);
 }
 
+typedef struct fill_ctx {
+    float v;
+    tensor *dst;
+} fill_ctx;
+
+static void fill_chunk(void *p, int64_t off, int64_t n, round_stats *st)
+{
+    const fill_ctx *c = p;
+    float buf[CPU_CHUNK];
+    for (int64_t i = 0; i < n; i++)
+        buf[i] = c->v;
+    cpu_store(buf, c->dst->data, c->dst->dtype, off, n, st);
+}
+
+void cpu_fill_counted(tensor *dst, float value, round_stats *st)
+{
+    fill_ctx c = {value, dst};
+    cpu_parallel_chunks(dst->numel, fill_chunk, &c, st);
+}
+
 void cpu_fill(backend *be, tensor *dst, float value)
 {
     (void)be;
-    for (int64_t i = 0; i < dst->numel; i++)
-        store_from_float(dst->data, dst->dtype, i, value);
+    cpu_fill_counted(dst, value, NULL);
 }
 
 void cpu_observe(backend *be, const tensor *t, round_stats *st)
