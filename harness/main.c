@@ -19,6 +19,7 @@
 #include "autocast.h"
 #include "compare.h"
 #include "interrupt.h"
+#include "libenv.h"
 #include "report.h"
 #include "selftest.h"
 #include "results.h"
@@ -363,13 +364,10 @@ static int cmd_run(const cli *c)
 
 int main(int argc, char **argv)
 {
-    /* OpenMP's threads spin after each parallel region; on a machine with few cores they then
-     * take the cores OpenBLAS's threads need for the next GEMM (a small model ran six times
-     * slower). libgomp reads its wait policy once, when it loads, so it is set here and the
-     * program starts again with it; an explicit OMP_WAIT_POLICY is kept. */
-    if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0) {
+    /* OpenMP and OpenBLAS read their settings when they load: set, then start again */
+    if (libenv_prepare()) {
         execv("/proc/self/exe", argv);
-        perror("ampscope: cannot restart with OMP_WAIT_POLICY=passive"); /* and go on */
+        perror("ampscope: cannot restart with OpenMP's and OpenBLAS's settings"); /* go on */
     }
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(usage, argc < 2 ? stderr : stdout);
