@@ -24,6 +24,29 @@ __attribute__((target("avx,f16c"))) static void store_half_f16c(const float *pre
         dst[i] = half_from_float(pre[i]);
 }
 
+/* v[i] = round_to(v[i], dt); F16C rounds float16 eight at a time */
+__attribute__((target("avx,f16c"))) static void round_half_f16c(float *v, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(v + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(v + i),
+                                                                _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < n; i++)
+        v[i] = round_to(v[i], DTYPE_FLOAT16);
+}
+
+void cpu_round(float *v, int64_t n, dtype dt)
+{
+    static int f16c = -1;
+    if (f16c < 0)
+        f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    if (dt == DTYPE_FLOAT16 && f16c)
+        round_half_f16c(v, n);
+    else if (dt != DTYPE_FLOAT32)
+        for (int64_t i = 0; i < n; i++)
+            v[i] = round_to(v[i], dt);
+}
+
 static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int64_t n)
 {
     static int f16c = -1;
@@ -44,81 +67,95 @@ static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int
  * The counts of a rounding, from bit patterns: for IEEE formats the magnitude's bit pattern
  * orders like its value, so amax and amin_nonzero are an integer max and min, and every
  * class is a comparison; the same classes as round_tally() (half.h). `inf` is the pattern of
- * +inf in the stored format, `norm` of its smallest normal.
+ * +inf in the stored format, `norm` of its smallest normal. The loop is written once with
+ * GCC's vector extensions, 16 lanes, and compiled for AVX-512, AVX2 and plain x86-64 (the
+ * loader picks the clone the processor runs). Alongside, it writes each pre value's
+ * exponent field (log2|pre| of a normal float) as one byte for the histogram.
  */
+typedef uint32_t u32x16 __attribute__((vector_size(64)));
+typedef uint16_t u16x16 __attribute__((vector_size(32)));
+typedef uint8_t u8x16 __attribute__((vector_size(16)));
+
 typedef struct bit_counts {
     uint32_t zeros, underflow, subnormal, overflow, nan, pmax, pmin;
+    uint32_t pre_zeros; /* pre == +-0: their exponent byte is 0, as a float32 subnormal's */
 } bit_counts;
 
-static void count_bits(const float *pre, const uint32_t *post, int n, uint32_t inf, uint32_t norm,
-                       bit_counts *c)
+/* lanes of a comparison (-1 where true) counted into acc */
+#define COUNT_LANES(acc, mask) ((acc) -= (u32x16)(mask))
+/* lane-wise mask ? a : b (C has no vector ?:) */
+#define SELECT(mask, a, b) (((u32x16)(mask) & (a)) | (~(u32x16)(mask) & (b)))
+
+static inline __attribute__((always_inline)) void count_lanes(const float *pre, const void *dst,
+                                                              bool wide, int64_t off, int n,
+                                                              uint32_t inf, uint32_t norm,
+                                                              bit_counts *c, uint8_t *ex)
 {
-    for (int i = 0; i < n; i++) {
-        uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = post[i];
-        uint32_t finite = a < 0x7f800000u, zero = p == 0;
-        c->zeros += zero;
-        c->underflow += zero & (a != 0) & finite;
+    const u32x16 zero = {0};
+    u32x16 zeros = zero, under = zero, sub = zero, over = zero, nans = zero, pz = zero;
+    u32x16 pmax = zero, pmin = ~zero;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        u32x16 a, p;
+        memcpy(&a, pre + i, sizeof a);
+        a &= 0x7fffffffu;
+        if (wide) {
+            memcpy(&p, (const float *)dst + off + i, sizeof p);
+            p &= 0x7fffffffu;
+        } else {
+            u16x16 h;
+            memcpy(&h, (const uint16_t *)dst + off + i, sizeof h);
+            p = __builtin_convertvector(h, u32x16) & 0x7fffu;
+        }
+        u32x16 finite = (u32x16)(a < 0x7f800000u), is_zero = (u32x16)(p == 0);
+        COUNT_LANES(zeros, is_zero);
+        COUNT_LANES(under, is_zero & (u32x16)(a != 0) & finite);
+        COUNT_LANES(sub, p - 1u < norm - 1u);
+        COUNT_LANES(over, (u32x16)(p == inf) & finite);
+        u32x16 is_nan = (u32x16)(p > inf);
+        COUNT_LANES(nans, is_nan);
+        COUNT_LANES(pz, a == 0);
+        u32x16 value = p & ~is_nan;
+        pmax = SELECT(value > pmax, value, pmax);
+        u32x16 nonzero = SELECT(p - 1u < inf, p, ~zero); /* 1 <= p <= inf */
+        pmin = SELECT(nonzero < pmin, nonzero, pmin);
+        u8x16 e = __builtin_convertvector(a >> 23, u8x16);
+        memcpy(ex + i, &e, sizeof e);
+    }
+    for (int k = 0; k < 16; k++) {
+        c->zeros += zeros[k], c->underflow += under[k], c->subnormal += sub[k];
+        c->overflow += over[k], c->nan += nans[k], c->pre_zeros += pz[k];
+        c->pmax = pmax[k] > c->pmax ? pmax[k] : c->pmax;
+        c->pmin = pmin[k] < c->pmin ? pmin[k] : c->pmin;
+    }
+    for (; i < n; i++) { /* the tail, one at a time */
+        uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
+        uint32_t p = wide ? float_bits(((const float *)dst)[off + i]) & 0x7fffffffu
+                          : ((const uint16_t *)dst)[off + i] & 0x7fffu;
+        uint32_t finite = a < 0x7f800000u, is_zero = p == 0;
+        c->zeros += is_zero;
+        c->underflow += is_zero & (a != 0) & finite;
         c->subnormal += p - 1u < norm - 1u;
         c->overflow += (p == inf) & finite;
         c->nan += p > inf;
+        c->pre_zeros += a == 0;
         uint32_t value = p > inf ? 0 : p, nonzero = p - 1u < inf ? p : UINT32_MAX;
         c->pmax = value > c->pmax ? value : c->pmax;
         c->pmin = nonzero < c->pmin ? nonzero : c->pmin;
+        ex[i] = (uint8_t)(a >> 23);
     }
 }
 
-/* count_bits, eight elements at a time */
-__attribute__((target("avx2"))) static void count_bits_avx2(const float *pre, const uint32_t *post,
-                                                            int n, uint32_t inf, uint32_t norm,
-                                                            bit_counts *c)
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+count_rounding(const float *pre, const void *dst, dtype dt, int64_t off, int n, bit_counts *c,
+               uint8_t *ex)
 {
-    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), one = _mm256_set1_epi32(1);
-    const __m256i f_inf = _mm256_set1_epi32(0x7f800000), v_inf = _mm256_set1_epi32((int)inf);
-    const __m256i v_norm1 = _mm256_set1_epi32((int)(norm - 1)), zero = _mm256_setzero_si256();
-    const __m256i flip = _mm256_set1_epi32(INT32_MIN); /* unsigned compares via signed ones */
-    __m256i zeros = zero, under = zero, sub = zero, over = zero, nans = zero;
-    __m256i pmax = zero, pmin = _mm256_set1_epi32(-1);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256i a = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(pre + i)), abs_mask);
-        __m256i p = _mm256_loadu_si256((const __m256i *)(post + i));
-        __m256i finite = _mm256_cmpgt_epi32(f_inf, a); /* a < inf (both non-negative) */
-        __m256i is_zero = _mm256_cmpeq_epi32(p, zero);
-        __m256i a_nonzero = _mm256_xor_si256(_mm256_cmpeq_epi32(a, zero), _mm256_set1_epi32(-1));
-        __m256i pm1 = _mm256_sub_epi32(p, one);
-        __m256i is_sub =
-            _mm256_cmpgt_epi32(_mm256_xor_si256(v_norm1, flip), _mm256_xor_si256(pm1, flip));
-        __m256i is_inf = _mm256_cmpeq_epi32(p, v_inf);
-        __m256i is_nan = _mm256_cmpgt_epi32(p, v_inf); /* p < 2^31: a signed compare is fine */
-        zeros = _mm256_sub_epi32(zeros, is_zero);
-        under =
-            _mm256_sub_epi32(under, _mm256_and_si256(_mm256_and_si256(is_zero, a_nonzero), finite));
-        sub = _mm256_sub_epi32(sub, is_sub);
-        over = _mm256_sub_epi32(over, _mm256_and_si256(is_inf, finite));
-        nans = _mm256_sub_epi32(nans, is_nan);
-        pmax = _mm256_max_epu32(pmax, _mm256_andnot_si256(is_nan, p));
-        __m256i in_range =
-            _mm256_cmpgt_epi32(_mm256_xor_si256(v_inf, flip), _mm256_xor_si256(pm1, flip));
-        __m256i nonzero = _mm256_or_si256(_mm256_and_si256(in_range, p),
-                                          _mm256_andnot_si256(in_range, _mm256_set1_epi32(-1)));
-        /* p - 1 < inf also holds for p == inf: in_range is p - 1 < inf, i.e. 1 <= p <= inf */
-        pmin = _mm256_min_epu32(pmin, nonzero);
-    }
-    uint32_t lanes[7][8];
-    _mm256_storeu_si256((__m256i *)lanes[0], zeros);
-    _mm256_storeu_si256((__m256i *)lanes[1], under);
-    _mm256_storeu_si256((__m256i *)lanes[2], sub);
-    _mm256_storeu_si256((__m256i *)lanes[3], over);
-    _mm256_storeu_si256((__m256i *)lanes[4], nans);
-    _mm256_storeu_si256((__m256i *)lanes[5], pmax);
-    _mm256_storeu_si256((__m256i *)lanes[6], pmin);
-    for (int k = 0; k < 8; k++) {
-        c->zeros += lanes[0][k], c->underflow += lanes[1][k], c->subnormal += lanes[2][k];
-        c->overflow += lanes[3][k], c->nan += lanes[4][k];
-        c->pmax = lanes[5][k] > c->pmax ? lanes[5][k] : c->pmax;
-        c->pmin = lanes[6][k] < c->pmin ? lanes[6][k] : c->pmin;
-    }
-    count_bits(pre + i, post + i, n - i, inf, norm, c);
+    if (dt == DTYPE_FLOAT32)
+        count_lanes(pre, dst, true, off, n, 0x7f800000u, 0x00800000u, c, ex);
+    else if (dt == DTYPE_FLOAT16)
+        count_lanes(pre, dst, false, off, n, 0x7c00u, 0x0400u, c, ex);
+    else
+        count_lanes(pre, dst, false, off, n, 0x7f80u, 0x0080u, c, ex);
 }
 
 static float pattern_value(uint32_t p, dtype dt)
@@ -131,22 +168,9 @@ static float pattern_value(uint32_t p, dtype dt)
 /* the bookkeeping of n <= CPU_CHUNK stored values: counts, then the histogram of pre */
 static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int n, round_stats *st)
 {
-    static int avx2 = -1;
-    if (avx2 < 0)
-        avx2 = __builtin_cpu_supports("avx2");
-    uint32_t post[CPU_CHUNK];
-    uint32_t inf = 0x7f800000u, norm = 0x00800000u;
-    if (dt == DTYPE_FLOAT32) {
-        for (int i = 0; i < n; i++)
-            post[i] = float_bits(((const float *)dst)[off + i]) & 0x7fffffffu;
-    } else {
-        for (int i = 0; i < n; i++)
-            post[i] = ((const uint16_t *)dst)[off + i] & 0x7fffu;
-        inf = dt == DTYPE_FLOAT16 ? 0x7c00u : 0x7f80u;
-        norm = dt == DTYPE_FLOAT16 ? 0x0400u : 0x0080u;
-    }
+    uint8_t ex[CPU_CHUNK];
     bit_counts b = {.pmin = UINT32_MAX};
-    (avx2 ? count_bits_avx2 : count_bits)(pre, post, n, inf, norm, &b);
+    count_rounding(pre, dst, dt, off, n, &b, ex);
     round_counts c = {b.zeros,
                       b.underflow,
                       b.subnormal,
@@ -155,21 +179,29 @@ static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int 
                       pattern_value(b.pmax, dt),
                       b.pmin == UINT32_MAX ? bits_float(0x7f800000u) : pattern_value(b.pmin, dt)};
     round_counts_merge(&st->counts, &c);
-    /* log2|pre| of a normal float is its exponent field, so the histogram is first taken of
-     * the 8-bit field (four copies in turn, so that runs of equal bins do not wait on each
-     * other); zeros, subnormals (field 0), inf and NaN (field 255) are then binned one by
-     * one. */
-    uint32_t he[4][256];
+    /* The histogram of the exponent bytes, four copies in turn so that runs of equal bins do
+     * not wait on each other. Byte 0 holds zeros (counted above) and float32 subnormals,
+     * byte 255 inf and NaN: when there are any of the latter, they are binned one by one. */
+    enum { COPIES = 8 };
+    uint32_t he[COPIES][256];
     memset(he, 0, sizeof he);
-    for (int i = 0; i < n; i++)
-        he[i & 3][(float_bits(pre[i]) >> 23) & 0xffu]++;
+    int i = 0;
+    for (; i + COPIES <= n; i += COPIES)
+        for (int k = 0; k < COPIES; k++)
+            he[k][ex[i + k]]++;
+    for (; i < n; i++)
+        he[0][ex[i]]++;
+    for (int k = 1; k < COPIES; k++)
+        for (int e = 0; e < 256; e++)
+            he[0][e] += he[k][e];
     for (int e = 1; e < 255; e++)
-        st->hist[e - 127 - HIST_MIN_EXP] += (int64_t)he[0][e] + he[1][e] + he[2][e] + he[3][e];
-    if (he[0][0] + he[1][0] + he[2][0] + he[3][0] + he[0][255] + he[1][255] + he[2][255] +
-        he[3][255])
-        for (int i = 0; i < n; i++) {
-            uint32_t e = (float_bits(pre[i]) >> 23) & 0xffu;
-            if (e == 0 || e == 255)
+        st->hist[e - 127 - HIST_MIN_EXP] += he[0][e];
+    uint32_t e0 = he[0][0], e255 = he[0][255];
+    st->hist[HIST_ZERO] += b.pre_zeros;
+    if (e0 != b.pre_zeros || e255)
+        for (i = 0; i < n; i++) {
+            uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
+            if (a != 0 && (a < 0x00800000u || a >= 0x7f800000u))
                 st->hist[hist_bin(pre[i])]++;
         }
     st->numel += n;
@@ -236,9 +268,13 @@ static void scale_chunk(void *p, int64_t off, int64_t n, round_stats *st)
 {
     const scale_ctx *c = p;
     float buf[CPU_CHUNK];
-    for (int64_t i = 0; i < n; i++)
-        buf[i] = load_as_float(c->src->data, c->src->dtype, off + i) * c->s;
-    cpu_store(buf, c->dst->data, c->dst->dtype, off, n, st);
+    const float *pre = cpu_view(c->src, off, n, buf); /* a cast reads float32 in place */
+    if (c->s != 1.0f) {
+        for (int64_t i = 0; i < n; i++)
+            buf[i] = pre[i] * c->s;
+        pre = buf;
+    }
+    cpu_store(pre, c->dst->data, c->dst->dtype, off, n, st);
 }
 
 static void scale_into(const tensor *src, float s, tensor *dst, round_stats *st)
