@@ -80,6 +80,28 @@ __attribute__((target("avx,f16c"))) static void widen_half_f16c(const uint16_t *
         dst[i] = float_from_half(src[i]);
 }
 
+void cpu_load(const tensor *t, int64_t off, int64_t n, float *dst)
+{
+    static int f16c = -1;
+    if (f16c < 0)
+        f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    if (t->dtype == DTYPE_FLOAT32)
+        memcpy(dst, (const float *)t->data + off, sizeof(float) * (size_t)n);
+    else if (t->dtype == DTYPE_FLOAT16 && f16c)
+        widen_half_f16c((const uint16_t *)t->data + off, dst, n);
+    else
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = load_as_float(t->data, t->dtype, off + i);
+}
+
+const float *cpu_view(const tensor *t, int64_t off, int64_t n, float *buf)
+{
+    if (t->dtype == DTYPE_FLOAT32)
+        return (const float *)t->data + off;
+    cpu_load(t, off, n, buf);
+    return buf;
+}
+
 const float *cpu_as_f32(backend *be, const tensor *t, float **owned)
 {
     *owned = NULL;
@@ -88,18 +110,11 @@ const float *cpu_as_f32(backend *be, const tensor *t, float **owned)
     float *p = cpu_scratch(be, t->numel);
     if (!p)
         return NULL;
-    static int f16c = -1;
-    if (f16c < 0)
-        f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
     int64_t chunks = (t->numel + CPU_CHUNK - 1) / CPU_CHUNK;
 #pragma omp parallel for schedule(static) if (t->numel >= (1 << 16))
     for (int64_t c = 0; c < chunks; c++) {
-        int64_t off = c * CPU_CHUNK, n = t->numel - off < CPU_CHUNK ? t->numel - off : CPU_CHUNK;
-        if (t->dtype == DTYPE_FLOAT16 && f16c)
-            widen_half_f16c((const uint16_t *)t->data + off, p + off, n);
-        else
-            for (int64_t i = off; i < off + n; i++)
-                p[i] = load_as_float(t->data, t->dtype, i);
+        int64_t off = c * CPU_CHUNK;
+        cpu_load(t, off, t->numel - off < CPU_CHUNK ? t->numel - off : CPU_CHUNK, p + off);
     }
     *owned = p;
     return p;

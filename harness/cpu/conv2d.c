@@ -50,11 +50,16 @@ static void col2im(const conv2d_geom *g, const float *col, float *x)
             }
 }
 
-/* one sample of t (any float dtype) widened into dst */
+/* one sample of t (any float dtype) widened into dst, on every thread */
 static void load_sample(const tensor *t, int64_t sample, int64_t per_sample, float *dst)
 {
-    for (int64_t i = 0; i < per_sample; i++)
-        dst[i] = load_as_float(t->data, t->dtype, sample * per_sample + i);
+    int64_t chunks = (per_sample + CPU_CHUNK - 1) / CPU_CHUNK;
+#pragma omp parallel for schedule(static) if (per_sample >= (1 << 16))
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t off = c * CPU_CHUNK,
+                n = per_sample - off < CPU_CHUNK ? per_sample - off : CPU_CHUNK;
+        cpu_load(t, sample * per_sample + off, n, dst + off);
+    }
 }
 
 int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,
@@ -77,7 +82,7 @@ int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->c_out, (blasint)hw,
                     (blasint)k, 1.0f, wf, (blasint)k, col, (blasint)hw, 1.0f, out, (blasint)hw);
-        cpu_store(out, y->data, y->dtype, s * y_per, y_per, st);
+        cpu_store_parallel(out, y->data, y->dtype, s * y_per, y_per, st);
     }
     cpu_scratch_free(be, out, y_per);
     cpu_scratch_free(be, col, k * hw);
@@ -103,7 +108,7 @@ int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *d
                     (blasint)g->c_out, 1.0f, wf, (blasint)k, dys, (blasint)hw, 0.0f, col,
                     (blasint)hw);
         col2im(g, col, dxs);
-        cpu_store(dxs, dx->data, dx->dtype, s * x_per, x_per, st);
+        cpu_store_parallel(dxs, dx->data, dx->dtype, s * x_per, x_per, st);
     }
     cpu_scratch_free(be, dxs, x_per);
     cpu_scratch_free(be, col, k * hw);

@@ -18,6 +18,9 @@
  * pre may alias dst when dt is float32. */
 void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, round_stats *st);
 
+/* v[i] = round_to(v[i], dt) for i < n: the value a store into dt would keep, uncounted */
+void cpu_round(float *v, int64_t n, dtype dt);
+
 /* cpu_store over all threads, for large buffers */
 void cpu_store_parallel(const float *pre, void *dst, dtype dt, int64_t off, int64_t n,
                         round_stats *st);
@@ -35,6 +38,13 @@ void cpu_parallel_chunks(int64_t total, cpu_chunk_fn fn, void *ctx, round_stats 
 /* float32 scratch of n elements, counted as workspace; NULL with be->err set when out of memory */
 float *cpu_scratch(backend *be, int64_t n);
 void cpu_scratch_free(backend *be, float *p, int64_t n);
+
+/* elements [off, off + n) of t as float32 (exact) into dst */
+void cpu_load(const tensor *t, int64_t off, int64_t n, float *dst);
+
+/* elements [off, off + n) of t as float32: t's own memory when t is float32, else widened
+ * into buf (n floats) */
+const float *cpu_view(const tensor *t, int64_t off, int64_t n, float *buf);
 
 /* t's values as float32: t's own buffer when it is float32, else a widened scratch copy
  * (*owned set to it, to give to cpu_scratch_free). NULL when out of memory. */

@@ -141,13 +141,17 @@ typedef struct mse_ctx {
     float alpha; /* rounded to out's dtype */
 } mse_ctx;
 
+/* mse_elem (loss_math.h) a chunk at a time: d = round(a - b), then d * d */
 static void mse_forward_chunk(void *p, int64_t off, int64_t n, round_stats *st)
 {
     const mse_ctx *c = p;
-    float buf[CPU_CHUNK];
+    float buf[CPU_CHUNK], ab[CPU_CHUNK], bb[CPU_CHUNK];
+    const float *a = cpu_view(c->a, off, n, ab), *b = cpu_view(c->b, off, n, bb);
     for (int64_t i = 0; i < n; i++)
-        buf[i] = mse_elem(load_as_float(c->a->data, c->a->dtype, off + i),
-                          load_as_float(c->b->data, c->b->dtype, off + i), c->out->dtype);
+        buf[i] = a[i] - b[i];
+    cpu_round(buf, n, c->out->dtype);
+    for (int64_t i = 0; i < n; i++)
+        buf[i] *= buf[i];
     cpu_store(buf, c->out->data, c->out->dtype, off, n, st);
 }
 
@@ -158,17 +162,30 @@ void cpu_mse_forward(backend *be, const tensor *a, const tensor *b, tensor *y, r
     cpu_parallel_chunks(a->numel, mse_forward_chunk, &c, st);
 }
 
+/* mse_grad_elem (loss_math.h) a chunk at a time: d = round(a - b), t = round(alpha * d),
+ * then t * dy */
 static void mse_backward_chunk(void *p, int64_t off, int64_t n, round_stats *st)
 {
     const mse_ctx *c = p;
-    bool scalar = c->dy->numel == 1;
-    float buf[CPU_CHUNK];
+    dtype dt = c->out->dtype;
+    float buf[CPU_CHUNK], ab[CPU_CHUNK], bb[CPU_CHUNK], db[CPU_CHUNK];
+    const float *a = cpu_view(c->a, off, n, ab), *b = cpu_view(c->b, off, n, bb);
     for (int64_t i = 0; i < n; i++)
-        buf[i] = mse_grad_elem(load_as_float(c->a->data, c->a->dtype, off + i),
-                               load_as_float(c->b->data, c->b->dtype, off + i),
-                               load_as_float(c->dy->data, c->dy->dtype, scalar ? 0 : off + i),
-                               c->alpha, c->out->dtype);
-    cpu_store(buf, c->out->data, c->out->dtype, off, n, st);
+        buf[i] = a[i] - b[i];
+    cpu_round(buf, n, dt);
+    for (int64_t i = 0; i < n; i++)
+        buf[i] *= c->alpha;
+    cpu_round(buf, n, dt);
+    if (c->dy->numel == 1) {
+        float dy = load_as_float(c->dy->data, c->dy->dtype, 0);
+        for (int64_t i = 0; i < n; i++)
+            buf[i] *= dy;
+    } else {
+        const float *dy = cpu_view(c->dy, off, n, db);
+        for (int64_t i = 0; i < n; i++)
+            buf[i] *= dy[i];
+    }
+    cpu_store(buf, c->out->data, dt, off, n, st);
 }
 
 void cpu_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b, double alpha,
@@ -191,11 +208,20 @@ void cpu_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
     int64_t parts = (x->numel + block - 1) / block;
 #pragma omp parallel for schedule(static) if (parts > 1)
     for (int64_t k = 0; k < parts; k++) {
-        double s = 0.0;
+        enum { LANES = 8 }; /* running sums, the j-th element of a chunk into lane j % LANES */
+        double s[LANES] = {0};
+        float buf[CPU_CHUNK];
         int64_t end = (k + 1) * block < x->numel ? (k + 1) * block : x->numel;
-        for (int64_t i = k * block; i < end; i++)
-            s += load_as_float(x->data, x->dtype, i);
-        part[k] = s;
+        for (int64_t i = k * block; i < end; i += CPU_CHUNK) {
+            int64_t n = end - i < CPU_CHUNK ? end - i : CPU_CHUNK, j = 0;
+            const float *v = cpu_view(x, i, n, buf);
+            for (; j + LANES <= n; j += LANES)
+                for (int l = 0; l < LANES; l++)
+                    s[l] += v[j + l];
+            for (; j < n; j++)
+                s[j % LANES] += v[j];
+        }
+        part[k] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
     }
     double sum = 0.0;
     for (int64_t k = 0; k < parts; k++)

@@ -11,9 +11,10 @@ static void relu_forward_chunk(void *p, int64_t off, int64_t n, round_stats *st)
 {
     const relu_ctx *c = p;
     float buf[CPU_CHUNK];
-    for (int64_t i = 0; i < n; i++) {
-        float v = load_as_float(c->x->data, c->x->dtype, off + i);
-        buf[i] = v > 0.0f ? v : (v != v ? v : 0.0f); /* NaN propagates, as torch.relu */
+    cpu_load(c->x, off, n, buf);
+    for (int64_t i = 0; i < n; i++) { /* NaN propagates, as torch.relu */
+        float v = buf[i];
+        buf[i] = v > 0.0f ? v : (v != v ? v : 0.0f);
     }
     cpu_store(buf, c->out->data, c->out->dtype, off, n, st);
 }
@@ -21,11 +22,11 @@ static void relu_forward_chunk(void *p, int64_t off, int64_t n, round_stats *st)
 static void relu_backward_chunk(void *p, int64_t off, int64_t n, round_stats *st)
 {
     const relu_ctx *c = p;
-    float buf[CPU_CHUNK];
-    for (int64_t i = 0; i < n; i++) {
-        float out = load_as_float(c->y->data, c->y->dtype, off + i);
-        buf[i] = out <= 0.0f ? 0.0f : load_as_float(c->dy->data, c->dy->dtype, off + i);
-    }
+    float buf[CPU_CHUNK], out[CPU_CHUNK];
+    cpu_load(c->y, off, n, out);
+    cpu_load(c->dy, off, n, buf);
+    for (int64_t i = 0; i < n; i++)
+        buf[i] = out[i] <= 0.0f ? 0.0f : buf[i];
     cpu_store(buf, c->out->data, c->out->dtype, off, n, st);
 }
 

@@ -14,16 +14,17 @@ static void unscale_chunk(void *p, int64_t off, int64_t n, round_stats *st)
     unscale_ctx *c = p;
     float buf[CPU_CHUNK];
     int found = 0;
+    /* a float32 gradient is scaled in place; the store below then only counts */
+    float *v = (float *)cpu_view(c->g, off, n, buf);
     for (int64_t i = 0; i < n; i++) {
-        float v = load_as_float(c->g->data, c->g->dtype, off + i);
-        found |= (float_bits(v) & 0x7f800000u) == 0x7f800000u;
-        buf[i] = v * c->inv_scale;
+        found |= (float_bits(v[i]) & 0x7f800000u) == 0x7f800000u;
+        v[i] *= c->inv_scale;
     }
     if (found) {
 #pragma omp atomic write
         c->found_inf = 1;
     }
-    cpu_store(buf, c->g->data, c->g->dtype, off, n, st);
+    cpu_store(v, c->g->data, c->g->dtype, off, n, st);
 }
 
 void cpu_unscale(backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st)
