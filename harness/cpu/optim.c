@@ -11,6 +11,8 @@
  * x86-64: the loader picks the clone the processor runs); half parameters take the general
  * loop.
  */
+#include <string.h>
+
 #include "cpu.h"
 
 /* a chunk's operands: float32 tensors in place, half ones widened into buf */
@@ -20,6 +22,7 @@ typedef struct optim_chunk_data {
     float u[CPU_CHUNK];    /* the increments */
     float next[CPU_CHUNK]; /* p + u, before its rounding */
     float buf[2 + OPTIM_MAX_STATE][CPU_CHUNK];
+    float seen[2][CPU_CHUNK]; /* next and p as the model sees them, for lost updates */
 } optim_chunk_data;
 
 static inline __attribute__((always_inline)) void update_loop(const optim_config *cfg,
@@ -44,15 +47,17 @@ static inline __attribute__((always_inline)) void update_loop(const optim_config
 /* update_loop with the optimizer and float32 known to the compiler */
 #define UPDATE_F32(KIND, NS)                                                                       \
     do {                                                                                           \
-        optim_config c = *cfg;                                                                     \
         c.kind = KIND;                                                                             \
-        update_loop(&c, h, DTYPE_FLOAT32, NS, n, b);                                               \
+        update_loop(&c, &hc, DTYPE_FLOAT32, NS, n, b);                                             \
     } while (0)
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
 update(const optim_config *cfg, const optim_hyper *h, dtype dt, int ns, int64_t n,
        optim_chunk_data *b)
 {
+    /* copies the compiler knows the buffers' stores cannot change: hoisted out of the loop */
+    optim_config c = *cfg;
+    optim_hyper hc = *h;
     if (dt != DTYPE_FLOAT32)
         update_loop(cfg, h, dt, ns, n, b);
     else if (cfg->kind == OPTIM_ADAM)
@@ -77,10 +82,20 @@ static void optim_chunk(const optim_config *cfg, const optim_hyper *h, optim_ten
     for (int k = 0; k < ns; k++) /* the states' own memory when float32: updated in place */
         b->s[k] = (float *)cpu_view(t->state[k], off, n, b->buf[2 + k]);
     update(cfg, h, dt, ns, n, b);
+    /* lost: u != 0 and round(round(p + u, dt), visible) == round(p, visible) */
+    const float *seen_next = b->next, *seen_old = b->p;
+    if (dt != DTYPE_FLOAT32 || t->visible != DTYPE_FLOAT32) {
+        memcpy(b->seen[0], b->next, sizeof(float) * (size_t)n);
+        cpu_round(b->seen[0], n, dt);
+        cpu_round(b->seen[0], n, t->visible);
+        memcpy(b->seen[1], b->p, sizeof(float) * (size_t)n);
+        cpu_round(b->seen[1], n, t->visible);
+        seen_next = b->seen[0], seen_old = b->seen[1];
+    }
+    int64_t lost = 0;
     for (int64_t i = 0; i < n; i++)
-        if (b->u[i] != 0.0f &&
-            round_to(round_to(b->next[i], dt), t->visible) == round_to(b->p[i], t->visible))
-            out->lost_updates++;
+        lost += (b->u[i] != 0.0f) & (seen_next[i] == seen_old[i]);
+    out->lost_updates += lost;
     cpu_store(b->next, p->data, dt, off, n, out->counting ? &out->param : NULL);
     for (int k = 0; k < ns; k++)
         cpu_store(b->s[k], t->state[k]->data, dt, off, n, out->counting ? &out->state[k] : NULL);
@@ -97,7 +112,7 @@ void cpu_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper 
         round_stats_init(&local.param);
         for (int k = 0; k < OPTIM_MAX_STATE; k++)
             round_stats_init(&local.state[k]);
-        optim_chunk_data b; /* 112 KiB of the thread's stack */
+        optim_chunk_data b; /* 144 KiB of the thread's stack */
 #pragma omp for schedule(static)
         for (int64_t c = 0; c < chunks; c++) {
             int64_t off = c * CPU_CHUNK;

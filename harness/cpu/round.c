@@ -99,9 +99,8 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
         u32x16 a, p;
         memcpy(&a, pre + i, sizeof a);
         a &= 0x7fffffffu;
-        if (wide) {
-            memcpy(&p, (const float *)dst + off + i, sizeof p);
-            p &= 0x7fffffffu;
+        if (wide) { /* a float32 store copies pre: the same pattern */
+            p = a;
         } else {
             u16x16 h;
             memcpy(&h, (const uint16_t *)dst + off + i, sizeof h);
@@ -130,8 +129,7 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
     }
     for (; i < n; i++) { /* the tail, one at a time */
         uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
-        uint32_t p = wide ? float_bits(((const float *)dst)[off + i]) & 0x7fffffffu
-                          : ((const uint16_t *)dst)[off + i] & 0x7fffu;
+        uint32_t p = wide ? a : ((const uint16_t *)dst)[off + i] & 0x7fffu;
         uint32_t finite = a < 0x7f800000u, is_zero = p == 0;
         c->zeros += is_zero;
         c->underflow += is_zero & (a != 0) & finite;
