@@ -77,7 +77,7 @@ typedef uint16_t u16x16 __attribute__((vector_size(32)));
 typedef uint8_t u8x16 __attribute__((vector_size(16)));
 
 typedef struct bit_counts {
-    uint32_t zeros, underflow, subnormal, overflow, nan, pmax, pmin;
+    uint32_t zeros, subnormal, overflow, nan, pmax, pmin;
     uint32_t pre_zeros; /* pre == +-0: their exponent byte is 0, as a float32 subnormal's */
 } bit_counts;
 
@@ -92,7 +92,7 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
                                                               bit_counts *c, uint8_t *ex)
 {
     const u32x16 zero = {0};
-    u32x16 zeros = zero, under = zero, sub = zero, over = zero, nans = zero, pz = zero;
+    u32x16 zeros = zero, sub = zero, over = zero, nans = zero, pz = zero;
     u32x16 pmax = zero, pmin = ~zero;
     int i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -106,11 +106,9 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
             memcpy(&h, (const uint16_t *)dst + off + i, sizeof h);
             p = __builtin_convertvector(h, u32x16) & 0x7fffu;
         }
-        u32x16 finite = (u32x16)(a < 0x7f800000u), is_zero = (u32x16)(p == 0);
-        COUNT_LANES(zeros, is_zero);
-        COUNT_LANES(under, is_zero & (u32x16)(a != 0) & finite);
+        COUNT_LANES(zeros, p == 0);
         COUNT_LANES(sub, p - 1u < norm - 1u);
-        COUNT_LANES(over, (u32x16)(p == inf) & finite);
+        COUNT_LANES(over, (u32x16)(p == inf) & (u32x16)(a < 0x7f800000u));
         u32x16 is_nan = (u32x16)(p > inf);
         COUNT_LANES(nans, is_nan);
         COUNT_LANES(pz, a == 0);
@@ -122,7 +120,7 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
         memcpy(ex + i, &e, sizeof e);
     }
     for (int k = 0; k < 16; k++) {
-        c->zeros += zeros[k], c->underflow += under[k], c->subnormal += sub[k];
+        c->zeros += zeros[k], c->subnormal += sub[k];
         c->overflow += over[k], c->nan += nans[k], c->pre_zeros += pz[k];
         c->pmax = pmax[k] > c->pmax ? pmax[k] : c->pmax;
         c->pmin = pmin[k] < c->pmin ? pmin[k] : c->pmin;
@@ -130,11 +128,9 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
     for (; i < n; i++) { /* the tail, one at a time */
         uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
         uint32_t p = wide ? a : ((const uint16_t *)dst)[off + i] & 0x7fffu;
-        uint32_t finite = a < 0x7f800000u, is_zero = p == 0;
-        c->zeros += is_zero;
-        c->underflow += is_zero & (a != 0) & finite;
+        c->zeros += p == 0;
         c->subnormal += p - 1u < norm - 1u;
-        c->overflow += (p == inf) & finite;
+        c->overflow += (p == inf) & (a < 0x7f800000u);
         c->nan += p > inf;
         c->pre_zeros += a == 0;
         uint32_t value = p > inf ? 0 : p, nonzero = p - 1u < inf ? p : UINT32_MAX;
@@ -169,8 +165,10 @@ static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int 
     uint8_t ex[CPU_CHUNK];
     bit_counts b = {.pmin = UINT32_MAX};
     count_rounding(pre, dst, dt, off, n, &b, ex);
+    /* a zero store comes from a zero, or from a finite non-zero value that underflowed (an
+     * infinite or NaN one stays so) */
     round_counts c = {b.zeros,
-                      b.underflow,
+                      b.zeros - b.pre_zeros,
                       b.subnormal,
                       b.overflow,
                       b.nan,
