@@ -295,7 +295,7 @@ int main(int argc, char **argv)
         cases[n++] = (bench_case){"mlp", variants[v], 1024, 4096, 1000, 256, false, 6};
     if (!quick) {
         for (int v = 0; v < 3; v++)
-            cases[n++] = (bench_case){"q000", variants[v], 1024, 16000, 2000, 64, false, 3};
+            cases[n++] = (bench_case){"q000", variants[v], 1024, 16000, 2000, 64, false, 4};
         cases[n++] = (bench_case){"q003", "autocast-fp16", 0, 0, 0, 40, true, 2};
     }
     for (int64_t h = 1024; h <= (quick ? 4096 : 16384); h *= 2) /* fewer steps as they grow */
