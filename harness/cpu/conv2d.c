@@ -10,23 +10,23 @@
 
 #include "cpu.h"
 
+/* the column matrix of one sample, its rows (c, ki, kj) shared among the threads */
 static void im2col(const conv2d_geom *g, const float *x, float *col)
 {
-    int64_t hw = g->h_out * g->w_out;
-    for (int64_t c = 0; c < g->c_in; c++)
-        for (int64_t ki = 0; ki < g->kh; ki++)
-            for (int64_t kj = 0; kj < g->kw; kj++) {
-                float *row = col + ((c * g->kh + ki) * g->kw + kj) * hw;
-                for (int64_t oh = 0; oh < g->h_out; oh++) {
-                    int64_t ih = oh * g->stride - g->padding + ki * g->dilation;
-                    for (int64_t ow = 0; ow < g->w_out; ow++) {
-                        int64_t iw = ow * g->stride - g->padding + kj * g->dilation;
-                        bool inside = ih >= 0 && ih < g->h_in && iw >= 0 && iw < g->w_in;
-                        row[oh * g->w_out + ow] =
-                            inside ? x[(c * g->h_in + ih) * g->w_in + iw] : 0.0f;
-                    }
-                }
+    int64_t hw = g->h_out * g->w_out, rows = g->c_in * g->kh * g->kw;
+#pragma omp parallel for schedule(static) if (rows * hw >= (1 << 16))
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t c = r / (g->kh * g->kw), ki = r / g->kw % g->kh, kj = r % g->kw;
+        float *row = col + r * hw;
+        for (int64_t oh = 0; oh < g->h_out; oh++) {
+            int64_t ih = oh * g->stride - g->padding + ki * g->dilation;
+            for (int64_t ow = 0; ow < g->w_out; ow++) {
+                int64_t iw = ow * g->stride - g->padding + kj * g->dilation;
+                bool inside = ih >= 0 && ih < g->h_in && iw >= 0 && iw < g->w_in;
+                row[oh * g->w_out + ow] = inside ? x[(c * g->h_in + ih) * g->w_in + iw] : 0.0f;
             }
+        }
+    }
 }
 
 static void col2im(const conv2d_geom *g, const float *col, float *x)
@@ -75,7 +75,8 @@ int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const
     for (int64_t s = 0; rc == 0 && s < g->n; s++) {
         load_sample(x, s, x_per, xs);
         im2col(g, xs, col);
-        for (int64_t c = 0; c < g->c_out; c++) {
+#pragma omp parallel for schedule(static) if (y_per >= (1 << 16))
+        for (int64_t c = 0; c < g->c_out; c++) { /* the accumulators start from the bias */
             float bias = b ? load_as_float(b->data, b->dtype, c) : 0.0f;
             for (int64_t i = 0; i < hw; i++)
                 out[c * hw + i] = bias;
