@@ -175,7 +175,7 @@ static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int 
                       pattern_value(b.pmax, dt),
                       b.pmin == UINT32_MAX ? bits_float(0x7f800000u) : pattern_value(b.pmin, dt)};
     round_counts_merge(&st->counts, &c);
-    /* The histogram of the exponent bytes, four copies in turn so that runs of equal bins do
+    /* The histogram of the exponent bytes, eight copies in turn so that runs of equal bins do
      * not wait on each other. Byte 0 holds zeros (counted above) and float32 subnormals,
      * byte 255 inf and NaN: when there are any of the latter, they are binned one by one. */
     enum { COPIES = 8 };
