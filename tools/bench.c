@@ -12,6 +12,7 @@
  * shared machine only ever adds time (the median is printed beside). Observation overhead
  * is the fastest step with every tensor counted and histogrammed against the fastest with
  * `--observe off`.
+ * Beside: the copy bandwidth and what counting costs per value (counting_cost).
  * Output: tables on stdout, results/bench.csv, results/bench.md (the tables in Markdown).
  *
  * Usage: bin/ampscope-bench [quick|all]   (quick: the scaled-down MLP and the scaling table)
@@ -26,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "case.h"
 #include "libenv.h"
 #include "results.h"
@@ -233,26 +235,69 @@ static void run_once(const bench_case *b, bool observe_off, bench_row *row)
     be->close(be);
 }
 
-/* the copy bandwidth, measured in a child process: the parent starts no threads, so that
- * the children it forks can (libgomp's and OpenBLAS's thread pools do not survive a fork) */
-static double copy_bandwidth_in_child(void)
+/* What counting costs: a cast of CPU_COUNT_N float32 values to float16 (in cache, on one
+ * thread: below the size the ops share among threads) with its counts and histogram
+ * (out[0]) and without (out[1]), in ns per element, each the fastest of five loops. The
+ * values are a sine under a decaying exponential: about twenty octaves, zeros among them. */
+#define CPU_COUNT_N 4096
+static void counting_cost(double out[2])
+{
+    mem_account account = {0};
+    backend *be = backend_cpu_open(&account);
+    tensor_pool pool = {.be = be, .account = &account};
+    char err[256];
+    int64_t shape[1] = {CPU_COUNT_N};
+    tensor *src =
+        be ? tensor_new(&pool, "src", DTYPE_FLOAT32, 1, shape, MEM_ACTIVATIONS, err, sizeof err)
+           : NULL;
+    tensor *dst =
+        src ? tensor_new(&pool, "dst", DTYPE_FLOAT16, 1, shape, MEM_ACTIVATIONS, err, sizeof err)
+            : NULL;
+    if (!dst) {
+        fprintf(stderr, "bench: cannot set up the counting measurement\n");
+        exit(2);
+    }
+    for (int i = 0; i < CPU_COUNT_N; i++)
+        ((float *)src->data)[i] = (float)(1e-3 * sin(0.37 * i) * exp(-0.1 * (i % 97)));
+    static round_stats st;
+    enum { LOOPS = 5, REPS = 20000 };
+    for (int k = 0; k < 2; k++) {
+        out[k] = INFINITY;
+        for (int l = 0; l < LOOPS; l++) {
+            round_stats_init(&st);
+            double t0 = now_ms();
+            for (int r = 0; r < REPS; r++)
+                be->cast(be, src, dst, k == 0 ? &st : NULL);
+            double ns = (now_ms() - t0) * 1e6 / ((double)REPS * CPU_COUNT_N);
+            out[k] = ns < out[k] ? ns : out[k];
+        }
+    }
+    tensor_pool_clear(&pool);
+    be->close(be);
+}
+
+static void copy_bandwidth_into(double out[2]) { out[0] = copy_bandwidth(); }
+
+/* fn run in a child process: the parent starts no threads, so that the children it forks
+ * can (libgomp's and OpenBLAS's thread pools do not survive a fork); false when it failed */
+static bool in_child(void (*fn)(double out[2]), double out[2])
 {
     int fd[2];
-    double bw = 0;
     if (pipe(fd))
-        return 0;
+        return false;
     pid_t pid = fork();
     if (pid == 0) {
         close(fd[0]);
-        bw = copy_bandwidth();
-        _exit(write(fd[1], &bw, sizeof bw) == (ssize_t)sizeof bw ? 0 : 1);
+        double v[2] = {0, 0};
+        fn(v);
+        _exit(write(fd[1], v, sizeof v) == (ssize_t)sizeof v ? 0 : 1);
     }
     close(fd[1]);
-    if (read(fd[0], &bw, sizeof bw) != (ssize_t)sizeof bw)
-        bw = 0;
+    bool ok = read(fd[0], out, 2 * sizeof *out) == (ssize_t)(2 * sizeof *out);
     close(fd[0]);
-    waitpid(pid, NULL, 0);
-    return bw;
+    int st;
+    waitpid(pid, &st, 0);
+    return ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 /* measures one configuration in a child process; returns false when it could not run */
@@ -302,11 +347,13 @@ int main(int argc, char **argv)
         cases[n++] = (bench_case){"scaling", "autocast-fp16-scaler", 1024, h, 1000, 256,
                                   false,     h >= 8192 ? 3 : 4};
 
-    double bw = copy_bandwidth_in_child();
-    if (bw <= 0) {
-        fprintf(stderr, "bench: could not measure the copy bandwidth\n");
+    double bw_out[2], count_ns[2];
+    if (!in_child(copy_bandwidth_into, bw_out) || bw_out[0] <= 0 ||
+        !in_child(counting_cost, count_ns)) {
+        fprintf(stderr, "bench: could not measure the copy bandwidth or the counting cost\n");
         return 2;
     }
+    double bw = bw_out[0];
     char host[256] = "?";
     gethostname(host, sizeof host);
     time_t now = time(NULL);
@@ -324,12 +371,19 @@ int main(int argc, char **argv)
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     fprintf(md, "Run on %s, %d cores, %s; copy bandwidth %.1f GB/s; OpenBLAS kernels %s.\n\n", host,
             threads, date, bw / 1e6, libenv_blas_core());
+    fprintf(md,
+            "Counting on one thread, in cache: a float32 -> float16 cast of %d values takes %.2f "
+            "ns per value with its counts and histogram, %.2f ns without.\n\n",
+            CPU_COUNT_N, count_ns[0], count_ns[1]);
     fprintf(md, "| group | variant | shape | step ms (median) | floor ms (GEMM + bytes) | "
                 "step/floor | "
                 "observe off ms | overhead | peak RSS MiB | account MiB (+workspace) |\n"
                 "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     printf("copy bandwidth %.1f GB/s, %d cores, OpenBLAS kernels %s\n", bw / 1e6, threads,
            libenv_blas_core());
+    printf("counting (one thread, in cache): cast of %d float32 to float16 %.2f ns/value with "
+           "counts and histogram, %.2f without\n",
+           CPU_COUNT_N, count_ns[0], count_ns[1]);
     printf("%-8s %-22s %-22s %9s %9s %7s %9s %8s %9s %9s\n", "group", "variant", "shape", "step ms",
            "floor ms", "ratio", "obs off", "overhead", "RSS MiB", "acct MiB");
     for (int i = 0; i < n; i++) {
