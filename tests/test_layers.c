@@ -196,6 +196,12 @@ static void check_conv(int64_t stride, int64_t padding, int64_t dilation)
 
 Test(layers, conv2d_backward_matches_finite_differences) { check_conv(1, 1, 1); }
 Test(layers, conv2d_strided_dilated_backward_matches_finite_differences) { check_conv(2, 1, 2); }
+Test(layers, conv2d_other_paddings_and_strides_match_finite_differences)
+{
+    check_conv(1, 0, 1); /* no padding: every column inside */
+    check_conv(3, 2, 1); /* padding wider than the stride's reach */
+    check_conv(1, 2, 2); /* dilated taps that fall outside on both sides */
+}
 
 /* ---- relu, log_softmax, nll, mse, mean: elementwise or row ops on [R, C] ---- */
 enum { RR = 3, RC = 5, RN = RR * RC };

@@ -17,14 +17,26 @@ static void im2col(const conv2d_geom *g, const float *x, float *col)
 #pragma omp parallel for schedule(static) if (rows * hw >= (1 << 16))
     for (int64_t r = 0; r < rows; r++) {
         int64_t c = r / (g->kh * g->kw), ki = r / g->kw % g->kh, kj = r % g->kw;
-        float *row = col + r * hw;
+        /* the output columns whose input column lies inside: ow in [lo, hi) */
+        int64_t shift = kj * g->dilation - g->padding, lo = 0, hi = g->w_out;
+        while (lo < hi && lo * g->stride + shift < 0)
+            lo++;
+        while (hi > lo && (hi - 1) * g->stride + shift >= g->w_in)
+            hi--;
         for (int64_t oh = 0; oh < g->h_out; oh++) {
             int64_t ih = oh * g->stride - g->padding + ki * g->dilation;
-            for (int64_t ow = 0; ow < g->w_out; ow++) {
-                int64_t iw = ow * g->stride - g->padding + kj * g->dilation;
-                bool inside = ih >= 0 && ih < g->h_in && iw >= 0 && iw < g->w_in;
-                row[oh * g->w_out + ow] = inside ? x[(c * g->h_in + ih) * g->w_in + iw] : 0.0f;
+            float *out = col + r * hw + oh * g->w_out;
+            if (ih < 0 || ih >= g->h_in) {
+                memset(out, 0, sizeof(float) * (size_t)g->w_out);
+                continue;
             }
+            const float *in = x + (c * g->h_in + ih) * g->w_in;
+            for (int64_t ow = 0; ow < lo; ow++)
+                out[ow] = 0.0f;
+            for (int64_t ow = lo; ow < hi; ow++)
+                out[ow] = in[ow * g->stride + shift];
+            for (int64_t ow = hi; ow < g->w_out; ow++)
+                out[ow] = 0.0f;
         }
     }
 }
