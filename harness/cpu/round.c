@@ -86,14 +86,20 @@ typedef struct bit_counts {
 /* lane-wise mask ? a : b (C has no vector ?:) */
 #define SELECT(mask, a, b) (((u32x16)(mask) & (a)) | (~(u32x16)(mask) & (b)))
 
+/* post's pattern (magnitude) of element i */
+static inline __attribute__((always_inline)) uint32_t post_bits(const float *pre, const void *dst,
+                                                                bool wide, int64_t off, int i)
+{
+    return wide ? float_bits(pre[i]) & 0x7fffffffu : ((const uint16_t *)dst)[off + i] & 0x7fffu;
+}
+
 static inline __attribute__((always_inline)) void count_lanes(const float *pre, const void *dst,
                                                               bool wide, int64_t off, int n,
                                                               uint32_t inf, uint32_t norm,
                                                               bit_counts *c, uint8_t *ex)
 {
     const u32x16 zero = {0};
-    u32x16 zeros = zero, sub = zero, over = zero, nans = zero, pz = zero;
-    u32x16 pmax = zero, pmin = ~zero;
+    u32x16 zeros = zero, sub = zero, pz = zero, pmax = zero, pmin = ~zero;
     int i = 0;
     for (; i + 16 <= n; i += 16) {
         u32x16 a, p;
@@ -108,35 +114,39 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
         }
         COUNT_LANES(zeros, p == 0);
         COUNT_LANES(sub, p - 1u < norm - 1u);
-        COUNT_LANES(over, (u32x16)(p == inf) & (u32x16)(a < 0x7f800000u));
-        u32x16 is_nan = (u32x16)(p > inf);
-        COUNT_LANES(nans, is_nan);
         COUNT_LANES(pz, a == 0);
-        u32x16 value = p & ~is_nan;
-        pmax = SELECT(value > pmax, value, pmax);
+        pmax = SELECT(p > pmax, p, pmax);                /* NaN patterns too: see below */
         u32x16 nonzero = SELECT(p - 1u < inf, p, ~zero); /* 1 <= p <= inf */
         pmin = SELECT(nonzero < pmin, nonzero, pmin);
         u8x16 e = __builtin_convertvector(a >> 23, u8x16);
         memcpy(ex + i, &e, sizeof e);
     }
     for (int k = 0; k < 16; k++) {
-        c->zeros += zeros[k], c->subnormal += sub[k];
-        c->overflow += over[k], c->nan += nans[k], c->pre_zeros += pz[k];
+        c->zeros += zeros[k], c->subnormal += sub[k], c->pre_zeros += pz[k];
         c->pmax = pmax[k] > c->pmax ? pmax[k] : c->pmax;
         c->pmin = pmin[k] < c->pmin ? pmin[k] : c->pmin;
     }
     for (; i < n; i++) { /* the tail, one at a time */
-        uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
-        uint32_t p = wide ? a : ((const uint16_t *)dst)[off + i] & 0x7fffu;
+        uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = post_bits(pre, dst, wide, off, i);
         c->zeros += p == 0;
         c->subnormal += p - 1u < norm - 1u;
-        c->overflow += (p == inf) & (a < 0x7f800000u);
-        c->nan += p > inf;
         c->pre_zeros += a == 0;
-        uint32_t value = p > inf ? 0 : p, nonzero = p - 1u < inf ? p : UINT32_MAX;
-        c->pmax = value > c->pmax ? value : c->pmax;
+        uint32_t nonzero = p - 1u < inf ? p : UINT32_MAX;
+        c->pmax = p > c->pmax ? p : c->pmax;
         c->pmin = nonzero < c->pmin ? nonzero : c->pmin;
         ex[i] = (uint8_t)(a >> 23);
+    }
+    /* Overflows and NaNs are rare: only a chunk that stored an inf or a NaN (its largest
+     * pattern is inf's or above) is looked at again for them, and for its largest finite
+     * or infinite value. */
+    if (c->pmax >= inf) {
+        c->pmax = 0;
+        for (i = 0; i < n; i++) {
+            uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = post_bits(pre, dst, wide, off, i);
+            c->overflow += (p == inf) & (a < 0x7f800000u);
+            c->nan += p > inf;
+            c->pmax = p <= inf && p > c->pmax ? p : c->pmax;
+        }
     }
 }
 
