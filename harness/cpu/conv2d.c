@@ -74,32 +74,54 @@ static void load_sample(const tensor *t, int64_t sample, int64_t per_sample, flo
     }
 }
 
+/* one sample's output rounded into y: its sums plus each channel's bias */
+typedef struct bias_store_ctx {
+    const float *sums, *bias; /* [C_out, HW], [C_out] */
+    int64_t hw, y_off;
+    tensor *y;
+} bias_store_ctx;
+
+static void bias_store_chunk(void *p, int64_t off, int64_t n, round_stats *st)
+{
+    const bias_store_ctx *c = p;
+    float buf[CPU_CHUNK];
+    for (int64_t j = off; j < off + n;) { /* a channel's run at a time */
+        int64_t ch = j / c->hw, end = (ch + 1) * c->hw < off + n ? (ch + 1) * c->hw : off + n;
+        for (; j < end; j++)
+            buf[j - off] = c->sums[j] + c->bias[ch];
+    }
+    cpu_store(buf, c->y->data, c->y->dtype, c->y_off + off, n, st);
+}
+
 int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,
                        const tensor *b, tensor *y, round_stats *st)
 {
     int64_t k = g->c_in * g->kh * g->kw, hw = g->h_out * g->w_out;
     int64_t x_per = g->c_in * g->h_in * g->w_in, y_per = g->c_out * hw;
-    float *w_own;
-    const float *wf = cpu_as_f32(be, w, &w_own);
+    float *w_own, *b_own = NULL;
+    const float *wf = cpu_as_f32(be, w, &w_own), *bf = wf && b ? cpu_as_f32(be, b, &b_own) : NULL;
     float *xs = cpu_scratch(be, x_per), *col = cpu_scratch(be, k * hw),
           *out = cpu_scratch(be, y_per);
-    int rc = (wf && xs && col && out) ? 0 : -1;
+    int rc = (wf && (bf || !b) && xs && col && out) ? 0 : -1;
     for (int64_t s = 0; rc == 0 && s < g->n; s++) {
         load_sample(x, s, x_per, xs);
         im2col(g, xs, col);
-#pragma omp parallel for schedule(static) if (y_per >= (1 << 16))
-        for (int64_t c = 0; c < g->c_out; c++) { /* the accumulators start from the bias */
-            float bias = b ? load_as_float(b->data, b->dtype, c) : 0.0f;
-            for (int64_t i = 0; i < hw; i++)
-                out[c * hw + i] = bias;
-        }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->c_out, (blasint)hw,
-                    (blasint)k, 1.0f, wf, (blasint)k, col, (blasint)hw, 1.0f, out, (blasint)hw);
-        cpu_store_parallel(out, y->data, y->dtype, s * y_per, y_per, st);
+                    (blasint)k, 1.0f, wf, (blasint)k, col, (blasint)hw, 0.0f, out, (blasint)hw);
+        /* the bias joins the float32 sums in the rounding pass: the same single rounding of
+         * sum + bias as starting the accumulators from it (PyTorch's slow_conv2d), up to
+         * the order of float32 additions when OpenBLAS splits a long sum */
+        if (bf) {
+            bias_store_ctx c = {out, bf, hw, s * y_per, y};
+            cpu_parallel_chunks(y_per, bias_store_chunk, &c, st);
+        } else {
+            cpu_store_parallel(out, y->data, y->dtype, s * y_per, y_per, st);
+        }
     }
     cpu_scratch_free(be, out, y_per);
     cpu_scratch_free(be, col, k * hw);
     cpu_scratch_free(be, xs, x_per);
+    cpu_scratch_free(be, b_own, b ? b->numel : 0);
     cpu_scratch_free(be, w_own, w->numel);
     return rc;
 }
