@@ -141,7 +141,7 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
      * or infinite value. */
     if (c->pmax >= inf) {
         c->pmax = 0;
-        for (i = 0; i < n; i++) {
+        for (int i = 0; i < n; i++) {
             uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = post_bits(pre, dst, wide, off, i);
             c->overflow += (p == inf) & (a < 0x7f800000u);
             c->nan += p > inf;
@@ -160,6 +160,82 @@ count_rounding(const float *pre, const void *dst, dtype dt, int64_t off, int n, 
         count_lanes(pre, dst, false, off, n, 0x7c00u, 0x0400u, c, ex);
     else
         count_lanes(pre, dst, false, off, n, 0x7f80u, 0x0080u, c, ex);
+}
+
+typedef uint8_t u8x32 __attribute__((vector_size(32)));
+typedef uint64_t u64x4 __attribute__((vector_size(32)));
+#define SELECT8(mask, a, b) (((u8x32)(mask) & (a)) | (~(u8x32)(mask) & (b)))
+
+/* the sum of a vector's 32 bytes */
+static inline __attribute__((always_inline)) uint32_t sum_bytes(u8x32 v)
+{
+    u64x4 x = (u64x4)v;
+    x = (x & 0x00ff00ff00ff00ffull) + ((x >> 8) & 0x00ff00ff00ff00ffull);
+    x = (x & 0x0000ffff0000ffffull) + ((x >> 16) & 0x0000ffff0000ffffull);
+    x = (x & 0x00000000ffffffffull) + (x >> 32);
+    return (uint32_t)(x[0] + x[1] + x[2] + x[3]);
+}
+
+/*
+ * he[e] = how many of ex[0..n) equal e, n <= CPU_CHUNK. A chunk's exponents usually span
+ * 10 to 25 values: when those other than 0 and 255 span at most HIST_SPAN, every value in
+ * the span (and 0 and 255) is counted by vector compares over all the bytes, four values
+ * per pass, in byte counters (at most CPU_CHUNK / 32 = 128 per lane); otherwise one
+ * increment per byte in eight tables in turn, so that runs of equal bytes do not wait on
+ * each other.
+ */
+#define HIST_SPAN 32
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+hist_bytes(const uint8_t *ex, int n, uint32_t *he)
+{
+    memset(he, 0, 256 * sizeof *he);
+    int nv = n / 32;
+    const u8x32 none = {0}, all = ~none;
+    u8x32 lo = all, hi = none;
+    for (int v = 0; v < nv; v++) {
+        u8x32 x;
+        memcpy(&x, ex + 32 * v, sizeof x);
+        u8x32 x_lo = SELECT8(x == 0, all, x), x_hi = SELECT8(x == 255, none, x);
+        lo = SELECT8(x_lo < lo, x_lo, lo);
+        hi = SELECT8(x_hi > hi, x_hi, hi);
+    }
+    int e_lo = 255, e_hi = 0;
+    for (int k = 0; k < 32; k++) {
+        e_lo = lo[k] < e_lo ? lo[k] : e_lo;
+        e_hi = hi[k] > e_hi ? hi[k] : e_hi;
+    }
+    if (e_hi - e_lo < HIST_SPAN) {
+        int values[HIST_SPAN + 5], nval = 0;
+        values[nval++] = 0;
+        values[nval++] = 255;
+        for (int e = e_lo; e <= e_hi; e++)
+            values[nval++] = e;
+        while (nval % 4) /* padding: counted again into a scratch slot */
+            values[nval++] = -1;
+        for (int q = 0; q < nval; q += 4) {
+            u8x32 acc[4] = {none, none, none, none};
+            for (int v = 0; v < nv; v++) {
+                u8x32 x;
+                memcpy(&x, ex + 32 * v, sizeof x);
+                for (int k = 0; k < 4; k++)
+                    acc[k] -= (u8x32)(x == (uint8_t)values[q + k]);
+            }
+            for (int k = 0; k < 4; k++)
+                if (values[q + k] >= 0)
+                    he[values[q + k]] += sum_bytes(acc[k]);
+        }
+    } else {
+        uint32_t t[8][256];
+        memset(t, 0, sizeof t);
+        for (int i = 0; i < 32 * nv; i += 8)
+            for (int k = 0; k < 8; k++)
+                t[k][ex[i + k]]++;
+        for (int k = 0; k < 8; k++)
+            for (int e = 0; e < 256; e++)
+                he[e] += t[k][e];
+    }
+    for (int i = 32 * nv; i < n; i++)
+        he[ex[i]]++;
 }
 
 static float pattern_value(uint32_t p, dtype dt)
@@ -185,27 +261,16 @@ static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int 
                       pattern_value(b.pmax, dt),
                       b.pmin == UINT32_MAX ? bits_float(0x7f800000u) : pattern_value(b.pmin, dt)};
     round_counts_merge(&st->counts, &c);
-    /* The histogram of the exponent bytes, eight copies in turn so that runs of equal bins do
-     * not wait on each other. Byte 0 holds zeros (counted above) and float32 subnormals,
-     * byte 255 inf and NaN: when there are any of the latter, they are binned one by one. */
-    enum { COPIES = 8 };
-    uint32_t he[COPIES][256];
-    memset(he, 0, sizeof he);
-    int i = 0;
-    for (; i + COPIES <= n; i += COPIES)
-        for (int k = 0; k < COPIES; k++)
-            he[k][ex[i + k]]++;
-    for (; i < n; i++)
-        he[0][ex[i]]++;
-    for (int k = 1; k < COPIES; k++)
-        for (int e = 0; e < 256; e++)
-            he[0][e] += he[k][e];
+    /* Byte 0 holds zeros (counted above) and float32 subnormals, byte 255 inf and NaN: when
+     * there are any of the latter, they are binned one by one. */
+    uint32_t he[256];
+    hist_bytes(ex, n, he);
     for (int e = 1; e < 255; e++)
-        st->hist[e - 127 - HIST_MIN_EXP] += he[0][e];
-    uint32_t e0 = he[0][0], e255 = he[0][255];
+        st->hist[e - 127 - HIST_MIN_EXP] += he[e];
+    uint32_t e0 = he[0], e255 = he[255];
     st->hist[HIST_ZERO] += b.pre_zeros;
     if (e0 != b.pre_zeros || e255)
-        for (i = 0; i < n; i++) {
+        for (int i = 0; i < n; i++) {
             uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
             if (a != 0 && (a < 0x00800000u || a >= 0x7f800000u))
                 st->hist[hist_bin(pre[i])]++;
