@@ -109,9 +109,12 @@ BENCH ?= all
 bin/ampscope-bench: tools/bench.c $(LIB_OBJ)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-bench: bin/ampscope-bench
+bench: bin/ampscope-bench $(AMPSCOPE)
 	@mkdir -p results
 	bin/ampscope-bench $(BENCH)
+	@if nvidia-smi -L >/dev/null 2>&1 && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then \
+	    python3 tools/gpu_bench.py $(if $(filter quick,$(BENCH)),--quick) --ampscope $(AMPSCOPE); \
+	else echo "bench: no GPU that PyTorch can use here: the GPU part (tools/gpu_bench.py) skipped"; fi
 
 # ---- a small case under valgrind's memcheck: no invalid access, no definite leak ----
 valgrind: $(AMPSCOPE)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-check.sh: the checks that need a GPU, in one run of under 4 minutes on an H200.
+# gpu-check.sh: the checks that need a GPU, in one run of a few minutes on an H200.
 #   1. the driver (a CUDA 13 build needs driver 580 or newer);
 #   2. a build: made here with nvcc when the machine has it, else the portable build carried
 #      from a development machine (`make portable`: OpenBLAS and the CUDA runtime linked in);
@@ -7,7 +7,9 @@
 #   4. `ampscope selftest --device cuda`: every op on the GPU against the CPU;
 #   5. every case in cases/ on cuda, its summary diffed against a CPU run of the same cases
 #      (results/summary.csv carried from a development machine, else the small cases are run
-#      on this machine's CPU and only those are compared), then a short table.
+#      on this machine's CPU and only those are compared), then a short table;
+#   6. tools/gpu_bench.py --quick: the harness's steps against cuBLAS's GEMMs and PyTorch's
+#      own AMP step on the same models (the GPU part of `make bench`).
 # Usage: scripts/gpu-check.sh [CPU_SUMMARY_CSV]   (prints everything; exits non-zero on failure)
 set -u
 cd "$(dirname "$0")/.."
@@ -106,4 +108,14 @@ print("gpu-check: %d case(s) differ" % bad)
 sys.exit(1 if bad else 0)
 PY
 [ $run_status -le 1 ] || fail "ampscope run exited $run_status"
+
+# ---- 6. the GPU part of the benchmark (quick): harness against cuBLAS and PyTorch's AMP ----
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    start=$SECONDS
+    python3 tools/gpu_bench.py --quick --ampscope "$bin" --out /tmp/gpu-bench ||
+        fail "tools/gpu_bench.py failed"
+    say "benchmark took $((SECONDS - start)) s"
+else
+    say "benchmark skipped: python3 has no PyTorch with CUDA"
+fi
 say "PASS"

@@ -1,0 +1,44 @@
+/*
+ * test_bench.c: tools/gpu_bench.py, the GPU part of `make bench`, where there is no GPU: its
+ * --tiny comparison run on the CPU (the harness's steps, observed and not, the floor, and
+ * PyTorch's own steps) must write one row per variant with positive times, PyTorch's for
+ * the two variants PyTorch has and none for master weights. Skipped when python3 cannot
+ * import torch. It checks that the script works, not how fast anything is.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "helpers.h"
+
+Test(bench, gpu_bench_script_compares_on_the_cpu, .timeout = 300)
+{
+    if (system("python3 -c 'import torch' 2>/dev/null") != 0)
+        cr_skip_test("python3 cannot import torch: tools/gpu_bench.py not checked");
+    const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
+    char out[256], cmd[1024], path[512];
+    make_temp_dir(out, sizeof out);
+    snprintf(cmd, sizeof cmd,
+             "python3 tools/gpu_bench.py --tiny --device cpu --ampscope %s --out %s > %s/log 2>&1",
+             bin, out, out);
+    cr_assert_eq(system(cmd), 0, "%s failed (see %s/log)", cmd, out);
+    snprintf(path, sizeof path, "%s/bench-gpu.csv", out);
+    csv c;
+    cr_assert(csv_read(path, &c), "no %s", path);
+    cr_assert_eq(c.n_rows, 3, "one row per variant");
+    static const char *const variants[] = {"fp32", "autocast-fp16-scaler", "fp16-master-scaler"};
+    static const char *const times[] = {"step_ms", "step_ms_observe_off", "floor_ms"};
+    for (int v = 0; v < 3; v++) {
+        char **row = csv_find(&c, "variant", variants[v], NULL, NULL, NULL, NULL);
+        cr_assert_not_null(row, "no row for %s", variants[v]);
+        for (int t = 0; t < 3; t++)
+            cr_expect_gt(strtod(row[csv_col(&c, times[t])], NULL), 0.0, "%s %s", variants[v],
+                         times[t]);
+        const char *torch_ms = row[csv_col(&c, "pytorch_ms")];
+        if (v < 2)
+            cr_expect_gt(strtod(torch_ms, NULL), 0.0, "%s: PyTorch's step", variants[v]);
+        else
+            cr_expect_str_empty(torch_ms, "master weights have no PyTorch step");
+    }
+    csv_free(&c);
+}
