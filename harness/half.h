@@ -96,11 +96,29 @@ static inline AMP_HD uint16_t bf16_from_float(float f)
 
 static inline AMP_HD float float_from_bf16(uint16_t h) { return bits_float((uint32_t)h << 16); }
 
+/*
+ * float_from_half(half_from_float(x)) without a branch, so that loops over it vectorise:
+ * x plus and minus a power of two c whose float32 ulp is float16's ulp at x's magnitude
+ * (2^-24 below 2^-14, else 2^(e-10)), so that float32's own round to nearest even rounds
+ * to float16's precision (C11 without -ffast-math keeps the two operations apart);
+ * infinite from 65520 up; a NaN quieted and cut to float16's ten payload bits, as F16C does.
+ * tests/test_half.c checks all 2^32 inputs against F16C.
+ */
+static inline AMP_HD float half_round(float x)
+{
+    uint32_t b = float_bits(x), a = b & 0x7fffffffu;
+    float c = bits_float(a < 0x38800000u ? 0x3f000000u : (a & 0x7f800000u) + (13u << 23));
+    uint32_t r = float_bits((bits_float(a) + c) - c);
+    r = a >= 0x477ff000u ? 0x7f800000u : r;
+    r = a > 0x7f800000u ? (a | 0x00400000u) & 0xffffe000u : r;
+    return bits_float((b & 0x80000000u) | r);
+}
+
 /* The value a float32 `x` becomes when stored in dt and read back (dt float32: x itself). */
 static inline AMP_HD float round_to(float x, dtype dt)
 {
     if (dt == DTYPE_FLOAT16)
-        return float_from_half(half_from_float(x));
+        return half_round(x);
     if (dt == DTYPE_BFLOAT16)
         return float_from_bf16(bf16_from_float(x));
     return x;

@@ -6,10 +6,10 @@
  *
  * A chunk is read as float32 (half tensors widened into buffers), updated, then stored
  * (and counted) by cpu_store.
- * The update loop is instantiated per optimizer for float32 parameters, where the
- * roundings are identities and the compiler vectorises it (for AVX-512, AVX2 and plain
- * x86-64: the loader picks the clone the processor runs); half parameters take the general
- * loop.
+ * The update loop is instantiated per optimizer (SGD, Adam) and dtype (float32, where the
+ * roundings are identities, and float16, whose rounding half.h's half_round does without a
+ * branch), so that the compiler vectorises it (for AVX-512, AVX2 and plain x86-64: the
+ * loader picks the clone the processor runs); RMSprop and bfloat16 take the general loop.
  */
 #include <string.h>
 
@@ -44,11 +44,11 @@ static inline __attribute__((always_inline)) void update_loop(const optim_config
     }
 }
 
-/* update_loop with the optimizer and float32 known to the compiler */
-#define UPDATE_F32(KIND, NS)                                                                       \
+/* update_loop with the optimizer and the dtype known to the compiler */
+#define UPDATE(KIND, NS, DT)                                                                       \
     do {                                                                                           \
         c.kind = KIND;                                                                             \
-        update_loop(&c, &hc, DTYPE_FLOAT32, NS, n, b);                                             \
+        update_loop(&c, &hc, DT, NS, n, b);                                                        \
     } while (0)
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
@@ -58,16 +58,21 @@ update(const optim_config *cfg, const optim_hyper *h, dtype dt, int ns, int64_t 
     /* copies the compiler knows the buffers' stores cannot change: hoisted out of the loop */
     optim_config c = *cfg;
     optim_hyper hc = *h;
-    if (dt != DTYPE_FLOAT32)
-        update_loop(cfg, h, dt, ns, n, b);
+    bool f32 = dt == DTYPE_FLOAT32;
+    if (dt == DTYPE_BFLOAT16 || cfg->kind == OPTIM_RMSPROP)
+        update_loop(cfg, h, dt, ns, n, b); /* the rarer variants */
+    else if (cfg->kind == OPTIM_ADAM && f32)
+        UPDATE(OPTIM_ADAM, 2, DTYPE_FLOAT32);
     else if (cfg->kind == OPTIM_ADAM)
-        UPDATE_F32(OPTIM_ADAM, 2);
-    else if (cfg->kind == OPTIM_SGD && ns == 0)
-        UPDATE_F32(OPTIM_SGD, 0);
-    else if (cfg->kind == OPTIM_SGD)
-        UPDATE_F32(OPTIM_SGD, 1);
+        UPDATE(OPTIM_ADAM, 2, DTYPE_FLOAT16);
+    else if (ns == 0 && f32)
+        UPDATE(OPTIM_SGD, 0, DTYPE_FLOAT32);
+    else if (ns == 0)
+        UPDATE(OPTIM_SGD, 0, DTYPE_FLOAT16);
+    else if (f32)
+        UPDATE(OPTIM_SGD, 1, DTYPE_FLOAT32);
     else
-        update_loop(cfg, h, dt, ns, n, b); /* rmsprop's variants */
+        UPDATE(OPTIM_SGD, 1, DTYPE_FLOAT16);
 }
 
 /* one chunk of the step; the stats and lost count of the calling thread */
