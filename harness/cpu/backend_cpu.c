@@ -82,12 +82,9 @@ __attribute__((target("avx,f16c"))) static void widen_half_f16c(const uint16_t *
 
 void cpu_load(const tensor *t, int64_t off, int64_t n, float *dst)
 {
-    static int f16c = -1;
-    if (f16c < 0)
-        f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
     if (t->dtype == DTYPE_FLOAT32)
         memcpy(dst, (const float *)t->data + off, sizeof(float) * (size_t)n);
-    else if (t->dtype == DTYPE_FLOAT16 && f16c)
+    else if (t->dtype == DTYPE_FLOAT16 && cpu_has_f16c())
         widen_half_f16c((const uint16_t *)t->data + off, dst, n);
     else
         for (int64_t i = 0; i < n; i++)

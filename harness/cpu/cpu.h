@@ -14,6 +14,12 @@
 
 #define CPU_CHUNK 4096
 
+/* the processor has F16C (and the AVX its 8-wide forms need) */
+static inline bool cpu_has_f16c(void)
+{
+    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+}
+
 /* Rounds pre[0..n) into dst[off..off+n) of dtype dt; tallies into st when not NULL.
  * pre may alias dst when dt is float32. */
 void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, round_stats *st);

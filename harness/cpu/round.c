@@ -37,10 +37,7 @@ __attribute__((target("avx,f16c"))) static void round_half_f16c(float *v, int64_
 
 void cpu_round(float *v, int64_t n, dtype dt)
 {
-    static int f16c = -1;
-    if (f16c < 0)
-        f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-    if (dt == DTYPE_FLOAT16 && f16c)
+    if (dt == DTYPE_FLOAT16 && cpu_has_f16c())
         round_half_f16c(v, n);
     else if (dt != DTYPE_FLOAT32)
         for (int64_t i = 0; i < n; i++)
@@ -49,10 +46,7 @@ void cpu_round(float *v, int64_t n, dtype dt)
 
 static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int64_t n)
 {
-    static int f16c = -1;
-    if (f16c < 0)
-        f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-    if (dt == DTYPE_FLOAT16 && f16c) {
+    if (dt == DTYPE_FLOAT16 && cpu_has_f16c()) {
         store_half_f16c(pre, (uint16_t *)dst + off, n);
     } else if (dt == DTYPE_FLOAT32) {
         if ((float *)dst + off != pre)
