@@ -1,9 +1,10 @@
 /*
  * test_bench.c: tools/gpu_bench.py, the GPU part of `make bench`, where there is no GPU: its
  * --tiny comparison run on the CPU (the harness's steps, observed and not, the floor, and
- * PyTorch's own steps) must write one row per variant with positive times, PyTorch's for
- * the two variants PyTorch has and none for master weights. Skipped when python3 cannot
- * import torch. It checks that the script works, not how fast anything is.
+ * PyTorch's own steps) must write a row per MLP variant and one for the convolution, with
+ * positive times, PyTorch's for every row but master weights (which PyTorch has no
+ * equivalent of). Skipped when python3 cannot import torch. It checks that the script
+ * works, not how fast anything is.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -25,17 +26,18 @@ Test(bench, gpu_bench_script_compares_on_the_cpu, .timeout = 300)
     snprintf(path, sizeof path, "%s/bench-gpu.csv", out);
     csv c;
     cr_assert(csv_read(path, &c), "no %s", path);
-    cr_assert_eq(c.n_rows, 3, "one row per variant");
-    static const char *const variants[] = {"fp32", "autocast-fp16-scaler", "fp16-master-scaler"};
+    cr_assert_eq(c.n_rows, 4, "one row per MLP variant, one for the convolution");
+    static const char *const variants[] = {"fp32", "autocast-fp16-scaler", "autocast-fp16",
+                                           "fp16-master-scaler"};
     static const char *const times[] = {"step_ms", "step_ms_observe_off", "floor_ms"};
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < 4; v++) {
         char **row = csv_find(&c, "variant", variants[v], NULL, NULL, NULL, NULL);
         cr_assert_not_null(row, "no row for %s", variants[v]);
         for (int t = 0; t < 3; t++)
             cr_expect_gt(strtod(row[csv_col(&c, times[t])], NULL), 0.0, "%s %s", variants[v],
                          times[t]);
         const char *torch_ms = row[csv_col(&c, "pytorch_ms")];
-        if (v < 2)
+        if (v < 3)
             cr_expect_gt(strtod(torch_ms, NULL), 0.0, "%s: PyTorch's step", variants[v]);
         else
             cr_expect_str_empty(torch_ms, "master weights have no PyTorch step");

@@ -109,8 +109,9 @@ static double sgemm_ms(int64_t m, int64_t n, int64_t k, bool ta, bool tb)
 /* the GEMMs of one training step */
 static double gemm_floor(const bench_case *b)
 {
-    if (b->conv) { /* per sample: [64, 27] x [27, 555*555], backward weight alike; x needs no grad
-                    */
+    /* the convolution per sample: [64, 27] x [27, 555*555], its weight gradient alike (x
+     * needs no gradient) */
+    if (b->conv) {
         int64_t hw = 555 * 555;
         return 40 * (sgemm_ms(64, hw, 27, false, false) + sgemm_ms(64, 27, hw, false, true));
     }
