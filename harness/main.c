@@ -2,7 +2,7 @@
  * main.c: the ampscope command line.
  *   ampscope run CASE... [--device cpu|cuda|auto] [--out DIR] [--steps N] [--dump DIR]
  *                        [--dump-only PATTERN] [--set SECTION.KEY=VALUE]... [--observe off]
- *                        [--quiet]
+ *                        [--quiet | --progress]
  *   ampscope check CASE... [--json] [--set SECTION.KEY=VALUE]...
  *   ampscope compare CASE... [--out DIR]
  *   ampscope selftest [--device cpu|cuda|auto]
@@ -47,7 +47,10 @@ static const char usage[] =
     "  --gpu-math exact|native  exact (default): GEMMs accumulate into float32 and the\n"
     "                           harness rounds and counts; native: half outputs straight\n"
     "                           from cuBLAS as PyTorch gets them (underflow, overflow unseen)\n"
-    "  --quiet                  no progress display\n";
+    "  --quiet                  no progress display\n"
+    "  --progress               progress from the first step (default: once a case has\n"
+    "                           run 2 s; on a terminal one updated line, else a line\n"
+    "                           every 5 s and at the end)\n";
 
 typedef struct cli {
     const char *cmd;
@@ -97,6 +100,8 @@ static int parse_cli(int argc, char **argv, cli *c)
             c->json = true;
         } else if (strcmp(a, "--quiet") == 0) {
             c->train.quiet = true;
+        } else if (strcmp(a, "--progress") == 0) {
+            c->train.progress = true;
         } else if (!is_value_option(a)) {
             return bad_usage("unknown option %s", a);
         } else if (!has_value) {
@@ -136,6 +141,8 @@ static int parse_cli(int argc, char **argv, cli *c)
     }
     if (c->n_cases == 0 && strcmp(c->cmd, "selftest") != 0)
         return bad_usage("%s needs at least one case file", c->cmd);
+    if (c->train.quiet && c->train.progress)
+        return bad_usage("%s", "--quiet and --progress contradict each other");
     return 0;
 }
 

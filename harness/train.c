@@ -68,7 +68,7 @@ static void progress(const trainer *t, int64_t s, double start)
 {
     static double last_print;
     double elapsed = (now_ms() - start) / 1e3;
-    if (t->opt_in->quiet || elapsed < 2.0)
+    if (t->opt_in->quiet || (!t->opt_in->progress && elapsed < 2.0))
         return;
     double eta = elapsed / (double)(s + 1) * (double)(t->steps - s - 1);
     bool tty = isatty(STDERR_FILENO);

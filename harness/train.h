@@ -15,6 +15,7 @@ typedef struct train_options {
     const char *dump_only; /* --dump-only PATTERN (fnmatch on tensor names) */
     bool observe_off;      /* --observe off: dtypes only, no counts or histograms */
     bool quiet;            /* no progress display */
+    bool progress;         /* progress from the first step (default: once a case has run 2 s) */
 } train_options;
 
 typedef struct case_result {
