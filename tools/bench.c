@@ -247,8 +247,10 @@ static void run_once(const bench_case *b, bool observe_off, bench_row *row)
  * (out[0]) and without (out[1]), in ns per element, each the fastest of five loops. The
  * values are a sine under a decaying exponential: about twenty octaves, zeros among them. */
 #define CPU_COUNT_N 4096
-static void counting_cost(double out[2])
+static void counting_cost(const void *arg, void *result)
 {
+    (void)arg;
+    double *out = result;
     mem_account account = {0};
     backend *be = backend_cpu_open(&account);
     tensor_pool pool = {.be = be, .account = &account};
@@ -283,61 +285,61 @@ static void counting_cost(double out[2])
     be->close(be);
 }
 
-static void copy_bandwidth_into(double out[2]) { out[0] = copy_bandwidth(); }
-
-/* fn run in a child process: the parent starts no threads, so that the children it forks
- * can (libgomp's and OpenBLAS's thread pools do not survive a fork); false when it failed */
-static bool in_child(void (*fn)(double out[2]), double out[2])
+static void copy_bandwidth_into(const void *arg, void *out)
 {
-    int fd[2];
-    if (pipe(fd))
-        return false;
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        double v[2] = {0, 0};
-        fn(v);
-        _exit(write(fd[1], v, sizeof v) == (ssize_t)sizeof v ? 0 : 1);
-    }
-    close(fd[1]);
-    bool ok = read(fd[0], out, 2 * sizeof *out) == (ssize_t)(2 * sizeof *out);
-    close(fd[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    return ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    (void)arg;
+    *(double *)out = copy_bandwidth();
 }
 
-/* measures one configuration in a child process; returns false when it could not run */
-static bool measure(const bench_case *b, bench_row *row)
+/* One configuration, observed and not, each BENCH_ROUNDS times (arg: the bench_case, out:
+ * its bench_row). */
+static void measure_rounds(const void *arg, void *out)
+{
+    const bench_case *b = arg;
+    bench_row r = {.step_ms = INFINITY,
+                   .step_median_ms = INFINITY,
+                   .step_off_ms = INFINITY,
+                   .gemm_ms = INFINITY};
+    for (int round = 0; round < BENCH_ROUNDS; round++) {
+        run_once(b, false, &r);
+        if (round == 0) { /* the observed run's peak: the off run holds less */
+            struct rusage ru;
+            getrusage(RUSAGE_SELF, &ru);
+            r.rss_mib = (double)ru.ru_maxrss / 1024.0;
+        }
+        run_once(b, true, &r);
+        r.gemm_ms = fmin(r.gemm_ms, gemm_floor(b));
+    }
+    *(bench_row *)out = r;
+}
+
+/* fn(arg, out) run in a child process, its len bytes of out sent back through a pipe: the
+ * parent starts no threads, so that the children it forks can (libgomp's and OpenBLAS's
+ * thread pools do not survive a fork), and each configuration starts with a fresh heap.
+ * False when the child failed. */
+static bool in_child(void (*fn)(const void *arg, void *out), const void *arg, void *out,
+                     size_t len)
 {
     int fd[2];
     if (pipe(fd))
         return false;
     pid_t pid = fork();
+    if (pid == -1) {
+        close(fd[0]);
+        close(fd[1]);
+        return false;
+    }
     if (pid == 0) {
         close(fd[0]);
-        bench_row r = {.step_ms = INFINITY,
-                       .step_median_ms = INFINITY,
-                       .step_off_ms = INFINITY,
-                       .gemm_ms = INFINITY};
-        for (int round = 0; round < BENCH_ROUNDS; round++) {
-            run_once(b, false, &r);
-            if (round == 0) { /* the observed run's peak: the off run holds less */
-                struct rusage ru;
-                getrusage(RUSAGE_SELF, &ru);
-                r.rss_mib = (double)ru.ru_maxrss / 1024.0;
-            }
-            run_once(b, true, &r);
-            r.gemm_ms = fmin(r.gemm_ms, gemm_floor(b));
-        }
-        _exit(write(fd[1], &r, sizeof r) == (ssize_t)sizeof r ? 0 : 1);
+        memset(out, 0, len);
+        fn(arg, out);
+        _exit(write(fd[1], out, len) == (ssize_t)len ? 0 : 1);
     }
     close(fd[1]);
-    bool ok = read(fd[0], row, sizeof *row) == (ssize_t)sizeof *row;
+    bool ok = read(fd[0], out, len) == (ssize_t)len;
     close(fd[0]);
     int st;
-    waitpid(pid, &st, 0);
-    return ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    return waitpid(pid, &st, 0) == pid && ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 int main(int argc, char **argv)
@@ -361,13 +363,12 @@ int main(int argc, char **argv)
         cases[n++] = (bench_case){"scaling", "autocast-fp16-scaler", 1024, h, 1000, 256,
                                   false,     h >= 8192 ? 3 : 4};
 
-    double bw_out[2], count_ns[2];
-    if (!in_child(copy_bandwidth_into, bw_out) || bw_out[0] <= 0 ||
-        !in_child(counting_cost, count_ns)) {
+    double bw, count_ns[2];
+    if (!in_child(copy_bandwidth_into, NULL, &bw, sizeof bw) || bw <= 0 ||
+        !in_child(counting_cost, NULL, count_ns, sizeof count_ns)) {
         fprintf(stderr, "bench: could not measure the copy bandwidth or the counting cost\n");
         return 2;
     }
-    double bw = bw_out[0];
     char host[256] = "?";
     gethostname(host, sizeof host);
     time_t now = time(NULL);
@@ -413,7 +414,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         fflush(csv);
         fflush(md);
-        if (!measure(b, &r)) {
+        if (!in_child(measure_rounds, b, &r, sizeof r)) {
             printf("%-8s %-22s %-22s could not run (see above)\n", b->group, b->variant, shape);
             continue;
         }
