@@ -8,11 +8,6 @@
 
 #include "dump.h"
 
-const char *const TENSORS_CSV_HEADER =
-    "case,step,pass,order,tensor,role,dtype,shape,numel,bytes,zeros,underflow,subnormal,"
-    "overflow,nan,amax,amin_nonzero";
-const char *const HIST_CSV_HEADER = "case,step,pass,tensor,bin,count";
-
 const char *tensor_role_name(tensor_role r)
 {
     static const char *const names[ROLE_COUNT] = {

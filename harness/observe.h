@@ -62,9 +62,6 @@ typedef struct observer {
     char dump_error[512];
 } observer;
 
-extern const char *const TENSORS_CSV_HEADER;
-extern const char *const HIST_CSV_HEADER;
-
 const char *tensor_role_name(tensor_role r);
 const char *pass_name(pass_kind p);
 /* Sets the step and whether it is recorded; resets order and first_nonfinite. */

@@ -10,10 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const SUMMARY_CSV_HEADER =
-    "case,device,status,error,params,autocast,input_dtype,output_dtype,loss_dtype,"
-    "param_grad_dtypes,cast_grad_dtypes,activation_grad_dtypes,grad_underflow,grad_numel,"
-    "final_loss,peak_bytes,step_ms,expect_passed,expect_total";
+#include "columns.h"
 
 int results_begin(const char *out, const char *name, char *tmp, int tmplen, char *err, int errlen)
 {
@@ -102,7 +99,7 @@ int results_write_summary(const char *out, const case_result *res, int n, char *
         snprintf(err, (size_t)errlen, "cannot write %s: %s", tmp, strerror(errno));
         return -1;
     }
-    fprintf(dst, "%s\n", SUMMARY_CSV_HEADER);
+    fprintf(dst, "%s\n", csv_summary.header);
     FILE *old = fopen(path, "r");
     if (old) {
         char *line = NULL;

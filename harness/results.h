@@ -12,8 +12,6 @@
 
 #include "train.h"
 
-extern const char *const SUMMARY_CSV_HEADER;
-
 /* Creates OUT (if needed) and a temporary folder for one case; returns 0 and its path. */
 int results_begin(const char *out, const char *name, char *tmp, int tmplen, char *err, int errlen);
 /* Moves tmp into OUT/<name>, replacing what was there. */

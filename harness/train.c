@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "autocast.h"
+#include "columns.h"
 #include "dump.h"
 #include "layers/layers.h"
 #include "optimizer.h"
@@ -289,7 +290,7 @@ static void fill_result(const case_config *cfg, const run *r, const trainer *t, 
 static int write_memory_csv(const char *dir, const case_config *cfg, const mem_account *a,
                             const mem_account *end, int64_t saved, char *err, int len)
 {
-    FILE *f = open_csv(dir, "memory.csv", "case,category,peak_bytes,end_bytes", err, len);
+    FILE *f = open_csv(dir, "memory.csv", csv_memory.header, err, len);
     if (!f)
         return -1;
     for (int c = 0; c < MEM_CATEGORY_COUNT; c++)
@@ -324,13 +325,9 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
     obs->be = be;
     obs->dump_dir = opt->dump_dir;
     obs->dump_only = opt->dump_only;
-    obs->tensors = open_csv(dir, "tensors.csv", TENSORS_CSV_HEADER, err, sizeof err);
-    obs->hist = obs->tensors ? open_csv(dir, "hist.csv", HIST_CSV_HEADER, err, sizeof err) : NULL;
-    t->steps_csv = obs->hist ? open_csv(dir, "steps.csv",
-                                        "case,step,loss,loss_scale,found_inf,skipped,step_ms,lr,"
-                                        "lost_updates,first_nonfinite",
-                                        err, sizeof err)
-                             : NULL;
+    obs->tensors = open_csv(dir, "tensors.csv", csv_tensors.header, err, sizeof err);
+    obs->hist = obs->tensors ? open_csv(dir, "hist.csv", csv_hist.header, err, sizeof err) : NULL;
+    t->steps_csv = obs->hist ? open_csv(dir, "steps.csv", csv_steps.header, err, sizeof err) : NULL;
     int rc = t->steps_csv ? 0 : -1;
     if (rc == 0) {
         r->cfg = cfg;

@@ -29,6 +29,7 @@
 
 #include "backend.h"
 #include "case.h"
+#include "csv_table.h"
 #include "libenv.h"
 #include "results.h"
 #include "train.h"
@@ -174,22 +175,16 @@ static const char *case_text(const bench_case *b, char *buf, size_t len)
 /* the fastest and the median step time after the warm-up, from steps.csv */
 static void step_times(const char *dir, double *fastest, double *median)
 {
-    char path[4200], line[1024];
-    snprintf(path, sizeof path, "%s/steps.csv", dir);
-    FILE *f = fopen(path, "r");
+    csv_table t;
+    char err[CSV_PATH_LEN + 256];
     double v[64];
-    int n = 0, row = 0;
-    while (f && fgets(line, sizeof line, f) && n < 64) {
-        if (row++ < 2) /* header and the warm-up step */
-            continue;
-        char *p = line;
-        for (int k = 0; k < 6 && p; k++)
-            p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
-        if (p)
-            v[n++] = atof(p);
+    int n = 0, k = -1;
+    if (csv_table_read_in(&t, dir, csv_steps.file, false, NULL, NULL, err, sizeof err) == 0) {
+        k = csv_table_col(&t, csv_steps.names[STEPS_COL_STEP_MS]);
+        for (int r = 1; k >= 0 && r < t.n_rows && n < 64; r++) /* after the warm-up step */
+            v[n++] = atof(t.rows[r][k]);
+        csv_table_free(&t);
     }
-    if (f)
-        fclose(f);
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     *fastest = n ? v[0] : NAN;
     *median = n ? v[n / 2] : NAN;
@@ -379,10 +374,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench: cannot write results/bench.csv or results/bench.md\n");
         return 2;
     }
-    fprintf(csv, "group,variant,in,hidden,out,batch,step_ms,step_median_ms,step_ms_observe_off,"
-                 "gemm_floor_ms,"
-                 "bytes_floor_ms,floor_ms,step_over_floor,observe_overhead,peak_rss_mib,"
-                 "account_peak_mib,workspace_peak_mib\n");
+    fprintf(csv, "%s\n", csv_bench.header);
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     fprintf(md, "Run on %s, %d cores, %s; copy bandwidth %.1f GB/s; OpenBLAS kernels %s.\n\n", host,
             threads, date, bw / 1e6, libenv_blas_core());
