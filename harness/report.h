@@ -10,7 +10,7 @@
  *               steps; the steps (loss, loss scale, lost updates); the memory by category;
  *               links to the plots plot/plot.py draws.
  *   config.csv  one row: the configuration keys REPORT.md needs and summary.csv lacks
- *               (description, baseline, scaler, ...); header CONFIG_CSV_HEADER.
+ *               (description, baseline, scaler, ...); its columns are in columns.h.
  *
  * report_all() runs after results_write_summary() and writes OUT/REPORT.md: one table row
  * per summary.csv row (sorted by case name), using each case's config.csv, steps.csv and
@@ -23,14 +23,17 @@
  * loss_scale.png when steps.csv has two steps or more, memory.png always.
  *
  * Both return 0, or -1 with a message in err when a file could not be read or written.
+ *
+ * The code: report_case.c (report.md), report_config.c (config.csv and the configuration
+ * lines), report_all.c (REPORT.md), case_files.c (a case folder's CSV files as the reports
+ * read them), report_text.c (percentages, Markdown, atomic writes); every CSV file through
+ * csv_table.h, its columns by name from columns.h.
  */
 #ifndef AMPSCOPE_REPORT_H
 #define AMPSCOPE_REPORT_H
 
 #include "case.h"
 #include "train.h"
-
-extern const char *const CONFIG_CSV_HEADER;
 
 int report_case(const case_config *cfg, const case_result *res, const char *case_dir, char *err,
                 int errlen);

@@ -12,7 +12,7 @@ Per case folder (RESULTS_DIR/<case>/):
                    part that rounds to zero in float16 shaded, zeros as a bar at the left; when
                    the step scaled its loss, a second panel with the same values divided by
                    the loss scale: where they would lie without the GradScaler. The step is
-                   the first with such rows (report.c describes the same one).
+                   the first with such rows (harness/case_files.c picks the same one).
   memory.png       peak bytes of each memory category (memory.csv), stacked, and the bytes
                    held at the end of the run; the peak of the total marked.
   loss_scale.png   loss and loss scale over the steps (steps.csv), for cases with 2+ steps.
@@ -178,7 +178,7 @@ def underflow_series(results_dir):
 
 
 def format_pct(count, total):
-    """As report.c prints percentages: 0, <0.01%, >99.99% or two decimals."""
+    """As report_text.c prints percentages: 0, <0.01%, >99.99% or two decimals."""
     if count == 0:
         return "0"
     text = "%.2f%%" % (100.0 * count / total)

@@ -1,0 +1,98 @@
+/*
+ * report_config.c: config.csv and report.md's configuration lines (see report_config.h).
+ * The names of kinds (optimizers, losses, layers) are each given by one function here.
+ */
+#include "report_config.h"
+
+#include "columns.h"
+#include "results.h"
+
+/* to be taken from the optimizer registry */
+static void format_optimizer(const optim_config *o, char *buf, size_t len)
+{
+    static const char *const optim_kind_names[] = {"sgd", "adam", "rmsprop"};
+    int n = snprintf(buf, len, "%s lr=%g", optim_kind_names[o->kind], o->lr);
+    if (o->momentum != 0.0 && n >= 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " momentum=%g", o->momentum);
+    if (o->weight_decay != 0.0 && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, " weight_decay=%g", o->weight_decay);
+}
+
+static const char *autocast_name(const case_config *cfg)
+{
+    return cfg->autocast ? dtype_name(cfg->autocast_dtype) : "off";
+}
+
+/* to be taken from the layer registry */
+static const char *loss_name(const case_config *cfg)
+{
+    return cfg->loss == LOSS_CROSS_ENTROPY ? "cross_entropy" : "mse";
+}
+
+/* One layer as the Model line describes it: "linear 4 → 8", "relu", ... */
+/* to be taken from the layer registry */
+static void put_layer(FILE *f, const layer_spec *l)
+{
+    if (l->kind == LAYER_LINEAR)
+        fprintf(f, "linear %lld → %lld%s", (long long)l->in, (long long)l->out,
+                l->bias ? "" : " (no bias)");
+    else if (l->kind == LAYER_CONV2D)
+        fprintf(f, "conv2d %lld → %lld, kernel %lld, stride %lld, padding %lld%s", (long long)l->in,
+                (long long)l->out, (long long)l->kernel, (long long)l->stride,
+                (long long)l->padding, l->bias ? "" : " (no bias)");
+    else
+        fputs(l->kind == LAYER_RELU ? "relu" : "flatten", f);
+}
+
+int config_csv_write(FILE *f, const void *ctx, char *err, int errlen)
+{
+    const case_config *cfg = ctx;
+    char optim[128];
+    format_optimizer(&cfg->optim, optim, sizeof optim);
+    fprintf(f, "%s\n", csv_config.header);
+    csv_write_field(f, cfg->name);
+    fputc(',', f);
+    csv_write_field(f, cfg->description);
+    fputc(',', f);
+    csv_write_field(f, cfg->baseline);
+    fprintf(f, ",%s,%s,%s,%s,%s,%.9g,%.9g,%.9g,%lld,", dtype_name(cfg->params), autocast_name(cfg),
+            cfg->loss_in_autocast ? "yes" : "no", cfg->master_weights ? "yes" : "no",
+            cfg->scaler ? "yes" : "no", cfg->init_scale, cfg->growth_factor, cfg->backoff_factor,
+            (long long)cfg->growth_interval);
+    csv_write_field(f, optim);
+    fprintf(f, ",%s,%lld,%lld,%llu\n", loss_name(cfg), (long long)cfg->batch, (long long)cfg->steps,
+            (unsigned long long)cfg->seed);
+    return 0;
+}
+
+void put_config_line(FILE *f, const case_config *cfg)
+{
+    char optim[128];
+    format_optimizer(&cfg->optim, optim, sizeof optim);
+    fprintf(f, "**Configuration:** params %s; autocast %s", dtype_name(cfg->params),
+            autocast_name(cfg));
+    if (cfg->autocast)
+        fprintf(f, " (loss %s autocast)", cfg->loss_in_autocast ? "inside" : "outside");
+    if (cfg->master_weights)
+        fputs("; float32 master weights", f);
+    if (cfg->scaler)
+        fprintf(f,
+                "; GradScaler (init_scale %g, growth_factor %g, backoff_factor %g, "
+                "growth_interval %lld)",
+                cfg->init_scale, cfg->growth_factor, cfg->backoff_factor,
+                (long long)cfg->growth_interval);
+    else
+        fputs("; no GradScaler", f);
+    fprintf(f, "; input %s, batch %lld; loss %s; optimizer %s; %lld step%s, seed %llu",
+            dtype_name(cfg->input_dtype), (long long)cfg->batch, loss_name(cfg), optim,
+            (long long)cfg->steps, cfg->steps == 1 ? "" : "s", (unsigned long long)cfg->seed);
+    if (cfg->baseline[0])
+        fprintf(f, "; baseline %s", cfg->baseline);
+    fputs(".\n\n**Model:** ", f);
+    for (int i = 0; i < cfg->n_layers; i++) {
+        const layer_spec *l = &cfg->layers[i];
+        fprintf(f, "%s%s = ", i ? ", " : "", l->name);
+        put_layer(f, l);
+    }
+    fputs(".\n\n", f);
+}
