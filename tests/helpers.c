@@ -89,90 +89,23 @@ void run_case_file_set(const char *path, const char *const *sets, int n_sets, co
     be->close(be);
 }
 
-/* splits one CSV line (no quoted newlines) into malloc'd fields */
-static char **split_line(const char *line, int *n)
-{
-    int cap = 8, k = 0;
-    char **f = malloc(sizeof *f * (size_t)cap);
-    const char *p = line;
-    for (;;) {
-        char buf[4096];
-        int len = 0;
-        if (*p == '"') {
-            for (p++; *p && !(*p == '"' && p[1] != '"'); p++) {
-                if (*p == '"')
-                    p++;
-                if (len < (int)sizeof buf - 1)
-                    buf[len++] = *p;
-            }
-            if (*p == '"')
-                p++;
-        } else {
-            while (*p && *p != ',' && *p != '\n' && *p != '\r')
-                if (len < (int)sizeof buf - 1)
-                    buf[len++] = *p++;
-                else
-                    p++;
-        }
-        buf[len] = '\0';
-        if (k == cap)
-            f = realloc(f, sizeof *f * (size_t)(cap *= 2));
-        f[k++] = strdup(buf);
-        if (*p != ',')
-            break;
-        p++;
-    }
-    *n = k;
-    return f;
-}
-
 bool csv_read(const char *path, csv *c)
 {
-    memset(c, 0, sizeof *c);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    char *line = NULL;
-    size_t cap = 0;
-    int rows_cap = 0;
-    while (getline(&line, &cap, f) > 0) {
-        int n;
-        char **fields = split_line(line, &n);
-        if (!c->header) {
-            c->header = fields;
-            c->n_cols = n;
-            continue;
-        }
-        if (c->n_rows == rows_cap)
-            c->rows = realloc(c->rows,
-                              sizeof *c->rows * (size_t)(rows_cap = rows_cap ? 2 * rows_cap : 64));
-        c->rows[c->n_rows++] = fields;
-    }
-    free(line);
-    fclose(f);
-    return c->header != NULL;
+    char err[CSV_PATH_LEN + 256];
+    int rc = csv_table_read(c, path, true, NULL, NULL, err, sizeof err);
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err);
+    return rc == 0;
 }
 
-void csv_free(csv *c)
-{
-    for (int r = 0; r < c->n_rows; r++) {
-        for (int k = 0; k < c->n_cols; k++)
-            free(c->rows[r][k]);
-        free(c->rows[r]);
-    }
-    for (int k = 0; k < c->n_cols; k++)
-        free(c->header[k]);
-    free(c->header);
-    free(c->rows);
-}
+void csv_free(csv *c) { csv_table_free(c); }
 
 int csv_col(const csv *c, const char *name)
 {
-    for (int k = 0; k < c->n_cols; k++)
-        if (strcmp(c->header[k], name) == 0)
-            return k;
-    cr_assert_fail("no column %s", name);
-    return -1;
+    int k = csv_table_col(c, name);
+    if (k < 0)
+        cr_assert_fail("%s has no column %s", c->path, name);
+    return k;
 }
 
 char **csv_find(const csv *c, const char *col1, const char *v1, const char *col2, const char *v2,

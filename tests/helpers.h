@@ -11,6 +11,7 @@
 
 #include "../harness/backend.h"
 #include "../harness/case.h"
+#include "../harness/csv_table.h"
 #include "../harness/train.h"
 
 typedef struct test_env {
@@ -40,14 +41,12 @@ void run_case_file(const char *path, const char *out, case_result *res, const tr
 void run_case_file_set(const char *path, const char *const *sets, int n_sets, const char *out,
                        case_result *res, const train_options *opt);
 
-/* A CSV file read whole: header fields and rows of fields. */
-typedef struct csv {
-    int n_cols, n_rows;
-    char **header;
-    char ***rows;
-} csv;
+/* A CSV file read whole (harness/csv_table.h): n_cols, n_rows, header[k], rows[r][k]. */
+typedef csv_table csv;
+/* false when the file is missing, empty or malformed (the reason on stderr unless missing) */
 bool csv_read(const char *path, csv *c);
 void csv_free(csv *c);
+/* the column's index; cr_asserts that there is one */
 int csv_col(const csv *c, const char *name);
 /* The first row whose columns match every (name, value) pair; NULL when none. */
 char **csv_find(const csv *c, const char *col1, const char *v1, const char *col2, const char *v2,

@@ -1,5 +1,6 @@
 /*
- * test_csv.c: the result files' columns, exactly as README.md documents them, and the
+ * test_csv.c: the result files' columns, exactly as README.md documents them, and as
+ * harness/columns.h lists them (every writer's header line is that list), and the
  * invariants every row must satisfy: each histogram sums to its tensor's numel, underflow
  * never exceeds zeros, bytes = numel * element size. Also: running a case again replaces
  * its summary row and keeps the others'.
@@ -8,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../harness/columns.h"
+#include "../harness/report.h"
 #include "helpers.h"
 
 static const char *const tensors_header =
@@ -96,5 +99,51 @@ Test(csv, a_rerun_replaces_its_summary_row_and_keeps_the_others)
     cr_expect_not_null(csv_find(&s, "case", "small-fp32", NULL, NULL, NULL, NULL));
     cr_expect_not_null(csv_find(&s, "case", "small-autocast-fp16", NULL, NULL, NULL, NULL));
     csv_free(&s);
+    rm_rf(out);
+}
+
+/* names joined by commas, as a header line lists them */
+static void join_names(const csv_columns *c, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < c->n; k++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", k ? "," : "", c->names[k]);
+    cr_assert_lt(n, len);
+}
+
+Test(csv, every_writer_prints_the_columns_of_columns_h)
+{
+    char out[256], dir[512], path[1024], line[2048], joined[2048], err[1024];
+    make_temp_dir(out, sizeof out);
+    case_result res;
+    const char *file = "tests/cases/small-autocast-fp16-scaler.case";
+    run_case_file(file, out, &res, NULL);
+    case_config *cfg = calloc(1, sizeof *cfg);
+    cr_assert_not_null(cfg);
+    err_list errs = {0};
+    cr_assert_eq(case_load(file, NULL, 0, cfg, &errs), 0);
+    err_list_free(&errs);
+    snprintf(dir, sizeof dir, "%s/%s", out, cfg->name);
+    cr_assert_eq(report_case(cfg, &res, dir, err, sizeof err), 0, "%s", err);
+    free(cfg);
+    const struct {
+        const csv_columns *cols;
+        const char *dir;
+        int n; /* the number of columns README.md documents */
+    } files[] = {{&csv_tensors, dir, 17}, {&csv_hist, dir, 6},    {&csv_steps, dir, 10},
+                 {&csv_memory, dir, 4},   {&csv_config, dir, 17}, {&csv_summary, out, 19}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        const csv_columns *c = files[i].cols;
+        cr_expect_eq(c->n, files[i].n, "%s", c->file);
+        join_names(c, joined, sizeof joined);
+        cr_expect_str_eq(c->header, joined, "%s: the header line is the names joined", c->file);
+        snprintf(path, sizeof path, "%s/%s", files[i].dir, c->file);
+        first_line(path, line, sizeof line);
+        cr_expect_str_eq(line, joined, "%s: the header written", c->file);
+    }
+    join_names(&csv_bench, joined, sizeof joined);
+    cr_expect_str_eq(csv_bench.header, joined);
+    cr_expect_eq(csv_bench.n, 17);
     rm_rf(out);
 }
