@@ -145,18 +145,18 @@ bool is_half_name(const char *dtype)
     return !strcmp(dtype, "float16") || !strcmp(dtype, "bfloat16");
 }
 
-bool is_backward_grad(const tensor_row *r)
+bool row_is_backward_grad(const tensor_row *r)
 {
     return !strcmp(r->pass, "backward") &&
            (!strcmp(r->role, "grad_activation") || !strcmp(r->role, "grad_cast") ||
             !strcmp(r->role, "grad_param"));
 }
 
-int64_t report_step(const case_files *c)
+int64_t case_files_report_step(const case_files *c)
 {
     int64_t first = -1;
     for (int i = 0; i < c->n_rows; i++)
-        if (is_backward_grad(&c->rows[i]) && c->rows[i].counted)
+        if (row_is_backward_grad(&c->rows[i]) && c->rows[i].counted)
             return c->rows[i].step;
     for (int i = 0; i < c->n_rows; i++)
         if (first < 0 || c->rows[i].step < first)
@@ -164,15 +164,16 @@ int64_t report_step(const case_files *c)
     return first;
 }
 
-bool has_hist_plot(const case_files *c)
+bool case_files_has_hist_plot(const case_files *c)
 {
     for (int i = 0; i < c->n_rows; i++)
-        if (is_backward_grad(&c->rows[i]) && c->rows[i].counted)
+        if (row_is_backward_grad(&c->rows[i]) && c->rows[i].counted)
             return true;
     return false;
 }
 
-const tensor_row *find_row(const case_files *c, int64_t step, const char *pass, const char *name)
+const tensor_row *case_files_row(const case_files *c, int64_t step, const char *pass,
+                                 const char *name)
 {
     for (int i = 0; i < c->n_rows; i++) {
         const tensor_row *r = &c->rows[i];
@@ -182,7 +183,7 @@ const tensor_row *find_row(const case_files *c, int64_t step, const char *pass, 
     return NULL;
 }
 
-const step_row *find_step(const case_files *c, int64_t step)
+const step_row *case_files_step(const case_files *c, int64_t step)
 {
     for (int i = 0; i < c->n_steps; i++)
         if (c->steps[i].step == step)
@@ -199,10 +200,10 @@ static int zero_bin_max(const char *dt)
     return !strcmp(dt, "float16") ? -26 : !strcmp(dt, "bfloat16") ? -135 : INT_MIN;
 }
 
-bool step_scale(const case_files *c, int64_t step, int *log2_scale)
+bool case_files_step_scale(const case_files *c, int64_t step, int *log2_scale)
 {
-    const step_row *s = find_step(c, step);
-    if (!s || !find_row(c, step, "forward", "loss.scaled") || !(s->scale > 0))
+    const step_row *s = case_files_step(c, step);
+    if (!s || !case_files_row(c, step, "forward", "loss.scaled") || !(s->scale > 0))
         return false;
     int e;
     double m = frexp(s->scale, &e);
@@ -236,8 +237,8 @@ static bool count_below(const csv_table *t, char **f, void *p)
     if (b->bad || !csv_parse_i64(f[b->k_step], &step) || step != b->step ||
         strcmp(f[b->k_pass], "backward") || !csv_parse_i64(f[b->k_bin], &bin))
         return false; /* other steps and passes, and the zero, inf and nan bins */
-    const tensor_row *r = find_row(b->c, step, "backward", f[b->k_tensor]);
-    if (!r || !is_backward_grad(r) || !is_half_name(r->dtype))
+    const tensor_row *r = case_files_row(b->c, step, "backward", f[b->k_tensor]);
+    if (!r || !row_is_backward_grad(r) || !is_half_name(r->dtype))
         return false;
     if (!csv_parse_i64(f[b->k_count], &count))
         b->bad = true;
@@ -246,8 +247,8 @@ static bool count_below(const csv_table *t, char **f, void *p)
     return false;
 }
 
-int hist_below(const case_files *c, const char *dir, int64_t step, int shift, int64_t *below,
-               char *err, int errlen)
+int case_files_hist_below(const case_files *c, const char *dir, int64_t step, int shift,
+                          int64_t *below, char *err, int errlen)
 {
     below_ctx b = {.c = c, .step = step, .shift = shift, .k_step = -1};
     csv_table t;

@@ -53,20 +53,21 @@ void case_files_free(case_files *c);
 /* true for a dtype name of a half-precision format (float16, bfloat16) */
 bool is_half_name(const char *dtype);
 /* a backward-pass row of a gradient: of an activation, of an autocast copy, of a parameter */
-bool is_backward_grad(const tensor_row *r);
+bool row_is_backward_grad(const tensor_row *r);
 /* The step the report describes (see above); -1 when tensors.csv is empty. */
-int64_t report_step(const case_files *c);
+int64_t case_files_report_step(const case_files *c);
 /* true when plot.py draws hist_grads.png for the case */
-bool has_hist_plot(const case_files *c);
-const tensor_row *find_row(const case_files *c, int64_t step, const char *pass, const char *name);
-const step_row *find_step(const case_files *c, int64_t step);
+bool case_files_has_hist_plot(const case_files *c);
+const tensor_row *case_files_row(const case_files *c, int64_t step, const char *pass,
+                                 const char *name);
+const step_row *case_files_step(const case_files *c, int64_t step);
 /* The scale of the step and its log2 when it is a power of two, when the step scaled its
  * loss (a loss.scaled row) and completed (a steps.csv row); false otherwise. plot.py's lower
  * histogram panel uses the same rule. */
-bool step_scale(const case_files *c, int64_t step, int *log2_scale);
+bool case_files_step_scale(const case_files *c, int64_t step, int *log2_scale);
 /* The values of the step's half-dtype backward gradient rows that would round to zero if
  * they were 2^shift times their size (DIR/hist.csv's bins moved by shift). */
-int hist_below(const case_files *c, const char *dir, int64_t step, int shift, int64_t *below,
-               char *err, int errlen);
+int case_files_hist_below(const case_files *c, const char *dir, int64_t step, int shift,
+                          int64_t *below, char *err, int errlen);
 
 #endif

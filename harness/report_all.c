@@ -46,7 +46,7 @@ static int read_entry(const char *results_dir, case_entry *e, char *err, int err
         return -1;
     if (rc == 0) {
         e->have_files = true;
-        e->hist_plot = has_hist_plot(&c);
+        e->hist_plot = case_files_has_hist_plot(&c);
         e->n_steps = c.n_steps;
         for (int i = 0; i < c.n_steps; i++)
             e->lost_updates += c.steps[i].lost_updates;

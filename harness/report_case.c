@@ -275,8 +275,9 @@ static void put_activation_grads(FILE *f, const case_report *cr, const tensor_ro
             continue;
         char base[512];
         int len = snprintf(base, sizeof base, "%.*s.grad", (int)(at - r->name), r->name);
-        const tensor_row *to =
-            len > 0 && len < (int)sizeof base ? find_row(c, cr->step, "backward", base) : NULL;
+        const tensor_row *to = len > 0 && len < (int)sizeof base
+                                   ? case_files_row(c, cr->step, "backward", base)
+                                   : NULL;
         if (!to || strcmp(to->role, "grad_activation"))
             continue;
         fprintf(f,
@@ -358,7 +359,7 @@ static void put_scaler(FILE *f, const case_report *cr)
               f);
         return;
     }
-    const step_row *s = find_step(c, cr->step);
+    const step_row *s = case_files_step(c, cr->step);
     if (s)
         fprintf(f,
                 "In step %lld the loss was multiplied by %s (steps.csv `loss_scale`) before "
@@ -524,7 +525,7 @@ static void put_memory(FILE *f, const case_files *c)
 static void put_plots(FILE *f, const case_report *cr)
 {
     fputs("## Plots\n\nDrawn by `plot/plot.py` (`make plots`).\n\n", f);
-    if (has_hist_plot(cr->c))
+    if (case_files_has_hist_plot(cr->c))
         fputs("![log2|x| histogram of the gradients](hist_grads.png)\n\n", f);
     if (cr->c->n_steps >= 2)
         fputs("![loss and loss scale over the steps](loss_scale.png)\n\n", f);
@@ -602,11 +603,12 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
 static int count_scaled(case_report *cr, const char *case_dir, char *err, int errlen)
 {
     const case_files *c = cr->c;
-    if (cr->step < 0 || !step_scale(c, cr->step, &cr->log2_scale))
+    if (cr->step < 0 || !case_files_step_scale(c, cr->step, &cr->log2_scale))
         return 0;
     for (int i = 0; i < c->n_rows; i++) {
         const tensor_row *r = &c->rows[i];
-        if (r->step == cr->step && is_backward_grad(r) && r->counted && is_half_name(r->dtype)) {
+        if (r->step == cr->step && row_is_backward_grad(r) && r->counted &&
+            is_half_name(r->dtype)) {
             cr->half_grad_numel += r->numel;
             cr->half_grad_underflow += r->underflow;
         }
@@ -614,7 +616,8 @@ static int count_scaled(case_report *cr, const char *case_dir, char *err, int er
     if (cr->half_grad_numel == 0)
         return 0;
     cr->scaled_count = true;
-    return hist_below(c, case_dir, cr->step, -cr->log2_scale, &cr->would_underflow, err, errlen);
+    return case_files_hist_below(c, case_dir, cr->step, -cr->log2_scale, &cr->would_underflow, err,
+                                 errlen);
 }
 
 int report_case(const case_config *cfg, const case_result *res, const char *case_dir, char *err,
@@ -624,7 +627,7 @@ int report_case(const case_config *cfg, const case_result *res, const char *case
     err[0] = '\0';
     if (case_files_read(&c, case_dir, false, err, errlen))
         return -1;
-    case_report cr = {.cfg = cfg, .res = res, .c = &c, .step = report_step(&c)};
+    case_report cr = {.cfg = cfg, .res = res, .c = &c, .step = case_files_report_step(&c)};
     int rc = count_scaled(&cr, case_dir, err, errlen);
     if (rc == 0)
         rc = write_atomically(case_dir, "config.csv", config_csv_write, cfg, err, errlen);
