@@ -312,7 +312,7 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
     trainer *t = calloc(1, sizeof *t);
     run *r = calloc(1, sizeof *r);
     observer *obs = calloc(1, sizeof *obs);
-    int64_t steps = opt->steps > 0 ? opt->steps : cfg->steps;
+    int64_t steps = cfg->steps;
     double *step_ms = calloc((size_t)steps, sizeof(double));
     if (!t || !r || !obs || !step_ms) {
         free(t), free(r), free(obs), free(step_ms);
@@ -391,7 +391,7 @@ int train_preflight(const case_config *cfg, const train_options *opt, int64_t *b
     trainer *t = calloc(1, sizeof *t);
     run *r = calloc(1, sizeof *r);
     observer *obs = calloc(1, sizeof *obs);
-    int64_t steps = opt->steps > 0 ? opt->steps : cfg->steps;
+    int64_t steps = cfg->steps;
     int64_t dry_steps = steps < 2 ? steps : 2; /* the optimizer's state exists from step 2 on */
     double step_ms[2];
     if (!be || !t || !r || !obs) {
