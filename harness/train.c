@@ -136,11 +136,13 @@ static void train_step(trainer *t, int64_t s)
     tensor *grads[2 * CASE_MAX_LAYERS];
     optimizer_collect_grads(r, &t->opt, grads);
     int found_inf = 0;
-    int64_t lost = 0;
+    int64_t lost = 0, steps_before = t->opt.steps_taken;
     if (t->scaler.enabled)
         found_inf = scaler_unscale(r, &t->scaler, grads, t->opt.n, cfg->master_weights);
-    if (!found_inf)
+    if (!found_inf) /* scaler.step(optimizer): optimizer.step() unless an inf/NaN was found */
         lost = optimizer_step(r, &t->opt, grads);
+    /* skipped: whether optimizer.step() did not run, as the optimizer counts its steps */
+    int skipped = t->opt.steps_taken == steps_before;
     if (t->scaler.enabled)
         scaler_update(&t->scaler, found_inf);
     double lr = t->opt.lr;
@@ -152,7 +154,7 @@ static void train_step(trainer *t, int64_t s)
     if (t->steps_csv)
         fprintf(t->steps_csv, "%s,%lld,%.9g,%.9g,%d,%d,%.6f,%.9g,%lld,%s\n", cfg->name,
                 (long long)s, (double)t->last_loss, t->scaler.enabled ? (double)scale : 1.0,
-                found_inf, found_inf, t->step_ms[s], lr, (long long)lost,
+                found_inf, skipped, t->step_ms[s], lr, (long long)lost,
                 found_inf ? r->obs->first_nonfinite : "");
 }
 
