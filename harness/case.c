@@ -1998,47 +1998,6 @@ static void json_layer(FILE *f, const layer_spec *l)
     fputc('}', f);
 }
 
-/* "options": the optimizer's keyword arguments in PyTorch, defaults filled in. */
-static void json_optimizer(FILE *f, const optim_config *o)
-{
-    fprintf(f, "{\"kind\": \"%s\", \"options\": {\"lr\": ", optim_name(o->kind));
-    json_real(f, o->lr);
-    if (o->kind == OPTIM_ADAM) {
-        fputs(", \"betas\": [", f);
-        json_real(f, o->beta1);
-        fputs(", ", f);
-        json_real(f, o->beta2);
-        fputs("]", f);
-    }
-    if (o->kind == OPTIM_RMSPROP) {
-        fputs(", \"alpha\": ", f);
-        json_real(f, o->alpha);
-    }
-    if (o->kind != OPTIM_SGD) {
-        fputs(", \"eps\": ", f);
-        json_real(f, o->eps);
-    }
-    fputs(", \"weight_decay\": ", f);
-    json_real(f, o->weight_decay);
-    if (o->kind != OPTIM_ADAM) {
-        fputs(", \"momentum\": ", f);
-        json_real(f, o->momentum);
-    }
-    if (o->kind == OPTIM_SGD) {
-        fputs(", \"dampening\": ", f);
-        json_real(f, o->dampening);
-        fputs(", \"nesterov\": ", f);
-        json_bool(f, o->nesterov);
-    }
-    if (o->kind == OPTIM_ADAM)
-        fputs(", \"amsgrad\": false", f);
-    if (o->kind == OPTIM_RMSPROP) {
-        fputs(", \"centered\": ", f);
-        json_bool(f, o->centered);
-    }
-    fputs("}}", f);
-}
-
 static void json_data(FILE *f, const case_config *cfg)
 {
     const layer_spec *last = cfg->n_layers ? &cfg->layers[cfg->n_layers - 1] : NULL;
@@ -2059,7 +2018,7 @@ static void json_train(FILE *f, const case_config *cfg)
 {
     fprintf(f, "  \"train\": {\"loss\": \"%s\", \"reduction\": \"%s\", \"optimizer\": ",
             loss_names[cfg->loss], cfg->loss_reduction_none ? "none" : "mean");
-    json_optimizer(f, &cfg->optim);
+    optim_write_json(f, &cfg->optim, json_real);
     fprintf(f, ", \"schedule\": {\"kind\": \"%s\"", schedule_names[cfg->schedule]);
     if (cfg->schedule == SCHEDULE_COSINE) {
         fprintf(f, ", \"T_max\": %" PRId64 ", \"eta_min\": ", cfg->t_max);

@@ -14,6 +14,8 @@ static const char *sgd_check(const optim_config *o)
     return NULL;
 }
 
+static const int sgd_json_order[] = {0, 4, 1, 2, 3}; /* lr, weight_decay, momentum, ... */
+
 const optim_def optim_defs[OPTIM_KIND_COUNT] = {
     [OPTIM_SGD] = {.name = "sgd",
                    .n_opts = 5,
@@ -25,7 +27,8 @@ const optim_def optim_defs[OPTIM_KIND_COUNT] = {
                    .defaults = {.lr = 1e-3},
                    .check = sgd_check,
                    .n_states = 1,
-                   .states = {{"momentum_buffer", OPTIM_STATE_IF_MOMENTUM}}},
+                   .states = {{"momentum_buffer", OPTIM_STATE_IF_MOMENTUM}},
+                   .json_order = sgd_json_order},
     [OPTIM_ADAM] = {.name = "adam",
                     .n_opts = 5,
                     .opts = {OPT("lr", OPTIM_OPT_NONNEG, lr),
@@ -111,6 +114,43 @@ void optim_format(const optim_config *o, char *buf, size_t len)
         snprintf(buf + n, len - (size_t)n, " weight_decay=%g", o->weight_decay);
 }
 
+static void write_option(FILE *f, const optim_opt *d, const optim_config *o,
+                         void (*real)(FILE *f, double v))
+{
+    const char *field = (const char *)o + d->offset;
+    fprintf(f, "\"%s\": ", d->name);
+    switch (d->type) {
+    case OPTIM_OPT_NONNEG:
+    case OPTIM_OPT_ANY:
+        real(f, *(const double *)field);
+        return;
+    case OPTIM_OPT_BOOL:
+        fputs(*(const bool *)field ? "true" : "false", f);
+        return;
+    case OPTIM_OPT_BETAS:
+        fputc('[', f);
+        real(f, o->beta1);
+        fputs(", ", f);
+        real(f, o->beta2);
+        fputc(']', f);
+        return;
+    case OPTIM_OPT_NO_ONLY:
+        fputs("false", f);
+        return;
+    }
+}
+
+void optim_write_json(FILE *f, const optim_config *o, void (*real)(FILE *f, double v))
+{
+    const optim_def *d = &optim_defs[o->kind];
+    fprintf(f, "{\"kind\": \"%s\", \"options\": {", d->name);
+    for (int i = 0; i < d->n_opts; i++) {
+        fputs(i ? ", " : "", f);
+        write_option(f, &d->opts[d->json_order ? d->json_order[i] : i], o, real);
+    }
+    fputs("}}", f);
+}
+
 bool optim_registry_check(char *err, size_t len)
 {
     for (int k = 0; k < OPTIM_KIND_COUNT; k++) {
@@ -125,6 +165,15 @@ bool optim_registry_check(char *err, size_t len)
                 snprintf(err, len, "optimizer %s: option %d has no name", d->name, i);
                 return false;
             }
+        }
+        unsigned seen = 0; /* json_order: each option once */
+        for (int i = 0; i < d->n_opts && d->json_order; i++)
+            if (d->json_order[i] >= 0 && d->json_order[i] < d->n_opts)
+                seen |= 1u << d->json_order[i];
+        if (d->json_order && seen != (1u << d->n_opts) - 1) {
+            snprintf(err, len, "optimizer %s: json_order does not list each option once",
+                     d->name);
+            return false;
         }
         for (int v = 0; v < 4; v++) { /* momentum off/on x centered off/on */
             optim_config c = optim_default((optim_kind)k);

@@ -21,6 +21,7 @@
 #define AMPSCOPE_OPTIMIZERS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "optim_math.h"
 
@@ -62,6 +63,9 @@ typedef struct optim_def {
     const char *(*check)(const optim_config *o);
     int n_states;
     optim_state_def states[OPTIM_MAX_STATE]; /* in optim_update's slot order, when present */
+    /* the order `check --json` writes the options in, as indices into opts (SGD's kept
+     * from before the registry); NULL: opts' order */
+    const int *json_order;
 } optim_def;
 
 extern const optim_def optim_defs[OPTIM_KIND_COUNT];
@@ -85,6 +89,9 @@ const char *optim_state_name(const optim_config *c, int k);
 /* "sgd lr=0.1 momentum=0.9": the kind, lr, and momentum and weight_decay when non-zero,
  * as config.csv and report.md show the optimizer. */
 void optim_format(const optim_config *o, char *buf, size_t len);
+/* {"kind": "adam", "options": {"lr": 0.001, "betas": [0.9, 0.999], ...}}: the optimizer's
+ * keyword arguments in PyTorch, defaults filled in; numbers written by real. */
+void optim_write_json(FILE *f, const optim_config *o, void (*real)(FILE *f, double v));
 /* Every row filled, and its states agree with optim_state_count with and without momentum
  * and centered; false with the first mismatch in err. */
 bool optim_registry_check(char *err, size_t len);

@@ -8,6 +8,8 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../harness/optimizer.h"
@@ -283,4 +285,30 @@ Test(optim, format_names_the_kind_and_its_non_zero_options)
     optim_format(&(optim_config){.kind = OPTIM_SGD, .lr = 1, .momentum = 0.5, .weight_decay = 2},
                  buf, 12);
     cr_expect_str_eq(buf, "sgd lr=1 mo"); /* cut at the buffer's end */
+}
+
+static void real_g(FILE *f, double v) { fprintf(f, "%g", v); }
+
+Test(optim, json_lists_every_option_with_its_value)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    optim_config r = optim_default(OPTIM_RMSPROP);
+    r.momentum = 0.5, r.centered = true;
+    optim_write_json(f, &r, real_g);
+    fputc('\n', f);
+    optim_write_json(f, &(optim_config){.kind = OPTIM_SGD, .lr = 0.1, .nesterov = true}, real_g);
+    fputc('\n', f);
+    optim_write_json(f, &(optim_config){.kind = OPTIM_ADAM, .beta1 = 0.8, .beta2 = 0.9}, real_g);
+    cr_assert_eq(fclose(f), 0);
+    cr_expect_str_eq(buf, "{\"kind\": \"rmsprop\", \"options\": {\"lr\": 0.01, \"alpha\": 0.99, "
+                          "\"eps\": 1e-08, \"weight_decay\": 0, \"momentum\": 0.5, \"centered\": "
+                          "true}}\n"
+                          "{\"kind\": \"sgd\", \"options\": {\"lr\": 0.1, \"weight_decay\": 0, "
+                          "\"momentum\": 0, \"dampening\": 0, \"nesterov\": true}}\n"
+                          "{\"kind\": \"adam\", \"options\": {\"lr\": 0, \"betas\": [0.8, 0.9], "
+                          "\"eps\": 0, \"weight_decay\": 0, \"amsgrad\": false}}");
+    free(buf);
 }
