@@ -12,6 +12,8 @@ void run_fail(run *r, const char *fmt, ...)
     int off = 0;
     if (r->backward_op)
         off = snprintf(r->error, sizeof r->error, "%s backward: ", r->backward_op);
+    if (off >= (int)sizeof r->error)
+        off = (int)sizeof r->error - 1;
     r->backward_op = NULL;
     va_list ap;
     va_start(ap, fmt);
