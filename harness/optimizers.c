@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define OPT(name, type, field) {name, type, offsetof(optim_config, field)}
+#define OPT(name, type, field)                                                                     \
+    {                                                                                              \
+        name, type, offsetof(optim_config, field)                                                  \
+    }
 
 static const char *sgd_check(const optim_config *o)
 {
@@ -38,7 +41,8 @@ const optim_def optim_defs[OPTIM_KIND_COUNT] = {
                              {"amsgrad", OPTIM_OPT_NO_ONLY, 0}},
                     .defaults = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8},
                     .n_states = 2,
-                    .states = {{"exp_avg", OPTIM_STATE_ALWAYS}, {"exp_avg_sq", OPTIM_STATE_ALWAYS}}},
+                    .states = {{"exp_avg", OPTIM_STATE_ALWAYS},
+                               {"exp_avg_sq", OPTIM_STATE_ALWAYS}}},
     [OPTIM_RMSPROP] = {.name = "rmsprop",
                        .n_opts = 6,
                        .opts = {OPT("lr", OPTIM_OPT_NONNEG, lr),
@@ -171,8 +175,7 @@ bool optim_registry_check(char *err, size_t len)
             if (d->json_order[i] >= 0 && d->json_order[i] < d->n_opts)
                 seen |= 1u << d->json_order[i];
         if (d->json_order && seen != (1u << d->n_opts) - 1) {
-            snprintf(err, len, "optimizer %s: json_order does not list each option once",
-                     d->name);
+            snprintf(err, len, "optimizer %s: json_order does not list each option once", d->name);
             return false;
         }
         for (int v = 0; v < 4; v++) { /* momentum off/on x centered off/on */
@@ -185,8 +188,7 @@ bool optim_registry_check(char *err, size_t len)
                 snprintf(err, len,
                          "optimizer %s (momentum %g, centered %s): %d state names, but "
                          "optim_state_count says %d",
-                         d->name, c.momentum, c.centered ? "yes" : "no", n,
-                         optim_state_count(&c));
+                         d->name, c.momentum, c.centered ? "yes" : "no", n, optim_state_count(&c));
                 return false;
             }
         }

@@ -70,15 +70,9 @@ typedef struct optim_def {
 
 extern const optim_def optim_defs[OPTIM_KIND_COUNT];
 
-static inline const optim_def *optim_def_of(optim_kind kind)
-{
-    return &optim_defs[kind];
-}
+static inline const optim_def *optim_def_of(optim_kind kind) { return &optim_defs[kind]; }
 
-static inline const char *optim_name(optim_kind kind)
-{
-    return optim_defs[kind].name;
-}
+static inline const char *optim_name(optim_kind kind) { return optim_defs[kind].name; }
 
 /* The kind called name, or -1. */
 int optim_find(const char *name);

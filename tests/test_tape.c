@@ -81,8 +81,7 @@ Test(tape, a_failure_in_backward_names_the_op, .init = run_open, .fini = run_clo
                      "mul backward: the backend refused the op");
     tape_clear(r);
     /* the failing node is the second one run: its name, not the first's */
-    cr_expect_str_eq(backward_with(fail_in_harness, pass_on),
-                     "relu backward: a check failed (7)");
+    cr_expect_str_eq(backward_with(fail_in_harness, pass_on), "relu backward: a check failed (7)");
 }
 
 Test(tape, a_failure_outside_backward_has_no_op_name, .init = run_open, .fini = run_close)
