@@ -8,10 +8,12 @@
  * autocast float16, mse against a float32 target t, so fc.out@float32.grad = 2/64 * (0 - t)
  * * S exactly (S the loss scale, 1 without a scaler); four targets put it at 70000 * S,
  * which the cast down to float16 (fc.out.grad) turns into inf, and so fc.weight's gradient.
+ * A step that ends in an error writes no row at all.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../harness/npy.h"
 #include "helpers.h"
@@ -88,6 +90,29 @@ Test(steps_csv, without_a_grad_scaler_the_step_runs_on_an_inf)
     }
     /* the inf gradient reached the weights: the next loss is not the first one */
     cr_expect_str_neq(cell(&c, 1, "loss"), cell(&c, 0, "loss"));
+    csv_free(&c);
+    rm_rf(dir);
+}
+
+/* a step that ends in an error (here GradScaler.unscale_ refusing float16 gradients,
+ * before optimizer.step()) writes no row: no row says that a step ran which did not */
+Test(steps_csv, a_step_that_ends_in_an_error_has_no_row)
+{
+    char dir[256], path[512];
+    make_temp_dir(dir, sizeof dir);
+    write_file(dir, "err.case",
+               "[case]\nname = err\n[model]\nfc = linear 4 -> 2\n[data]\nbatch = 2\n"
+               "[precision]\nparams = float16\nautocast = float16\n[scaler]\nenabled = yes\n"
+               "[train]\nsteps = 2\n[expect]\nerror = Attempting to unscale FP16 gradients.\n",
+               path, sizeof path);
+    case_result res;
+    run_case_file(path, dir, &res, NULL);
+    cr_assert(!res.ok);
+    cr_expect(strstr(res.error, "Attempting to unscale FP16 gradients.") != NULL, "%s", res.error);
+    snprintf(path, sizeof path, "%s/err/steps.csv", dir);
+    csv c;
+    cr_assert(csv_read(path, &c));
+    cr_expect_eq(c.n_rows, 0);
     csv_free(&c);
     rm_rf(dir);
 }
