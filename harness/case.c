@@ -24,6 +24,7 @@
 #include "case.h"
 
 #include "npy.h"
+#include "optimizers.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -61,7 +62,6 @@ enum { SEC_NONE = -1, SEC_SKIP = -2 }; /* before any header; inside an unknown o
 static const char *const section_names[SEC_COUNT] = {"case",   "model", "data", "precision",
                                                      "scaler", "train", "init", "expect"};
 static const char *const layer_kinds[] = {"linear", "relu", "conv2d", "flatten"}; /* layer_kind */
-static const char *const optim_names[] = {"sgd", "adam", "rmsprop"};              /* optim_kind */
 static const char *const loss_names[] = {"cross_entropy", "mse"};                 /* loss_kind */
 static const char *const schedule_names[] = {"constant", "cosine"}; /* schedule_kind */
 static const char *const input_names[] = {"randn", "file"};         /* input_source */
@@ -1251,51 +1251,7 @@ static void key_loss(parse_ctx *c, entry *e)
     free(t.buf);
 }
 
-/* How an optimizer option is read, and into which field of optim_config. */
-typedef enum opt_type { OPT_NONNEG, OPT_ANY, OPT_BOOL, OPT_BETAS, OPT_NO_ONLY } opt_type;
-typedef struct opt_def {
-    const char *name;
-    opt_type type;
-    size_t offset;
-} opt_def;
-#define OPT(name, type, field)                                                                     \
-    {                                                                                              \
-        name, type, offsetof(optim_config, field)                                                  \
-    }
-
-static const opt_def sgd_opts[] = {OPT("lr", OPT_NONNEG, lr), OPT("momentum", OPT_NONNEG, momentum),
-                                   OPT("dampening", OPT_ANY, dampening),
-                                   OPT("nesterov", OPT_BOOL, nesterov),
-                                   OPT("weight_decay", OPT_NONNEG, weight_decay)};
-static const opt_def adam_opts[] = {OPT("lr", OPT_NONNEG, lr),
-                                    OPT("betas", OPT_BETAS, beta1),
-                                    OPT("eps", OPT_NONNEG, eps),
-                                    OPT("weight_decay", OPT_NONNEG, weight_decay),
-                                    {"amsgrad", OPT_NO_ONLY, 0}};
-static const opt_def rmsprop_opts[] = {OPT("lr", OPT_NONNEG, lr),
-                                       OPT("alpha", OPT_NONNEG, alpha),
-                                       OPT("eps", OPT_NONNEG, eps),
-                                       OPT("weight_decay", OPT_NONNEG, weight_decay),
-                                       OPT("momentum", OPT_NONNEG, momentum),
-                                       OPT("centered", OPT_BOOL, centered)};
-static const struct {
-    const opt_def *defs;
-    int n;
-} optim_opts[] = {[OPTIM_SGD] = {sgd_opts, 5},
-                  [OPTIM_ADAM] = {adam_opts, 5},
-                  [OPTIM_RMSPROP] = {rmsprop_opts, 6}};
-
-/* PyTorch 2.x's defaults. */
-static optim_config default_optim(optim_kind kind)
-{
-    return (optim_config){.kind = kind,
-                          .lr = kind == OPTIM_RMSPROP ? 1e-2 : 1e-3,
-                          .beta1 = 0.9,
-                          .beta2 = 0.999,
-                          .eps = 1e-8,
-                          .alpha = 0.99};
-}
-
+/* The optimizer's betas: "b1,b2", each in [0, 1). */
 static bool parse_betas(parse_ctx *c, entry *e, const char *v, optim_config *o)
 {
     char *s = xstrdup(v), *comma = strchr(s, ',');
@@ -1311,21 +1267,22 @@ static bool parse_betas(parse_ctx *c, entry *e, const char *v, optim_config *o)
     return ok;
 }
 
-static bool parse_opt_value(parse_ctx *c, entry *e, const opt_def *d, const char *v,
+/* One optimizer option into its optim_config field (optimizers.h says how it is read). */
+static bool parse_opt_value(parse_ctx *c, entry *e, const optim_opt *d, const char *v,
                             optim_config *o)
 {
     char *field = (char *)o + d->offset;
     bool yes;
     switch (d->type) {
-    case OPT_NONNEG:
+    case OPTIM_OPT_NONNEG:
         return parse_real(c, e, v, d->name, NONNEG, (double *)field);
-    case OPT_ANY:
+    case OPTIM_OPT_ANY:
         return parse_real(c, e, v, d->name, ANY, (double *)field);
-    case OPT_BOOL:
+    case OPTIM_OPT_BOOL:
         return parse_bool(c, e, v, d->name, (bool *)field);
-    case OPT_BETAS:
+    case OPTIM_OPT_BETAS:
         return parse_betas(c, e, v, o);
-    case OPT_NO_ONLY:
+    case OPTIM_OPT_NO_ONLY:
         if (!parse_bool(c, e, v, d->name, &yes))
             return false;
         if (yes)
@@ -1337,20 +1294,20 @@ static bool parse_opt_value(parse_ctx *c, entry *e, const opt_def *d, const char
 
 static void parse_optimizer(parse_ctx *c, entry *e, const words *t, optim_kind kind)
 {
-    const opt_def *defs = optim_opts[kind].defs;
-    int n = optim_opts[kind].n;
-    const char *names[8], *vals[8];
-    for (int i = 0; i < n; i++)
-        names[i] = defs[i].name;
-    if (!parse_options(c, e, t, 1, optim_names[kind], names, n, vals))
+    const optim_def *d = optim_def_of(kind);
+    const char *names[OPTIM_MAX_OPTS] = {0}, *vals[OPTIM_MAX_OPTS];
+    for (int i = 0; i < d->n_opts; i++)
+        names[i] = d->opts[i].name;
+    if (!parse_options(c, e, t, 1, d->name, names, d->n_opts, vals))
         return;
-    optim_config o = default_optim(kind);
+    optim_config o = optim_default(kind);
     bool ok = true;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < d->n_opts; i++)
         if (vals[i])
-            ok = parse_opt_value(c, e, &defs[i], vals[i], &o) && ok;
-    if (ok && kind == OPTIM_SGD && o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
-        err_at(c, e, "nesterov=yes requires momentum > 0 and dampening = 0");
+            ok = parse_opt_value(c, e, &d->opts[i], vals[i], &o) && ok;
+    const char *why = ok && d->check ? d->check(&o) : NULL;
+    if (why) {
+        err_at(c, e, "%s", why);
         ok = false;
     }
     if (ok)
@@ -1359,10 +1316,13 @@ static void parse_optimizer(parse_ctx *c, entry *e, const words *t, optim_kind k
 
 static void key_optimizer(parse_ctx *c, entry *e)
 {
+    const char *names[OPTIM_KIND_COUNT];
+    for (int k = 0; k < OPTIM_KIND_COUNT; k++)
+        names[k] = optim_name((optim_kind)k);
     words t;
     if (!split_words(c, e, &t))
         return;
-    int k = parse_choice(c, e, t.w[0], "optimizer", optim_names, 3);
+    int k = parse_choice(c, e, t.w[0], "optimizer", names, OPTIM_KIND_COUNT);
     if (k >= 0)
         parse_optimizer(c, e, &t, (optim_kind)k);
     free(t.buf);
@@ -1909,7 +1869,7 @@ static void set_defaults(case_config *cfg, const char *path, int n_sets)
     cfg->growth_factor = 2.0;
     cfg->backoff_factor = 0.5;
     cfg->growth_interval = 2000;
-    cfg->optim = default_optim(OPTIM_SGD);
+    cfg->optim = optim_default(OPTIM_SGD);
     cfg->steps = 1;
     if (strlen(path) >= CASE_PATH_MAX)
         return;
@@ -2038,47 +1998,6 @@ static void json_layer(FILE *f, const layer_spec *l)
     fputc('}', f);
 }
 
-/* "options": the optimizer's keyword arguments in PyTorch, defaults filled in. */
-static void json_optimizer(FILE *f, const optim_config *o)
-{
-    fprintf(f, "{\"kind\": \"%s\", \"options\": {\"lr\": ", optim_names[o->kind]);
-    json_real(f, o->lr);
-    if (o->kind == OPTIM_ADAM) {
-        fputs(", \"betas\": [", f);
-        json_real(f, o->beta1);
-        fputs(", ", f);
-        json_real(f, o->beta2);
-        fputs("]", f);
-    }
-    if (o->kind == OPTIM_RMSPROP) {
-        fputs(", \"alpha\": ", f);
-        json_real(f, o->alpha);
-    }
-    if (o->kind != OPTIM_SGD) {
-        fputs(", \"eps\": ", f);
-        json_real(f, o->eps);
-    }
-    fputs(", \"weight_decay\": ", f);
-    json_real(f, o->weight_decay);
-    if (o->kind != OPTIM_ADAM) {
-        fputs(", \"momentum\": ", f);
-        json_real(f, o->momentum);
-    }
-    if (o->kind == OPTIM_SGD) {
-        fputs(", \"dampening\": ", f);
-        json_real(f, o->dampening);
-        fputs(", \"nesterov\": ", f);
-        json_bool(f, o->nesterov);
-    }
-    if (o->kind == OPTIM_ADAM)
-        fputs(", \"amsgrad\": false", f);
-    if (o->kind == OPTIM_RMSPROP) {
-        fputs(", \"centered\": ", f);
-        json_bool(f, o->centered);
-    }
-    fputs("}}", f);
-}
-
 static void json_data(FILE *f, const case_config *cfg)
 {
     const layer_spec *last = cfg->n_layers ? &cfg->layers[cfg->n_layers - 1] : NULL;
@@ -2099,7 +2018,7 @@ static void json_train(FILE *f, const case_config *cfg)
 {
     fprintf(f, "  \"train\": {\"loss\": \"%s\", \"reduction\": \"%s\", \"optimizer\": ",
             loss_names[cfg->loss], cfg->loss_reduction_none ? "none" : "mean");
-    json_optimizer(f, &cfg->optim);
+    optim_write_json(f, &cfg->optim, json_real);
     fprintf(f, ", \"schedule\": {\"kind\": \"%s\"", schedule_names[cfg->schedule]);
     if (cfg->schedule == SCHEDULE_COSINE) {
         fprintf(f, ", \"T_max\": %" PRId64 ", \"eta_min\": ", cfg->t_max);

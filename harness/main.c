@@ -60,6 +60,7 @@ typedef struct cli {
     int n_sets;
     const char *device, *out;
     bool native_math;
+    int64_t steps; /* --steps N, applied as train.steps=N; 0 when not given */
     train_options train;
     bool json;
 } cli;
@@ -114,8 +115,8 @@ static int parse_cli(int argc, char **argv, cli *c)
             c->out = argv[++i];
         } else if (strcmp(a, "--steps") == 0) {
             char *end;
-            c->train.steps = strtoll(argv[++i], &end, 10);
-            if (*end || c->train.steps <= 0)
+            c->steps = strtoll(argv[++i], &end, 10);
+            if (*end || c->steps <= 0)
                 return bad_usage("--steps takes a positive integer, not '%s'", argv[i]);
         } else if (strcmp(a, "--dump") == 0) {
             c->train.dump_dir = argv[++i];
@@ -154,14 +155,14 @@ static case_config *load_cases(const cli *c)
         fprintf(stderr, "ampscope: out of memory\n");
         return NULL;
     }
-    /* --steps N is applied as train.steps=N (so the observed steps follow it), without
-     * renaming the run as --set does */
+    /* --steps N is applied as train.steps=N, and only so (the observed steps follow it),
+     * without renaming the run as --set does */
     const char *sets[MAX_SETS + 1];
     char steps_set[64];
     memcpy(sets, c->sets, sizeof(char *) * (size_t)c->n_sets);
     int n_sets = c->n_sets;
-    if (c->train.steps > 0) {
-        snprintf(steps_set, sizeof steps_set, "train.steps=%lld", (long long)c->train.steps);
+    if (c->steps > 0) {
+        snprintf(steps_set, sizeof steps_set, "train.steps=%lld", (long long)c->steps);
         sets[n_sets++] = steps_set;
     }
     int errors = 0;

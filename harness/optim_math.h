@@ -22,7 +22,9 @@
 
 #define OPTIM_MAX_STATE 3
 
+/* The optimizers; each has its row in optimizers.c (names, options, states). */
 typedef enum optim_kind { OPTIM_SGD = 0, OPTIM_ADAM, OPTIM_RMSPROP } optim_kind;
+#define OPTIM_KIND_COUNT (OPTIM_RMSPROP + 1)
 
 /* What the case file says (PyTorch's names and defaults). */
 typedef struct optim_config {
@@ -71,22 +73,33 @@ static inline optim_hyper optim_hyper_at(const optim_config *c, double lr, int64
         .alpha = (float)c->alpha,
         .one_minus_alpha = (float)(1.0 - c->alpha),
     };
-    if (c->kind == OPTIM_ADAM) {
+    switch (c->kind) {
+    case OPTIM_SGD:
+    case OPTIM_RMSPROP:
+        break;
+    case OPTIM_ADAM: {
         double bc1 = 1.0 - pow(c->beta1, (double)step), bc2 = 1.0 - pow(c->beta2, (double)step);
         h.neg_step_size = (float)-(lr / bc1);
         h.inv_bias_correction2_sqrt = 1.0f / (float)sqrt(bc2);
+        break;
+    }
     }
     return h;
 }
 
-/* Number of state tensors the optimizer keeps per parameter, and their names. */
+/* Number of state tensors (slots of optim_update's s) the optimizer keeps per parameter;
+ * their names are optimizers.c's, whose optim_registry_check checks that both agree. */
 static inline int optim_state_count(const optim_config *c)
 {
-    if (c->kind == OPTIM_ADAM)
+    switch (c->kind) {
+    case OPTIM_SGD:
+        return c->momentum != 0 ? 1 : 0;
+    case OPTIM_ADAM:
         return 2;
-    if (c->kind == OPTIM_RMSPROP)
+    case OPTIM_RMSPROP:
         return 1 + (c->momentum > 0) + (c->centered ? 1 : 0);
-    return c->momentum != 0 ? 1 : 0;
+    }
+    return 0;
 }
 
 static inline AMP_HD float optim_lerp(float a, float b, float w)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autocast.h"
+#include "optimizers.h"
 
 void optimizer_init(run *r, optimizer *o, model *m)
 {
@@ -51,20 +52,6 @@ void optimizer_collect_grads(run *r, optimizer *o, tensor **grads)
     }
 }
 
-static const char *const state_names[3][OPTIM_MAX_STATE] = {
-    [OPTIM_SGD] = {"momentum_buffer"},
-    [OPTIM_ADAM] = {"exp_avg", "exp_avg_sq"},
-    [OPTIM_RMSPROP] = {"square_avg", "momentum_buffer", "grad_avg"},
-};
-
-/* name of state k of this optimizer (rmsprop's layout depends on momentum and centered) */
-static const char *state_name(const optim_config *c, int k)
-{
-    if (c->kind == OPTIM_RMSPROP && k == 1 && !(c->momentum > 0))
-        return "grad_avg";
-    return state_names[c->kind][k];
-}
-
 int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads)
 {
     o->steps_taken++;
@@ -79,7 +66,7 @@ int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads)
             if (o->state[i][k])
                 continue;
             char name[TENSOR_NAME_MAX + 32];
-            snprintf(name, sizeof name, "%s.%s", o->param[i]->name, state_name(&o->cfg, k));
+            snprintf(name, sizeof name, "%s.%s", o->param[i]->name, optim_state_name(&o->cfg, k));
             o->state[i][k] = run_tensor_like(r, p, name, p->dtype, MEM_OPTIMIZER_STATE);
             r->be->fill(r->be, o->state[i][k], 0.0f);
         }

@@ -1,9 +1,10 @@
 /*
- * optimizer.h: the optimizer over the model's parameters (SGD, Adam, RMSprop as
- * optim_math.h computes them), its learning-rate schedule, and fp32 master weights.
+ * optimizer.h: the optimizer over the model's parameters (a kind of optimizers.h's registry,
+ * stepped as optim_math.h computes it), its learning-rate schedule, and fp32 master weights.
  *
  * State tensors are created at the first step, in the dtype of what they update (the
- * parameter, or its master), as PyTorch creates them like the parameter. With master
+ * parameter, or its master), as PyTorch creates them like the parameter, and named after the
+ * parameter and the registry's state name ("fc1.weight.exp_avg"). With master
  * weights (Apex O2, llm.c): the optimizer owns a float32 copy of every half parameter
  * ("fc1.weight@float32", made at init); after backward each half .grad is copied up
  * ("fc1.weight.grad@float32"), the scaler unscales those, the step updates the masters,

@@ -9,9 +9,15 @@
 
 void run_fail(run *r, const char *fmt, ...)
 {
+    int off = 0;
+    if (r->backward_op)
+        off = snprintf(r->error, sizeof r->error, "%s backward: ", r->backward_op);
+    if (off >= (int)sizeof r->error)
+        off = (int)sizeof r->error - 1;
+    r->backward_op = NULL;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->error, sizeof r->error, fmt, ap);
+    vsnprintf(r->error + off, sizeof r->error - (size_t)off, fmt, ap);
     va_end(ap);
     longjmp(r->fail, 1);
 }

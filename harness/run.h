@@ -5,7 +5,8 @@
  *
  * Errors that end a case (a dtype mismatch PyTorch refuses, out of memory, the GradScaler's
  * errors) go through run_fail(), which records the message and jumps back to the case's
- * driver (train.c); every tensor is owned by the run's pool, so nothing leaks.
+ * driver (train.c); every tensor is owned by the run's pool, so nothing leaks. A failure
+ * inside a node's backward (run_fail, run_check, out of memory) reads "conv2d backward: ...".
  *
  * The tape: every op that has an input requiring grad appends a node. backward() replays the
  * nodes in reverse; a node's backward receives the gradient of its output and hands the
@@ -32,7 +33,7 @@ struct node;
 typedef void (*backward_fn)(struct run *r, struct node *n);
 
 typedef struct node {
-    const char *op;
+    const char *op; /* "conv2d": names the node's failures in backward */
     backward_fn backward;
     int n_in;
     tensor in[NODE_MAX_INPUTS];     /* metadata copies (data not owned) */
@@ -40,7 +41,6 @@ typedef struct node {
     tensor *saved[NODE_MAX_INPUTS]; /* tensors kept for backward (retained) */
     tensor out;                     /* metadata copy of the output */
     tensor *grad;                   /* gradient of the output while backward holds it */
-    const layer_spec *layer;
     conv2d_geom geom;
     double scalar; /* mul: the factor; mse: alpha */
 } node;
@@ -63,6 +63,7 @@ typedef struct run {
     /* errors */
     jmp_buf fail;
     char error[1024];
+    const char *backward_op; /* the op whose backward runs (its failures start "op backward: ") */
     bool interrupted; /* ended by SIGINT or SIGTERM */
 } run;
 

@@ -1,6 +1,7 @@
 /*
  * tape.c: the autograd tape (see run.h): recording nodes in forward, replaying them in
- * reverse, and handing gradients to producers or to parameters' .grad.
+ * reverse, and handing gradients to producers or to parameters' .grad. While a node's
+ * backward runs, r->backward_op names it, so its failures say which op failed.
  */
 #include <stdio.h>
 #include <string.h>
@@ -107,8 +108,11 @@ void tape_backward(run *r, tensor *root, float seed)
     last->grad = g;
     for (int k = root->grad_fn; k >= 0; k--) {
         node *n = &r->nodes[k];
-        if (n->grad)
+        if (n->grad) {
+            r->backward_op = n->op;
             n->backward(r, n);
+            r->backward_op = NULL;
+        }
         node_clear(r, n);
     }
     r->n_nodes = 0;

@@ -137,11 +137,13 @@ static void train_step(trainer *t, int64_t s)
     tensor *grads[2 * CASE_MAX_LAYERS];
     optimizer_collect_grads(r, &t->opt, grads);
     int found_inf = 0;
-    int64_t lost = 0;
+    int64_t lost = 0, steps_before = t->opt.steps_taken;
     if (t->scaler.enabled)
         found_inf = scaler_unscale(r, &t->scaler, grads, t->opt.n, cfg->master_weights);
-    if (!found_inf)
+    if (!found_inf) /* scaler.step(optimizer): optimizer.step() unless an inf/NaN was found */
         lost = optimizer_step(r, &t->opt, grads);
+    /* skipped: whether optimizer.step() did not run, as the optimizer counts its steps */
+    int skipped = t->opt.steps_taken == steps_before;
     if (t->scaler.enabled)
         scaler_update(&t->scaler, found_inf);
     double lr = t->opt.lr;
@@ -153,7 +155,7 @@ static void train_step(trainer *t, int64_t s)
     if (t->steps_csv)
         fprintf(t->steps_csv, "%s,%lld,%.9g,%.9g,%d,%d,%.6f,%.9g,%lld,%s\n", cfg->name,
                 (long long)s, (double)t->last_loss, t->scaler.enabled ? (double)scale : 1.0,
-                found_inf, found_inf, t->step_ms[s], lr, (long long)lost,
+                found_inf, skipped, t->step_ms[s], lr, (long long)lost,
                 found_inf ? r->obs->first_nonfinite : "");
 }
 
@@ -313,7 +315,7 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
     trainer *t = calloc(1, sizeof *t);
     run *r = calloc(1, sizeof *r);
     observer *obs = calloc(1, sizeof *obs);
-    int64_t steps = opt->steps > 0 ? opt->steps : cfg->steps;
+    int64_t steps = cfg->steps;
     double *step_ms = calloc((size_t)steps, sizeof(double));
     if (!t || !r || !obs || !step_ms) {
         free(t), free(r), free(obs), free(step_ms);
@@ -388,7 +390,7 @@ int train_preflight(const case_config *cfg, const train_options *opt, int64_t *b
     trainer *t = calloc(1, sizeof *t);
     run *r = calloc(1, sizeof *r);
     observer *obs = calloc(1, sizeof *obs);
-    int64_t steps = opt->steps > 0 ? opt->steps : cfg->steps;
+    int64_t steps = cfg->steps;
     int64_t dry_steps = steps < 2 ? steps : 2; /* the optimizer's state exists from step 2 on */
     double step_ms[2];
     if (!be || !t || !r || !obs) {

@@ -10,7 +10,6 @@
 #include "case.h"
 
 typedef struct train_options {
-    int64_t steps;         /* > 0: overrides the case's steps */
     const char *dump_dir;  /* --dump */
     const char *dump_only; /* --dump-only PATTERN (fnmatch on tensor names) */
     bool observe_off;      /* --observe off: dtypes only, no counts or histograms */

@@ -167,3 +167,41 @@ Test(cli, progress_lines_and_quiet, .timeout = 300)
     cr_expect(strstr(out, "--quiet and --progress contradict each other") != NULL, "got: %s", out);
     rm_rf("/tmp/ampscope-progress");
 }
+
+/* --steps N runs N steps, observes each of them (it is applied as train.steps=N, so the
+ * observed steps follow), and does not rename the run as a --set does */
+Test(cli, steps_option_runs_that_many_steps_under_the_same_name)
+{
+    char dir[256], path[1024], out[8192], args[1024];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(args, sizeof args, "run tests/cases/small-fp32.case --steps 3 --quiet --device cpu "
+             "--out %s", dir);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/small-fp32/steps.csv", dir);
+    csv c;
+    cr_assert(csv_read(path, &c), "no %s", path);
+    cr_expect_eq(c.n_rows, 3);
+    for (int s = 0; s < c.n_rows; s++)
+        cr_expect_eq(atoi(c.rows[s][csv_col(&c, "step")]), s);
+    csv_free(&c);
+    snprintf(path, sizeof path, "%s/small-fp32/config.csv", dir);
+    cr_assert(csv_read(path, &c));
+    cr_expect_str_eq(c.rows[0][csv_col(&c, "steps")], "3");
+    csv_free(&c);
+    snprintf(path, sizeof path, "%s/small-fp32/tensors.csv", dir);
+    cr_assert(csv_read(path, &c));
+    cr_expect_not_null(csv_find(&c, "step", "2", "tensor", "fc1.weight", NULL, NULL),
+                       "step 2 was not observed");
+    cr_expect_null(csv_find(&c, "step", "3", NULL, NULL, NULL, NULL));
+    csv_free(&c);
+    /* with a --set, the variant is named after the --set alone */
+    snprintf(args, sizeof args, "run tests/cases/small-fp32.case --steps 2 --set train.seed=7 "
+             "--quiet --device cpu --out %s", dir);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/small-fp32+train.seed=7/steps.csv", dir);
+    cr_assert(csv_read(path, &c), "no %s: %s", path, out);
+    cr_expect_eq(c.n_rows, 2);
+    cr_expect_str_eq(c.rows[0][csv_col(&c, "case")], "small-fp32+train.seed=7");
+    csv_free(&c);
+    rm_rf(dir);
+}

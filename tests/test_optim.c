@@ -1,6 +1,6 @@
 /*
  * test_optim.c: the optimizers, the cosine schedule, a master-weight step and lost-update
- * counting, on the CPU backend.
+ * counting, on the CPU backend; the optimizer registry (names, state names, defaults).
  * Reference values: three steps of torch.optim.{SGD,Adam,RMSprop}(foreach=False) on a
  * float64 parameter 1.0 with gradients 0.5, 0.25, -0.125, printed by PyTorch 2.15 (CPU);
  * the first two SGD steps also by hand in the comments. float32 arithmetic stays within
@@ -8,9 +8,12 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../harness/optimizer.h"
+#include "../harness/optimizers.h"
 #include "helpers.h"
 
 static const float grads3[3] = {0.5f, 0.25f, -0.125f};
@@ -205,4 +208,107 @@ Test(optim, cosine_schedule_follows_the_closed_form)
     optimizer c = {.schedule = SCHEDULE_CONSTANT, .base_lr = 0.1, .lr = 0.1};
     scheduler_step(&c);
     cr_expect_eq(c.lr, 0.1);
+}
+
+/* ---- the registry (optimizers.h) ---- */
+
+Test(optim, registry_rows_are_filled_and_agree_with_the_update_rule)
+{
+    char err[256] = "";
+    cr_expect(optim_registry_check(err, sizeof err), "%s", err);
+    for (int k = 0; k < OPTIM_KIND_COUNT; k++)
+        cr_expect_eq(optim_find(optim_name((optim_kind)k)), k, "%s", optim_name((optim_kind)k));
+    cr_expect_eq(optim_find("adam"), OPTIM_ADAM);
+    cr_expect_eq(optim_find("rmsprop"), OPTIM_RMSPROP);
+    cr_expect_eq(optim_find("sgd"), OPTIM_SGD);
+    cr_expect_eq(optim_find("adamw"), -1);
+    cr_expect_eq(optim_find("Adam"), -1);
+}
+
+/* the states' names, slot by slot, as torch.optim's optimizer.state[p] keys them */
+static void expect_states(optim_config c, int n, const char *const *want)
+{
+    cr_expect_eq(optim_state_count(&c), n, "%s momentum %g centered %d", optim_name(c.kind),
+                 c.momentum, c.centered);
+    for (int k = 0; k < n; k++)
+        cr_expect_str_eq(optim_state_name(&c, k), want[k], "%s slot %d", optim_name(c.kind), k);
+    cr_expect_null(optim_state_name(&c, n), "%s has a state past slot %d", optim_name(c.kind),
+                   n - 1);
+}
+
+Test(optim, state_names_follow_the_options)
+{
+    expect_states((optim_config){.kind = OPTIM_SGD}, 0, NULL);
+    expect_states((optim_config){.kind = OPTIM_SGD, .momentum = 0.9}, 1,
+                  (const char *const[]){"momentum_buffer"});
+    expect_states((optim_config){.kind = OPTIM_ADAM}, 2,
+                  (const char *const[]){"exp_avg", "exp_avg_sq"});
+    expect_states((optim_config){.kind = OPTIM_RMSPROP}, 1, (const char *const[]){"square_avg"});
+    expect_states((optim_config){.kind = OPTIM_RMSPROP, .momentum = 0.5}, 2,
+                  (const char *const[]){"square_avg", "momentum_buffer"});
+    expect_states((optim_config){.kind = OPTIM_RMSPROP, .centered = true}, 2,
+                  (const char *const[]){"square_avg", "grad_avg"});
+    expect_states((optim_config){.kind = OPTIM_RMSPROP, .momentum = 0.5, .centered = true}, 3,
+                  (const char *const[]){"square_avg", "momentum_buffer", "grad_avg"});
+}
+
+Test(optim, defaults_are_pytorchs)
+{
+    optim_config s = optim_default(OPTIM_SGD), a = optim_default(OPTIM_ADAM),
+                 r = optim_default(OPTIM_RMSPROP);
+    cr_expect_eq(s.kind, OPTIM_SGD);
+    cr_expect_eq(s.lr, 1e-3);
+    cr_expect_eq(s.momentum, 0);
+    cr_expect(!s.nesterov);
+    cr_expect_eq(a.kind, OPTIM_ADAM);
+    cr_expect_eq(a.lr, 1e-3);
+    cr_expect_eq(a.beta1, 0.9);
+    cr_expect_eq(a.beta2, 0.999);
+    cr_expect_eq(a.eps, 1e-8);
+    cr_expect_eq(r.kind, OPTIM_RMSPROP);
+    cr_expect_eq(r.lr, 1e-2);
+    cr_expect_eq(r.alpha, 0.99);
+    cr_expect_eq(r.eps, 1e-8);
+    cr_expect(!r.centered);
+}
+
+Test(optim, format_names_the_kind_and_its_non_zero_options)
+{
+    char buf[128];
+    optim_format(&(optim_config){.kind = OPTIM_SGD, .lr = 0.1, .momentum = 0.9}, buf, sizeof buf);
+    cr_expect_str_eq(buf, "sgd lr=0.1 momentum=0.9");
+    optim_format(&(optim_config){.kind = OPTIM_ADAM, .lr = 3e-4, .beta1 = 0.9}, buf, sizeof buf);
+    cr_expect_str_eq(buf, "adam lr=0.0003");
+    optim_format(&(optim_config){.kind = OPTIM_RMSPROP, .lr = 0.01, .weight_decay = 1e-4}, buf,
+                 sizeof buf);
+    cr_expect_str_eq(buf, "rmsprop lr=0.01 weight_decay=0.0001");
+    optim_format(&(optim_config){.kind = OPTIM_SGD, .lr = 1, .momentum = 0.5, .weight_decay = 2},
+                 buf, 12);
+    cr_expect_str_eq(buf, "sgd lr=1 mo"); /* cut at the buffer's end */
+}
+
+static void real_g(FILE *f, double v) { fprintf(f, "%g", v); }
+
+Test(optim, json_lists_every_option_with_its_value)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    optim_config r = optim_default(OPTIM_RMSPROP);
+    r.momentum = 0.5, r.centered = true;
+    optim_write_json(f, &r, real_g);
+    fputc('\n', f);
+    optim_write_json(f, &(optim_config){.kind = OPTIM_SGD, .lr = 0.1, .nesterov = true}, real_g);
+    fputc('\n', f);
+    optim_write_json(f, &(optim_config){.kind = OPTIM_ADAM, .beta1 = 0.8, .beta2 = 0.9}, real_g);
+    cr_assert_eq(fclose(f), 0);
+    cr_expect_str_eq(buf, "{\"kind\": \"rmsprop\", \"options\": {\"lr\": 0.01, \"alpha\": 0.99, "
+                          "\"eps\": 1e-08, \"weight_decay\": 0, \"momentum\": 0.5, \"centered\": "
+                          "true}}\n"
+                          "{\"kind\": \"sgd\", \"options\": {\"lr\": 0.1, \"weight_decay\": 0, "
+                          "\"momentum\": 0, \"dampening\": 0, \"nesterov\": true}}\n"
+                          "{\"kind\": \"adam\", \"options\": {\"lr\": 0, \"betas\": [0.8, 0.9], "
+                          "\"eps\": 0, \"weight_decay\": 0, \"amsgrad\": false}}");
+    free(buf);
 }

@@ -59,20 +59,31 @@ update(const optim_config *cfg, const optim_hyper *h, dtype dt, int ns, int64_t 
     optim_config c = *cfg;
     optim_hyper hc = *h;
     bool f32 = dt == DTYPE_FLOAT32;
-    if (dt == DTYPE_BFLOAT16 || cfg->kind == OPTIM_RMSPROP)
-        update_loop(cfg, h, dt, ns, n, b); /* the rarer variants */
-    else if (cfg->kind == OPTIM_ADAM && f32)
-        UPDATE(OPTIM_ADAM, 2, DTYPE_FLOAT32);
-    else if (cfg->kind == OPTIM_ADAM)
-        UPDATE(OPTIM_ADAM, 2, DTYPE_FLOAT16);
-    else if (ns == 0 && f32)
-        UPDATE(OPTIM_SGD, 0, DTYPE_FLOAT32);
-    else if (ns == 0)
-        UPDATE(OPTIM_SGD, 0, DTYPE_FLOAT16);
-    else if (f32)
-        UPDATE(OPTIM_SGD, 1, DTYPE_FLOAT32);
-    else
-        UPDATE(OPTIM_SGD, 1, DTYPE_FLOAT16);
+    if (dt == DTYPE_BFLOAT16) {
+        update_loop(cfg, h, dt, ns, n, b); /* the rarer dtype */
+        return;
+    }
+    switch (cfg->kind) {
+    case OPTIM_SGD:
+        if (ns == 0 && f32)
+            UPDATE(OPTIM_SGD, 0, DTYPE_FLOAT32);
+        else if (ns == 0)
+            UPDATE(OPTIM_SGD, 0, DTYPE_FLOAT16);
+        else if (f32)
+            UPDATE(OPTIM_SGD, 1, DTYPE_FLOAT32);
+        else
+            UPDATE(OPTIM_SGD, 1, DTYPE_FLOAT16);
+        return;
+    case OPTIM_ADAM:
+        if (f32)
+            UPDATE(OPTIM_ADAM, 2, DTYPE_FLOAT32);
+        else
+            UPDATE(OPTIM_ADAM, 2, DTYPE_FLOAT16);
+        return;
+    case OPTIM_RMSPROP:
+        update_loop(cfg, h, dt, ns, n, b); /* the rarer optimizer */
+        return;
+    }
 }
 
 /* one chunk of the step; the stats and lost count of the calling thread */
