@@ -5,18 +5,8 @@
 #include "report_config.h"
 
 #include "columns.h"
+#include "optimizers.h"
 #include "results.h"
-
-/* to be taken from the optimizer registry */
-static void format_optimizer(const optim_config *o, char *buf, size_t len)
-{
-    static const char *const optim_kind_names[] = {"sgd", "adam", "rmsprop"};
-    int n = snprintf(buf, len, "%s lr=%g", optim_kind_names[o->kind], o->lr);
-    if (o->momentum != 0.0 && n >= 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, " momentum=%g", o->momentum);
-    if (o->weight_decay != 0.0 && n >= 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, " weight_decay=%g", o->weight_decay);
-}
 
 static const char *autocast_name(const case_config *cfg)
 {
@@ -48,7 +38,7 @@ int config_csv_write(FILE *f, const void *ctx, char *err, int errlen)
 {
     const case_config *cfg = ctx;
     char optim[128];
-    format_optimizer(&cfg->optim, optim, sizeof optim);
+    optim_format(&cfg->optim, optim, sizeof optim);
     fprintf(f, "%s\n", csv_config.header);
     csv_write_field(f, cfg->name);
     fputc(',', f);
@@ -68,7 +58,7 @@ int config_csv_write(FILE *f, const void *ctx, char *err, int errlen)
 void put_config_line(FILE *f, const case_config *cfg)
 {
     char optim[128];
-    format_optimizer(&cfg->optim, optim, sizeof optim);
+    optim_format(&cfg->optim, optim, sizeof optim);
     fprintf(f, "**Configuration:** params %s; autocast %s", dtype_name(cfg->params),
             autocast_name(cfg));
     if (cfg->autocast)
