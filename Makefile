@@ -37,7 +37,23 @@ $(error CUDA=1 but no CUDA toolkit found (nvcc not on PATH nor in /usr/local/cud
 else
 $(info CUDA toolkit: not found, CPU only)
 endif
-CUDA_ARCH ?= 90
+# the GPU architecture built for: CUDA_ARCH=NN given, else the first GPU's compute
+# capability as nvidia-smi reports it (9.0 -> 90), else 90 (H100 / H200)
+ifneq ($(WITH_CUDA),)
+ifneq ($(origin CUDA_ARCH),undefined)
+CUDA_ARCH_FROM := given as CUDA_ARCH
+else
+GPU_CAP := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .' | grep -E '^[0-9]+$$')
+ifneq ($(GPU_CAP),)
+CUDA_ARCH := $(GPU_CAP)
+CUDA_ARCH_FROM := this machine's GPU, from nvidia-smi
+else
+CUDA_ARCH := 90
+CUDA_ARCH_FROM := the default: no GPU seen by nvidia-smi
+endif
+endif
+$(info CUDA architecture: sm_$(CUDA_ARCH) ($(CUDA_ARCH_FROM)))
+endif
 
 HARNESS_SRC := $(wildcard harness/*.c harness/cpu/*.c harness/layers/*.c)
 HARNESS_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(HARNESS_SRC))
@@ -62,6 +78,8 @@ $(BUILD)/%.o: %.c | deps
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/tests/test_half.o: CFLAGS += -mf16c
+# the GPU path's tests read cuDNN's enums and the toolkit's place (they skip without them)
+$(BUILD)/tests/test_gpu_path.o: CFLAGS += $(if $(WITH_CUDA),-I$(CUDA_HOME)/include -DAMPSCOPE_CUDA_HOME='"$(CUDA_HOME)"')
 
 $(AMPSCOPE): $(HARNESS_OBJ)
 	@mkdir -p bin
@@ -72,9 +90,12 @@ $(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
 
 # ---- the CUDA backend: a shared library bin/ampscope dlopens ----
+# its run path: the toolkit it was linked against (found where no ld.so.conf entry names it),
+# then its own folder (CUDA libraries carried beside it)
+CUDA_RUNPATH := -Xlinker --enable-new-dtags -Xlinker -rpath='$(CUDA_HOME)/lib64:$$ORIGIN'
 # -fmad=false: no a*b+c contracted into an FMA, so kernels round as the CPU backend does
 NVCCFLAGS := -O2 -std=c++17 -fmad=false -Xcompiler -fPIC,-Wall,-Wextra -gencode arch=compute_$(CUDA_ARCH),code=[sm_$(CUDA_ARCH),compute_$(CUDA_ARCH)]
-build/cuda/%.o: %.cu $(wildcard kernels/*.cuh harness/*.h)
+build/cuda/%.o: %.cu $(wildcard kernels/*.cuh kernels/*.h harness/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -Iharness -c $< -o $@
 build/cuda/harness/%.o: harness/%.c
@@ -82,7 +103,7 @@ build/cuda/harness/%.o: harness/%.c
 	$(CC) -O2 -std=c11 -fPIC -c $< -o $@
 $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_C_OBJ)
 	@mkdir -p lib
-	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart -Xlinker --no-undefined
+	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart -Xlinker --no-undefined $(CUDA_RUNPATH)
 
 # ---- a build to carry to a machine without Debian's packages (scripts/gpu-check.sh) ----
 # OpenBLAS, libgomp and libgfortran linked statically; the CUDA runtime too.
@@ -91,7 +112,7 @@ portable: $(HARNESS_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
 	$(CC) $(CFLAGS) $(HARNESS_OBJ) -o bin/ampscope-portable -static-libgcc \
 	    -Wl,-Bstatic -lopenblas -lgfortran -lquadmath -lgomp -Wl,-Bdynamic -lm -ldl -lpthread
 	$(if $(WITH_CUDA),$(NVCC) -shared -cudart=static $(CUDA_OBJ) $(CUDA_C_OBJ) \
-	    -o lib/libampscope_cuda.so -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker --no-undefined)
+	    -o lib/libampscope_cuda.so -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker --no-undefined $(CUDA_RUNPATH))
 
 # ---- running ----
 test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
