@@ -14,7 +14,8 @@
  *    lists them.
  *
  * Counting: each thread tallies its elements in registers (half.h's round_counts) and adds
- * log2|pre| bins to a per-block histogram in shared memory (shared atomics); at the end of
+ * log2|pre| bins to a per-block histogram in shared memory (one shared atomic per bin a warp's
+ * lanes hit together, not one per element: neighbouring values mostly share a bin); at the end of
  * the kernel the block merges the threads' counts in shared memory, then merges the block
  * into the device-side dev_stats once (64-bit atomicAdd for counts and bins, atomicMax /
  * atomicMin on the bit patterns of the non-negative amax / amin_nonzero). The host copies
@@ -169,7 +170,11 @@ static __device__ inline float tally_store(tally *t, void *dst, dtype dt, int64_
     float post = store_from_float(dst, dt, i, pre);
     if (t->out) {
         round_tally(&t->c, pre, post, t->min_normal);
-        atomicAdd(&t->sh->hist[hist_bin(pre)], 1u);
+        /* warp-aggregated: the lanes here now that share a bin add once, by their first */
+        int bin = hist_bin(pre);
+        unsigned same = __match_any_sync(__activemask(), bin);
+        if ((int)(threadIdx.x & 31) == __ffs(same) - 1)
+            atomicAdd(&t->sh->hist[bin], (unsigned)__popc(same));
     }
     return post;
 }
