@@ -2,6 +2,8 @@
 #   make              bin/ampscope (CPU) and, when the CUDA toolkit is found, lib/libampscope_cuda.so
 #   make test         the Criterion suite (GPU tests skip themselves without a GPU)
 #   make run-cases    every case in cases/, then the plots; fails when a case did not pass
+#   make gpu-bundle   the build to carry to a GPU machine (build/gpu-bundle/, docs/gpu-check.md)
+#   make gpu-rehearsal  scripts/gpu-check.sh --quick --carried here, as on a GPU machine
 #   make plots | bench | fuzz | conformance | clean
 # OpenMP threads wait passively (OMP_WAIT_POLICY=passive, which bin/ampscope also sets for
 # itself, with OpenBLAS's kernels: harness/libenv.c): spinning threads of the two libraries
@@ -67,7 +69,7 @@ CUDA_LIB    := lib/libampscope_cuda.so
 AMPSCOPE    := bin/ampscope$(if $(filter 1,$(SAN)),-san)
 TESTS_BIN   := bin/tests$(if $(filter 1,$(SAN)),-san)
 
-.PHONY: all deps test run-cases plots bench fuzz conformance valgrind portable clean
+.PHONY: all deps test run-cases plots bench fuzz conformance valgrind portable gpu-bundle gpu-rehearsal clean
 all: $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
 
 deps:
@@ -105,14 +107,31 @@ $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_C_OBJ)
 	@mkdir -p lib
 	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart -Xlinker --no-undefined $(CUDA_RUNPATH)
 
-# ---- a build to carry to a machine without Debian's packages (scripts/gpu-check.sh) ----
-# OpenBLAS, libgomp and libgfortran linked statically; the CUDA runtime too.
-portable: $(HARNESS_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
-	@mkdir -p bin lib
-	$(CC) $(CFLAGS) $(HARNESS_OBJ) -o bin/ampscope-portable -static-libgcc \
+# ---- the bundle to carry to a GPU machine without Debian's packages (scripts/gpu-check.sh
+# --carried): the binary with OpenBLAS, libgomp and libgfortran linked statically, the CUDA
+# library with the CUDA runtime linked in (cuBLAS and cuDNN found there), the commit and the
+# digest of the sources they were built from, and FILES, the list of what to carry ----
+BUNDLE := build/gpu-bundle
+gpu-bundle: $(HARNESS_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
+	$(if $(WITH_CUDA),,$(error gpu-bundle needs the CUDA toolkit (nvcc), none found))
+	@rm -rf $(BUNDLE) && mkdir -p $(BUNDLE)/bin $(BUNDLE)/lib
+	$(CC) $(CFLAGS) $(HARNESS_OBJ) -o $(BUNDLE)/bin/ampscope -static-libgcc \
 	    -Wl,-Bstatic -lopenblas -lgfortran -lquadmath -lgomp -Wl,-Bdynamic -lm -ldl -lpthread
-	$(if $(WITH_CUDA),$(NVCC) -shared -cudart=static $(CUDA_OBJ) $(CUDA_C_OBJ) \
-	    -o lib/libampscope_cuda.so -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker --no-undefined $(CUDA_RUNPATH))
+	$(NVCC) -shared -cudart=static $(CUDA_OBJ) $(CUDA_C_OBJ) -o $(BUNDLE)/lib/libampscope_cuda.so \
+	    -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker --no-undefined $(CUDA_RUNPATH)
+	@{ git rev-parse HEAD 2>/dev/null || echo unknown; } | tr -d '\n' > $(BUNDLE)/COMMIT
+	@git diff --quiet HEAD -- Makefile harness kernels 2>/dev/null || printf ' with uncommitted changes' >> $(BUNDLE)/COMMIT
+	@scripts/gpu-check.sh --source-digest > $(BUNDLE)/SOURCES
+	@printf '%s\n' $(BUNDLE)/bin/ampscope $(BUNDLE)/lib/libampscope_cuda.so $(BUNDLE)/COMMIT \
+	    $(BUNDLE)/SOURCES $(BUNDLE)/FILES > $(BUNDLE)/FILES
+	@echo "gpu-bundle: carry $(BUNDLE)/ ($$(du -sh $(BUNDLE) | cut -f1)), built from $$(cat $(BUNDLE)/COMMIT); its files: $(BUNDLE)/FILES"
+portable: gpu-bundle
+
+# ---- scripts/gpu-check.sh --quick --carried here, in a GPU machine's environment: no
+# compilers, no make, no Debian development packages, the bundle only; every phase before
+# the first GPU call must run and the missing GPU be reported in one line ----
+gpu-rehearsal: $(if $(WITH_CUDA),gpu-bundle)
+	@$(if $(WITH_CUDA),scripts/gpu-rehearsal.sh,echo "gpu-rehearsal: skipped: no CUDA toolkit to build the bundle")
 
 # ---- running ----
 test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
