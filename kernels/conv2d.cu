@@ -56,35 +56,24 @@ static void descs_free(conv_descs *d)
     CUDNN_CHECK(cudnnDestroyTensorDescriptor(d->x));
 }
 
-/* cuDNN's status of a workspace query: true when it answered, false when the algorithm
- * does not support this convolution; any other failure is reported and aborts */
-#define WORKSPACE_QUERY(call) workspace_answered((call), #call, __FILE__, __LINE__)
-static bool workspace_answered(cudnnStatus_t s, const char *stmt, const char *file, int line)
-{
-    if (s == CUDNN_STATUS_SUCCESS)
-        return true;
-    if (CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED)
-        return false;
-    amp_check_failed("cuDNN", stmt, file, line, cudnnGetErrorString(s));
-}
-
 /* The workspace algorithm `algo` of the pass needs on these descriptors (the ones the
- * convolution then runs with, CUDNN_FMA_MATH included); false when it does not apply. */
-static bool workspace_size(cudnnHandle_t h, const conv_descs *d, conv_pass pass, int algo,
-                           size_t *bytes)
+ * convolution then runs with, CUDNN_FMA_MATH included); cuDNN's status: anything but
+ * success means the algorithm cannot run this convolution (the next one is tried). */
+static cudnnStatus_t workspace_size(cudnnHandle_t h, const conv_descs *d, conv_pass pass, int algo,
+                                    size_t *bytes)
 {
     switch (pass) {
     case CONV_FORWARD:
-        return WORKSPACE_QUERY(cudnnGetConvolutionForwardWorkspaceSize(
-            h, d->x, d->w, d->conv, d->y, (cudnnConvolutionFwdAlgo_t)algo, bytes));
+        return cudnnGetConvolutionForwardWorkspaceSize(h, d->x, d->w, d->conv, d->y,
+                                                       (cudnnConvolutionFwdAlgo_t)algo, bytes);
     case CONV_BACKWARD_DATA:
-        return WORKSPACE_QUERY(cudnnGetConvolutionBackwardDataWorkspaceSize(
-            h, d->w, d->y, d->conv, d->x, (cudnnConvolutionBwdDataAlgo_t)algo, bytes));
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(
+            h, d->w, d->y, d->conv, d->x, (cudnnConvolutionBwdDataAlgo_t)algo, bytes);
     case CONV_BACKWARD_FILTER:
-        return WORKSPACE_QUERY(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-            h, d->x, d->y, d->conv, d->w, (cudnnConvolutionBwdFilterAlgo_t)algo, bytes));
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            h, d->x, d->y, d->conv, d->w, (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
     }
-    return false;
+    return CUDNN_STATUS_BAD_PARAM;
 }
 
 /* The allowed algorithms (conv_algo.h) in the order to try them: the heuristic's order
@@ -120,10 +109,15 @@ static int pick_algo(backend *be, const conv_descs *d, conv_pass pass, const int
     cudnnHandle_t h = cuda_ctx_of(be)->cudnn;
     bool supported = false;
     size_t least = 0;
+    cudnnStatus_t refused = CUDNN_STATUS_SUCCESS; /* the first algorithm's refusal */
     for (int i = 0; i < n; i++) {
         size_t bytes = 0;
-        if (!workspace_size(h, d, pass, order[i], &bytes))
+        cudnnStatus_t s = workspace_size(h, d, pass, order[i], &bytes);
+        if (s != CUDNN_STATUS_SUCCESS) {
+            if (refused == CUDNN_STATUS_SUCCESS)
+                refused = s;
             continue;
+        }
         if (!supported || bytes < least)
             least = bytes;
         supported = true;
@@ -139,10 +133,10 @@ static int pick_algo(backend *be, const conv_descs *d, conv_pass pass, const int
                  conv_pass_name(pass), least, (long long)cuda_free_bytes());
     else
         snprintf(be->err, sizeof be->err,
-                 "%s: cuDNN supports none of the exact, deterministic algorithms for this "
-                 "convolution (forward IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM, GEMM; backward "
-                 "ALGO_1) in float32 with FMA math",
-                 conv_pass_name(pass));
+                 "%s: cuDNN runs none of the exact, deterministic algorithms (forward "
+                 "IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM, GEMM; backward ALGO_1) on this "
+                 "convolution in float32 with FMA math (%s)",
+                 conv_pass_name(pass), cudnnGetErrorString(refused));
     *ws = NULL;
     *ws_bytes = 0;
     return -1;

@@ -30,7 +30,7 @@
 set -u
 cd "$(dirname "$0")/.."
 
-BUNDLE=build/gpu-bundle
+BUNDLE=${GPU_CHECK_BUNDLE:-build/gpu-bundle} # another folder only for scripts/gpu-rehearsal.sh
 QUICK_FULL_CASES=(cases/seed000-autocast-fp16-scaler.case cases/seed003-autocast-fp16-scaler.case)
 
 # the files a build is made from, hashed in a fixed order (no git needed)
@@ -165,8 +165,8 @@ if ! command -v nvidia-smi > /dev/null; then
     say "no GPU: nvidia-smi is not installed (no NVIDIA driver on this machine); nothing ran on a GPU"
     exit 3
 fi
-if ! nvidia-smi -L > "$out/gpu.log" 2>&1 || ! grep -q '^GPU ' "$out/gpu.log"; then
-    say "no GPU: nvidia-smi finds none ($(head -1 "$out/gpu.log")); nothing ran on a GPU"
+if ! nvidia-smi -L > "$out/nvidia-smi-L.log" 2>&1 || ! grep -q '^GPU ' "$out/nvidia-smi-L.log"; then
+    say "no GPU: nvidia-smi finds none ($(head -1 "$out/nvidia-smi-L.log")); nothing ran on a GPU"
     exit 3
 fi
 check_driver() {

@@ -7,7 +7,8 @@
 # stand-ins for make, the compilers, the package tools and the dependency installer that
 # record any call. Passes when every phase before the first GPU call ran, nothing called a
 # stand-in, and the check either stopped at the GPU with one "no GPU" line (exit 3) or, on
-# a machine with one, passed. Usage: scripts/gpu-rehearsal.sh (from the repository root)
+# a machine with one, passed; and the first phase refuses a stale bundle or one missing a
+# file, and no build given is bad usage. Usage: scripts/gpu-rehearsal.sh (from the repository root)
 set -u
 cd "$(dirname "$0")/.."
 dir=build/gpu-rehearsal
@@ -38,6 +39,29 @@ echo "gpu-rehearsal: gpu-check.sh exited $rc after $((SECONDS - start)) s (its f
 for ph in bundle libraries cpu-small; do
     grep -q "^gpu-check: \[$ph\] ok" "$dir/output.txt" || fail "phase $ph did not pass"
 done
+# the first phase refuses a stale bundle and a missing file; no build given is bad usage
+stale=$dir/stale-bundle
+mkdir -p "$stale" && cp -r build/gpu-bundle/. "$stale/" || exit 1
+sed -i "s|^build/gpu-bundle/|$stale/|" "$stale/FILES"
+echo 0000 > "$stale/SOURCES"
+env -i PATH="$PWD/$dir/path" HOME="$PWD/$dir/home" GPU_CHECK_BUNDLE="$stale" \
+    bash scripts/gpu-check.sh --quick --carried --out "$dir/out-stale" > "$dir/stale.txt" 2>&1
+src=$?
+[ $src -eq 1 ] && grep -q '^gpu-check: \[bundle\] FAILED' "$dir/stale.txt" && grep -q 'stale: ' "$dir/stale.txt" ||
+    fail "a bundle built from other sources was not refused (exit $src): $(cat "$dir/stale.txt")"
+rm "$stale/lib/libampscope_cuda.so"
+env -i PATH="$PWD/$dir/path" HOME="$PWD/$dir/home" GPU_CHECK_BUNDLE="$stale" \
+    bash scripts/gpu-check.sh --quick --carried --out "$dir/out-stale" > "$dir/stale.txt" 2>&1
+src=$?
+[ $src -eq 1 ] && grep -q "missing: $stale/lib/libampscope_cuda.so" "$dir/stale.txt" ||
+    fail "a bundle without its library was not refused (exit $src): $(cat "$dir/stale.txt")"
+env -i PATH="$PWD/$dir/path" bash scripts/gpu-check.sh --quick > "$dir/usage.txt" 2>&1
+src=$?
+[ $src -eq 2 ] && grep -q -- '--carried or --build-here' "$dir/usage.txt" ||
+    fail "no build given: exit $src, not 2 with a message: $(cat "$dir/usage.txt")"
+[ -s "$dir/called.log" ] && fail "the check called what a GPU machine does not have: $(sort -u "$dir/called.log" | tr '\n' ';')"
+echo "gpu-rehearsal: a stale bundle, a bundle missing a file and a missing --carried / --build-here are refused"
+
 case $rc in
 3)
     n=$(grep -c '^gpu-check: no GPU: ' "$dir/output.txt")
