@@ -172,8 +172,7 @@ static const char *device_problem(cuda_ctx *x)
     return NULL;
 }
 
-/* Fills err with "no usable CUDA device: <what> could not <be done>: <the library's text>";
- * returns err. */
+/* Fills err with "no usable CUDA device: <what failed>: <the library's text>"; returns err. */
 static const char *open_failed(char *err, int errlen, const char *what, const char *why)
 {
     snprintf(err, (size_t)errlen, "no usable CUDA device: %s: %s", what, why);

@@ -97,7 +97,13 @@ check_bundle() {
     commit=$(cat "$BUNDLE/COMMIT") built=$(cat "$BUNDLE/SOURCES") now=$(source_digest)
     echo "bundle built from commit $commit, sources $built"
     if command -v git > /dev/null && git rev-parse HEAD > /dev/null 2>&1; then
-        echo "this checkout: commit $(git rev-parse HEAD)"
+        local head
+        head=$(git rev-parse HEAD)
+        if [ "${commit%% *}" = "$head" ]; then
+            echo "this checkout: the same commit"
+        else
+            echo "this checkout: commit $head, not the bundle's (its sources decide below)"
+        fi
     else
         echo "this checkout: no git here, checked by the sources' digest"
     fi
@@ -115,12 +121,34 @@ else
 fi
 
 # ---- libraries ----
+# cuDNN opens its sub-libraries (libcudnn_cnn, _ops, _engines_*; they need libz) only at
+# cudnnCreate: each beside libcudnn.so.9 must resolve too
+cudnn_sublibraries() { # LD_LIBRARY_PATH as the run will have it
+    local cudnn d f n=0 bad=0
+    cudnn=$(ldd "$lib" | awk '$1 == "libcudnn.so.9" {print $3}')
+    [ -n "$cudnn" ] || { echo "libcudnn.so.9 not resolved"; return 1; }
+    d=$(dirname "$(readlink -f "$cudnn")")
+    for f in "$d"/libcudnn_*.so.9; do
+        [ -e "$f" ] || continue
+        n=$((n + 1))
+        if ldd "$f" | grep -q 'not found'; then
+            echo "$f: $(ldd "$f" | awk '/not found/ {print $1}' | tr '\n' ' ')not found"
+            bad=1
+        fi
+    done
+    for f in libcudnn_cnn.so.9 libcudnn_ops.so.9 libcudnn_engines_precompiled.so.9; do
+        [ -e "$d/$f" ] || { echo "$d/$f: missing (cuDNN's convolutions need it)"; bad=1; }
+    done
+    [ $bad -eq 0 ] && echo "cuDNN's $n sub-libraries in $d resolve"
+    return $bad
+}
 find_libraries() {
     local missing dirs
     missing=$(ldd "$lib" | awk '/not found/ {print $1}')
     if [ -z "$missing" ]; then
         ldd "$lib" | grep -E 'libcublas|libcudnn'
-        return 0
+        cudnn_sublibraries
+        return
     fi
     echo "not found by the loader: $missing; looking in PyTorch's nvidia-* packages"
     command -v python3 > /dev/null || { echo "no python3 to find PyTorch's copies"; return 1; }
@@ -139,8 +167,9 @@ PY
     missing=$(LD_LIBRARY_PATH="$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$lib" | awk '/not found/ {print $1}')
     [ -z "$missing" ] || { echo "still missing: $missing (PyTorch here ships: $(ls ${dirs//:/ } 2>/dev/null | grep -o 'lib\(cublas\|cudnn\)[a-zA-Z_]*\.so\.[0-9]*' | sort -u | tr '\n' ' '))"; return 1; }
     echo "found in $dirs"
+    LD_LIBRARY_PATH="$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" cudnn_sublibraries
 }
-export -f find_libraries
+export -f find_libraries cudnn_sublibraries
 export bin lib
 phase libraries 60 find_libraries
 if [ -f "$out/library-path" ]; then
