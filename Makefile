@@ -8,7 +8,8 @@
 # OpenMP threads wait passively (OMP_WAIT_POLICY=passive, which bin/ampscope also sets for
 # itself, with OpenBLAS's kernels: harness/libenv.c): spinning threads of the two libraries
 # slow each other down on few cores.
-# Options: CUDA=0 (skip the GPU library), CUDA=1 (require it), CUDA_ARCH=90, SAN=1 (ASan+UBSan).
+# Options: CUDA=0 (skip the GPU library), CUDA=1 (require it), CUDA_ARCH=NN (default: the GPU's,
+# from nvidia-smi, else 90), SAN=1 (ASan+UBSan).
 
 CC      ?= cc
 CFLAGS  ?= -O3 -g

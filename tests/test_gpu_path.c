@@ -3,8 +3,9 @@
  * cuDNN convolution algorithms kernels/conv2d.cu may run (kernels/conv_algo.h, for every
  * value of cuDNN's enums), that a CUDA library which fails to open, or is missing, leaves
  * `--device auto` running on the CPU with its one-line note, and that
- * lib/libampscope_cuda.so carries a run path to the toolkit it was linked against.
- * The cuDNN and run-path tests need the toolkit at build time (the Makefile defines
+ * lib/libampscope_cuda.so carries a run path to the toolkit it was linked against, and that
+ * the Makefile builds for the architecture nvidia-smi reports (else sm_90).
+ * The cuDNN, run-path and architecture tests need the toolkit at build time (the Makefile defines
  * AMPSCOPE_CUDA_HOME then) and skip themselves without it.
  */
 #include <criterion/criterion.h>
@@ -81,7 +82,51 @@ Test(gpu_path, cuda_library_has_a_run_path_to_its_toolkit)
     cr_expect(strstr(path, want) != NULL, "run path does not name %s: %s", want, path);
     cr_expect(strstr(path, "$ORIGIN") != NULL, "run path does not name $ORIGIN: %s", path);
 }
+/* the first line of `make -n clean`'s output naming the architecture, with nvidia-smi
+ * replaced by a script printing `cap` (NULL: one that fails) */
+static void arch_line(const char *dir, const char *cap, char *line, size_t len)
+{
+    char path[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/nvidia-smi", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    if (cap)
+        fprintf(f, "#!/bin/sh\necho '%s'\n", cap);
+    else
+        fprintf(f, "#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n");
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "chmod +x %s && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u CUDA_ARCH PATH=%s:$PATH "
+             "make -n --no-print-directory clean 2>&1",
+             path, dir);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    line[0] = '\0';
+    char buf[1024];
+    while (fgets(buf, sizeof buf, p))
+        if (!line[0] && strncmp(buf, "CUDA architecture: ", 19) == 0)
+            snprintf(line, len, "%s", buf);
+    pclose(p);
+}
+
+Test(gpu_path, cuda_arch_from_nvidia_smi_else_90, .timeout = 60)
+{
+    char dir[256], line[1024];
+    make_temp_dir(dir, sizeof dir);
+    arch_line(dir, "8.6", line, sizeof line);
+    cr_expect_str_eq(line, "CUDA architecture: sm_86 (this machine's GPU, from nvidia-smi)\n");
+    arch_line(dir, "9.0", line, sizeof line);
+    cr_expect_str_eq(line, "CUDA architecture: sm_90 (this machine's GPU, from nvidia-smi)\n");
+    arch_line(dir, NULL, line, sizeof line);
+    cr_expect_str_eq(line, "CUDA architecture: sm_90 (the default: no GPU seen by nvidia-smi)\n");
+    rm_rf(dir);
+}
 #else
+Test(gpu_path, cuda_arch_from_nvidia_smi_else_90)
+{
+    cr_skip_test("built without the CUDA toolkit");
+}
+
 Test(gpu_path, conv_algorithms_only_the_exact_deterministic_ones)
 {
     cr_skip_test("built without the CUDA toolkit (no cudnn.h)");
