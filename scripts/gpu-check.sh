@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check.sh: the checks that need a GPU, in one run that either passes or says why not.
 #
-# Usage: scripts/gpu-check.sh (--carried | --build-here) [--quick] [--out DIR]
+# Usage: scripts/gpu-check.sh (--carried | --build-here) [--quick] [--out DIR] [--cpu-full DIR]
 #   --carried     use the bundle `make gpu-bundle` wrote on a development machine
 #                 (build/gpu-bundle/: the portable binary and CUDA library, the commit and
 #                 the digest of the sources they were built from, the list of its files)
@@ -10,6 +10,8 @@
 #   --quick       for a 15-minute budget: the selftest, the small cases, one case of each
 #                 question at full size, tools/gpu_bench.py --quick (default: every case)
 #   --out DIR     where everything goes (default results/gpu-check/); emptied first
+#   --cpu-full DIR  the full-size cases' CPU results, run elsewhere (`ampscope run CASES
+#                 --device cpu --out DIR`): cpu-full is not run here (saves its minutes)
 # Phases, in order, each under its own `timeout`, its output in DIR/<phase>.log; on a
 # failure the last 40 lines of that log are printed and the script stops:
 #   bundle|build  the carried files are there and were built from these sources, or a build
@@ -20,13 +22,14 @@
 #                 the first GPU call; without one: one line "gpu-check: no GPU: ..." and exit 3
 #   selftest      `ampscope selftest --device cuda`: every op on the GPU against the CPU
 #   cuda-small, compare-small     the small cases on the GPU, compared with the CPU's
-#   cuda-full, cpu-full, compare-full   one case of each question at full size (--quick) or
-#                 every case in cases/, on the GPU and the CPU, compared
+#   cuda-full     one case of each question at full size (--quick) or every case in cases/
 #   bench         tools/gpu_bench.py --quick (skipped when python3 has no PyTorch with CUDA)
+#   cpu-full, compare-full   the same cases on the CPU (unless --cpu-full), compared
 # Compared: dtypes identical, underflow counts within 0.1% of the gradients' elements (+8)
 # (tools/diff_results.py's byte-for-byte differences are kept in the log: summation order).
 # Exit: 0 passed, 1 a phase failed, 2 bad usage, 3 no GPU (everything before it passed).
 #   scripts/gpu-check.sh --source-digest   prints the digest of the sources (make gpu-bundle)
+#   scripts/gpu-check.sh --compare CPU_DIR GPU_DIR   the comparison alone (gpu-rehearsal.sh)
 set -u
 cd "$(dirname "$0")/.."
 
@@ -40,19 +43,51 @@ source_digest() {
         cut -d' ' -f1
 }
 
+# two results folders of the same cases: dtypes identical, underflow counts within tolerance
+compare_runs() { # CPU_DIR GPU_DIR
+    python3 tools/diff_results.py "$1" "$2" || echo "(byte-for-byte differences above: summation order; the verdict is below)"
+    python3 - "$1/summary.csv" "$2/summary.csv" <<'PY'
+import csv, sys
+cpu = {r["case"]: r for r in csv.DictReader(open(sys.argv[1]))}
+gpu = {r["case"]: r for r in csv.DictReader(open(sys.argv[2]))}
+dtype_cols = ["status", "params", "autocast", "input_dtype", "output_dtype", "loss_dtype",
+              "param_grad_dtypes", "cast_grad_dtypes", "activation_grad_dtypes"]
+bad = 0
+print("%-36s %-6s %-8s %14s %14s %10s %10s" % ("case", "dtypes", "status", "underflow cpu",
+                                               "underflow gpu", "ms cpu", "ms gpu"))
+for name in sorted(set(cpu) | set(gpu)):
+    c, g = cpu.get(name), gpu.get(name)
+    if c is None or g is None:
+        print("%-36s missing on the %s" % (name, "CPU" if c is None else "GPU"))
+        bad += 1
+        continue
+    same = all(c[k] == g[k] for k in dtype_cols)
+    du = abs(int(c["grad_underflow"]) - int(g["grad_underflow"]))
+    ok_counts = du <= 0.001 * max(int(c["grad_numel"]), 1) + 8
+    bad += (not same) + (not ok_counts)
+    print("%-36s %-6s %-8s %14s %14s %10s %10s" % (name, "same" if same else "DIFF", g["status"],
+          c["grad_underflow"], g["grad_underflow"], c["step_ms"], g["step_ms"]))
+print("%d case(s) differ" % bad)
+sys.exit(1 if bad else 0)
+PY
+}
+
 usage() {
-    sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
-build= quick=0 out=results/gpu-check
+build= quick=0 out=results/gpu-check cpu_full=
 while [ $# -gt 0 ]; do
     case "$1" in
     --source-digest) source_digest; exit 0 ;;
+    --compare) [ $# -eq 3 ] || usage; compare_runs "$2" "$3"; exit ;;
     --carried) build=carried ;;
     --build-here) build=here ;;
     --quick) quick=1 ;;
     --out) [ $# -ge 2 ] || usage; out=$2; shift ;;
+    --cpu-full) [ $# -ge 2 ] && [ -f "$2/summary.csv" ] || { echo "gpu-check: --cpu-full takes a results folder with a summary.csv" >&2; exit 2; }
+        cpu_full=$2; shift ;;
     -h|--help) usage ;;
     *) echo "gpu-check: unknown argument '$1'" >&2; usage ;;
     esac
@@ -213,46 +248,26 @@ phase selftest 300 "$bin" selftest --device cuda
 say "$(tail -1 "$out/selftest.log")"
 
 # ---- cases on the GPU against the CPU ----
-compare_runs() { # CPU_DIR GPU_DIR
-    python3 tools/diff_results.py "$1" "$2" || echo "(byte-for-byte differences above: summation order; the verdict is below)"
-    python3 - "$1/summary.csv" "$2/summary.csv" <<'PY'
-import csv, sys
-cpu = {r["case"]: r for r in csv.DictReader(open(sys.argv[1]))}
-gpu = {r["case"]: r for r in csv.DictReader(open(sys.argv[2]))}
-dtype_cols = ["status", "params", "autocast", "input_dtype", "output_dtype", "loss_dtype",
-              "param_grad_dtypes", "cast_grad_dtypes", "activation_grad_dtypes"]
-bad = 0
-print("%-36s %-6s %-8s %14s %14s %10s %10s" % ("case", "dtypes", "status", "underflow cpu",
-                                               "underflow gpu", "ms cpu", "ms gpu"))
-for name in sorted(set(cpu) | set(gpu)):
-    c, g = cpu.get(name), gpu.get(name)
-    if c is None or g is None:
-        print("%-36s missing on the %s" % (name, "CPU" if c is None else "GPU"))
-        bad += 1
-        continue
-    same = all(c[k] == g[k] for k in dtype_cols)
-    du = abs(int(c["grad_underflow"]) - int(g["grad_underflow"]))
-    ok_counts = du <= 0.001 * max(int(c["grad_numel"]), 1) + 8
-    bad += (not same) + (not ok_counts)
-    print("%-36s %-6s %-8s %14s %14s %10s %10s" % (name, "same" if same else "DIFF", g["status"],
-          c["grad_underflow"], g["grad_underflow"], c["step_ms"], g["step_ms"]))
-print("%d case(s) differ" % bad)
-sys.exit(1 if bad else 0)
-PY
-}
 export -f compare_runs
 phase cuda-small 300 run_cases cuda "$out/cuda-small" "${small[@]}"
 phase compare-small 60 compare_runs "$out/cpu-small" "$out/cuda-small"
 if [ $quick -eq 1 ]; then full=("${QUICK_FULL_CASES[@]}"); else full=(cases/*.case); fi
 phase cuda-full $([ $quick -eq 1 ] && echo 240 || echo 1800) run_cases cuda "$out/cuda-full" "${full[@]}"
-phase cpu-full $([ $quick -eq 1 ] && echo 420 || echo 7200) run_cases cpu "$out/cpu-full" "${full[@]}"
-phase compare-full 60 compare_runs "$out/cpu-full" "$out/cuda-full"
-sed -n '/^case /,$p' "$out/compare-full.log" | tee -a "$out/gpu-check.log"
 
-# ---- the GPU part of the benchmark ----
+# ---- the GPU part of the benchmark: the last phase that needs the GPU ----
 if python3 -c 'import torch; assert torch.cuda.is_available()' > /dev/null 2>&1; then
     phase bench 300 python3 tools/gpu_bench.py --quick --ampscope "$bin" --out "$out/bench"
 else
     say "[bench] skipped: python3 has no PyTorch with CUDA"
 fi
+
+# ---- the CPU side of the full-size cases (CPU only: after every GPU phase) ----
+if [ -n "$cpu_full" ]; then
+    say "[cpu-full] not run: the CPU results given in $cpu_full"
+else
+    cpu_full=$out/cpu-full
+    phase cpu-full $([ $quick -eq 1 ] && echo 420 || echo 7200) run_cases cpu "$cpu_full" "${full[@]}"
+fi
+phase compare-full 60 compare_runs "$cpu_full" "$out/cuda-full"
+sed -n '/^case /,$p' "$out/compare-full.log" | tee -a "$out/gpu-check.log"
 say "PASS"

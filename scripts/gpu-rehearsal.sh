@@ -60,7 +60,19 @@ src=$?
 [ $src -eq 2 ] && grep -q -- '--carried or --build-here' "$dir/usage.txt" ||
     fail "no build given: exit $src, not 2 with a message: $(cat "$dir/usage.txt")"
 [ -s "$dir/called.log" ] && fail "the check called what a GPU machine does not have: $(sort -u "$dir/called.log" | tr '\n' ';')"
-echo "gpu-rehearsal: a stale bundle, a bundle missing a file and a missing --carried / --build-here are refused"
+# the comparison of a GPU run with the CPU's, on the CPU run against itself and a copy with
+# one dtype changed
+small=$dir/out/cpu-small
+env -i PATH="$PWD/$dir/path" bash scripts/gpu-check.sh --compare "$small" "$small" > "$dir/compare.txt" 2>&1 &&
+    grep -q '^0 case(s) differ' "$dir/compare.txt" ||
+    fail "the CPU's small cases do not compare equal to themselves: $(cat "$dir/compare.txt")"
+other=$dir/other-small
+cp -r "$small" "$other" || exit 1
+sed -i '2s/float32/float16/' "$other/summary.csv"
+env -i PATH="$PWD/$dir/path" bash scripts/gpu-check.sh --compare "$small" "$other" > "$dir/compare.txt" 2>&1 &&
+    fail "a changed dtype was not found: $(cat "$dir/compare.txt")"
+grep -q '^1 case(s) differ' "$dir/compare.txt" || fail "a changed dtype: $(cat "$dir/compare.txt")"
+echo "gpu-rehearsal: a stale bundle, a bundle missing a file and a missing --carried / --build-here are refused; the comparison finds a changed dtype"
 
 case $rc in
 3)
