@@ -81,7 +81,14 @@ static inline void amp_sync_check(const char *stmt, const char *file, int line)
     AMP_LIB_CHECK("cuBLAS", call, CUBLAS_STATUS_SUCCESS, cublasGetStatusString)
 #define CUDNN_CHECK(call) AMP_LIB_CHECK("cuDNN", call, CUDNN_STATUS_SUCCESS, cudnnGetErrorString)
 /* after every kernel launch: the launch itself, and with AMPSCOPE_CUDA_SYNC=1 its run */
-#define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
+#define LAUNCH_CHECK()                                                                           \
+    do {                                                                                         \
+        cudaError_t amp_launch_ = cudaGetLastError();                                            \
+        if (amp_launch_ != cudaSuccess)                                                          \
+            amp_check_failed("CUDA", "the kernel launch before this line", __FILE__, __LINE__,   \
+                             cudaGetErrorString(amp_launch_));                                   \
+        amp_sync_check("the kernel launch before this line", __FILE__, __LINE__);                \
+    } while (0)
 
 #define CUDA_THREADS 256      /* threads per block of every kernel */
 #define CUDA_REDUCE_BLOCKS 256 /* blocks of a whole-tensor reduction's first pass */
