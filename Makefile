@@ -2,11 +2,14 @@
 #   make              bin/ampscope (CPU) and, when the CUDA toolkit is found, lib/libampscope_cuda.so
 #   make test         the Criterion suite (GPU tests skip themselves without a GPU)
 #   make run-cases    every case in cases/, then the plots; fails when a case did not pass
+#   make gpu-bundle   the build to carry to a GPU machine (build/gpu-bundle/, docs/gpu-check.md)
+#   make gpu-rehearsal  scripts/gpu-check.sh --quick --carried here, as on a GPU machine
 #   make plots | bench | fuzz | conformance | clean
 # OpenMP threads wait passively (OMP_WAIT_POLICY=passive, which bin/ampscope also sets for
 # itself, with OpenBLAS's kernels: harness/libenv.c): spinning threads of the two libraries
 # slow each other down on few cores.
-# Options: CUDA=0 (skip the GPU library), CUDA=1 (require it), CUDA_ARCH=90, SAN=1 (ASan+UBSan).
+# Options: CUDA=0 (skip the GPU library), CUDA=1 (require it), CUDA_ARCH=NN (default: the GPU's,
+# from nvidia-smi, else 90), SAN=1 (ASan+UBSan).
 
 CC      ?= cc
 CFLAGS  ?= -O3 -g
@@ -37,7 +40,23 @@ $(error CUDA=1 but no CUDA toolkit found (nvcc not on PATH nor in /usr/local/cud
 else
 $(info CUDA toolkit: not found, CPU only)
 endif
-CUDA_ARCH ?= 90
+# the GPU architecture built for: CUDA_ARCH=NN given, else the first GPU's compute
+# capability as nvidia-smi reports it (9.0 -> 90), else 90 (H100 / H200)
+ifneq ($(WITH_CUDA),)
+ifneq ($(origin CUDA_ARCH),undefined)
+CUDA_ARCH_FROM := given as CUDA_ARCH
+else
+GPU_CAP := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .' | grep -E '^[0-9]+$$')
+ifneq ($(GPU_CAP),)
+CUDA_ARCH := $(GPU_CAP)
+CUDA_ARCH_FROM := this machine's GPU, from nvidia-smi
+else
+CUDA_ARCH := 90
+CUDA_ARCH_FROM := the default: no GPU seen by nvidia-smi
+endif
+endif
+$(info CUDA architecture: sm_$(CUDA_ARCH) ($(CUDA_ARCH_FROM)))
+endif
 
 HARNESS_SRC := $(wildcard harness/*.c harness/cpu/*.c harness/layers/*.c)
 HARNESS_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(HARNESS_SRC))
@@ -51,7 +70,7 @@ CUDA_LIB    := lib/libampscope_cuda.so
 AMPSCOPE    := bin/ampscope$(if $(filter 1,$(SAN)),-san)
 TESTS_BIN   := bin/tests$(if $(filter 1,$(SAN)),-san)
 
-.PHONY: all deps test run-cases plots bench fuzz conformance valgrind portable clean
+.PHONY: all deps test run-cases plots bench fuzz conformance valgrind portable gpu-bundle gpu-rehearsal clean
 all: $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
 
 deps:
@@ -62,6 +81,8 @@ $(BUILD)/%.o: %.c | deps
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/tests/test_half.o: CFLAGS += -mf16c
+# the GPU path's tests read cuDNN's enums and the toolkit's place (they skip without them)
+$(BUILD)/tests/test_gpu_path.o: CFLAGS += $(if $(WITH_CUDA),-I$(CUDA_HOME)/include -DAMPSCOPE_CUDA_HOME='"$(CUDA_HOME)"')
 
 $(AMPSCOPE): $(HARNESS_OBJ)
 	@mkdir -p bin
@@ -72,9 +93,12 @@ $(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
 
 # ---- the CUDA backend: a shared library bin/ampscope dlopens ----
+# its run path: the toolkit it was linked against (found where no ld.so.conf entry names it),
+# then its own folder (CUDA libraries carried beside it)
+CUDA_RUNPATH := -Xlinker --enable-new-dtags -Xlinker -rpath='$(CUDA_HOME)/lib64:$$ORIGIN'
 # -fmad=false: no a*b+c contracted into an FMA, so kernels round as the CPU backend does
 NVCCFLAGS := -O2 -std=c++17 -fmad=false -Xcompiler -fPIC,-Wall,-Wextra -gencode arch=compute_$(CUDA_ARCH),code=[sm_$(CUDA_ARCH),compute_$(CUDA_ARCH)]
-build/cuda/%.o: %.cu $(wildcard kernels/*.cuh harness/*.h)
+build/cuda/%.o: %.cu $(wildcard kernels/*.cuh kernels/*.h harness/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -Iharness -c $< -o $@
 build/cuda/harness/%.o: harness/%.c
@@ -82,16 +106,33 @@ build/cuda/harness/%.o: harness/%.c
 	$(CC) -O2 -std=c11 -fPIC -c $< -o $@
 $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_C_OBJ)
 	@mkdir -p lib
-	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart -Xlinker --no-undefined
+	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart -Xlinker --no-undefined $(CUDA_RUNPATH)
 
-# ---- a build to carry to a machine without Debian's packages (scripts/gpu-check.sh) ----
-# OpenBLAS, libgomp and libgfortran linked statically; the CUDA runtime too.
-portable: $(HARNESS_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
-	@mkdir -p bin lib
-	$(CC) $(CFLAGS) $(HARNESS_OBJ) -o bin/ampscope-portable -static-libgcc \
+# ---- the bundle to carry to a GPU machine without Debian's packages (scripts/gpu-check.sh
+# --carried): the binary with OpenBLAS, libgomp and libgfortran linked statically, the CUDA
+# library with the CUDA runtime linked in (cuBLAS and cuDNN found there), the commit and the
+# digest of the sources they were built from, and FILES, the list of what to carry ----
+BUNDLE := build/gpu-bundle
+gpu-bundle: $(HARNESS_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
+	$(if $(WITH_CUDA),,$(error gpu-bundle needs the CUDA toolkit (nvcc), none found))
+	@rm -rf $(BUNDLE) && mkdir -p $(BUNDLE)/bin $(BUNDLE)/lib
+	$(CC) $(CFLAGS) $(HARNESS_OBJ) -o $(BUNDLE)/bin/ampscope -static-libgcc \
 	    -Wl,-Bstatic -lopenblas -lgfortran -lquadmath -lgomp -Wl,-Bdynamic -lm -ldl -lpthread
-	$(if $(WITH_CUDA),$(NVCC) -shared -cudart=static $(CUDA_OBJ) $(CUDA_C_OBJ) \
-	    -o lib/libampscope_cuda.so -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker --no-undefined)
+	$(NVCC) -shared -cudart=static $(CUDA_OBJ) $(CUDA_C_OBJ) -o $(BUNDLE)/lib/libampscope_cuda.so \
+	    -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker --no-undefined $(CUDA_RUNPATH)
+	@{ git rev-parse HEAD 2>/dev/null || echo unknown; } | tr -d '\n' > $(BUNDLE)/COMMIT
+	@git diff --quiet HEAD -- Makefile harness kernels 2>/dev/null || printf ' with uncommitted changes' >> $(BUNDLE)/COMMIT
+	@scripts/gpu-check.sh --source-digest > $(BUNDLE)/SOURCES
+	@printf '%s\n' $(BUNDLE)/bin/ampscope $(BUNDLE)/lib/libampscope_cuda.so $(BUNDLE)/COMMIT \
+	    $(BUNDLE)/SOURCES $(BUNDLE)/FILES > $(BUNDLE)/FILES
+	@echo "gpu-bundle: carry $(BUNDLE)/ ($$(du -sh $(BUNDLE) | cut -f1)), built from $$(cat $(BUNDLE)/COMMIT); its files: $(BUNDLE)/FILES"
+portable: gpu-bundle
+
+# ---- scripts/gpu-check.sh --quick --carried here, in a GPU machine's environment: no
+# compilers, no make, no Debian development packages, the bundle only; every phase before
+# the first GPU call must run and the missing GPU be reported in one line ----
+gpu-rehearsal: $(if $(WITH_CUDA),gpu-bundle)
+	@$(if $(WITH_CUDA),scripts/gpu-rehearsal.sh,echo "gpu-rehearsal: skipped: no CUDA toolkit to build the bundle")
 
 # ---- running ----
 test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))

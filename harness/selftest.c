@@ -845,6 +845,214 @@ static void check_optimizers(selftest *c)
         }
 }
 
+/* ---- exact counts: products and sums that are exact in float32 ----
+ * Operands are 0 or +-m, with m a power of two (x's m times w's m = p), so every product is
+ * 0 or +-p and every output k * p for a small integer k, exact in any summation order. The
+ * outputs land where a flush to zero or an inexact algorithm (FFT, Winograd, an atomic
+ * order) would change a count: in float32's subnormal range, and on float16's and
+ * bfloat16's underflow boundary (p at or below half the smallest subnormal: an output of p
+ * rounds to zero, one of a few p to a subnormal). The
+ * two sides must agree exactly, values and counts, and the reference must count what the
+ * case is built to reach (else the case tests nothing). */
+typedef struct exact_case {
+    dtype in, out;  /* both operands in `in`; the output (and dy) in `out` */
+    float m;        /* each operand's magnitude */
+    const char *at; /* where the outputs land, for the report line */
+    bool subnormal; /* the reference must count subnormal outputs */
+    bool underflow; /* ... and underflows */
+} exact_case;
+
+static const exact_case exact_cases[] = {
+    {DTYPE_FLOAT32, DTYPE_FLOAT32, 0x1p-70f, "float32 subnormals (p = 2^-140)", true, false},
+    {DTYPE_BFLOAT16, DTYPE_FLOAT32, 0x1p-70f, "float32 subnormals (p = 2^-140)", true, false},
+    {DTYPE_BFLOAT16, DTYPE_BFLOAT16, 0x1p-67f, "bfloat16's underflow boundary (p = 2^-134)", true,
+     true},
+    {DTYPE_FLOAT16, DTYPE_FLOAT16, 0x1p-13f, "float16's underflow boundary (p = 2^-26)", true,
+     true},
+    {DTYPE_FLOAT32, DTYPE_FLOAT16, 0x1p-13f, "float16's underflow boundary (p = 2^-26)", true,
+     true},
+};
+
+/* 0 or +-m, each half the time */
+static pair make_pow2(selftest *c, const char *name, dtype dt, int ndim, const int64_t *shape,
+                      float m)
+{
+    int64_t n = shape_numel(ndim, shape);
+    float *v = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (!v) {
+        setup_failed(c, "out of host memory");
+        return (pair){{NULL, NULL}};
+    }
+    for (int64_t i = 0; i < n; i++)
+        v[i] = rng_uniform(&c->g) < 0.5 ? 0.0f : rng_uniform(&c->g) < 0.5 ? -m : m;
+    pair p = make(c, name, dt, ndim, shape, v);
+    free(v);
+    return p;
+}
+
+/* the reference's counts reach what the case is built for */
+static void expect_reached(selftest *c, const exact_case *ec, const round_stats *ref)
+{
+    if (!ready(c))
+        return;
+    if (ec->subnormal && ref->counts.subnormal == 0)
+        differ(c, "the reference counts no subnormal output: the case does not reach %s", ec->at);
+    if (ec->underflow && ref->counts.underflow == 0)
+        differ(c, "the reference counts no underflow: the case does not reach %s", ec->at);
+    if (ref->counts.zeros == 0)
+        differ(c, "the reference counts no zero output");
+}
+
+/* --gpu-math native counts the stored tensor (round_stats.unseen): its zeros are the
+ * reference's zeros and underflows; subnormals, NaNs, amax and amin_nonzero are the same */
+static void compare_unseen(selftest *c, const char *what, const round_stats *r,
+                           const round_stats *d, dtype dt)
+{
+    if (r->numel != d->numel)
+        differ(c, "%s: counted %lld elements vs %lld", what, (long long)r->numel,
+               (long long)d->numel);
+    if (r->counts.zeros + r->counts.underflow != d->counts.zeros)
+        differ(c, "%s: stored zeros %lld (zeros %lld + underflow %lld) vs %lld", what,
+               (long long)(r->counts.zeros + r->counts.underflow), (long long)r->counts.zeros,
+               (long long)r->counts.underflow, (long long)d->counts.zeros);
+    if (r->counts.subnormal != d->counts.subnormal || r->counts.nan != d->counts.nan)
+        differ(c, "%s: subnormal %lld vs %lld, nan %lld vs %lld", what,
+               (long long)r->counts.subnormal, (long long)d->counts.subnormal,
+               (long long)r->counts.nan, (long long)d->counts.nan);
+    if (dtype_bits(r->counts.amax, dt) != dtype_bits(d->counts.amax, dt) ||
+        dtype_bits(r->counts.amin_nonzero, dt) != dtype_bits(d->counts.amin_nonzero, dt))
+        differ(c, "%s: amax %.9g vs %.9g, amin_nonzero %.9g vs %.9g", what, r->counts.amax,
+               d->counts.amax, r->counts.amin_nonzero, d->counts.amin_nonzero);
+}
+
+/* values bit-equal; counts equal (or, for a native output, the stored tensor's) */
+static void compare_exact(selftest *c, const char *what, pair p, const round_stats st[2],
+                          const exact_case *ec)
+{
+    if (st[1].unseen) {
+        compare(c, what, p, NULL, EXACT);
+        if (ready(c))
+            compare_unseen(c, what, &st[0], &st[1], p.t[0]->dtype);
+    } else {
+        compare(c, what, p, st, EXACT);
+    }
+    expect_reached(c, ec, &st[0]);
+}
+
+static void check_exact_linear(selftest *c, round_stats *st, const char *mode)
+{
+    static const int64_t dims[2][3] = {{7, 19, 11}, {64, 96, 80}}; /* B, I, O */
+    for (size_t e = 0; e < sizeof exact_cases / sizeof exact_cases[0]; e++)
+        for (int d = 0; d < 2; d++) {
+            const exact_case *ec = &exact_cases[e];
+            const int64_t B = dims[d][0], I = dims[d][1], O = dims[d][2];
+            const int64_t xs[2] = {B, I}, ws[2] = {O, I}, ys[2] = {B, O};
+            char what[160];
+            snprintf(what, sizeof what, "%s%s -> %s [%lld, %lld, %lld] at %s", mode,
+                     dtype_name(ec->in), dtype_name(ec->out), (long long)B, (long long)I,
+                     (long long)O, ec->at);
+            pair x = make_pow2(c, "x", ec->in, 2, xs, ec->m);
+            pair w = make_pow2(c, "w", ec->in, 2, ws, ec->m);
+            pair y = make(c, "y", ec->out, 2, ys, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->linear_forward(c->s[i].be, x.t[i], w.t[i], NULL, y.t[i], &st[i]));
+            compare_exact(c, "y", y, st, ec);
+            report(c, "linear_forward", "exact %s", what);
+
+            /* dx [B, I] = dy [B, O] w [O, I]: dy and w in the operands' dtype, dx (where the
+             * rounding lands) in the output's; the same for dw */
+            pair dy = make_pow2(c, "dy", ec->in, 2, ys, ec->m);
+            w = make_pow2(c, "w", ec->in, 2, ws, ec->m);
+            pair dx = make(c, "dx", ec->out, 2, xs, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->linear_backward_input(c->s[i].be, dy.t[i], w.t[i], dx.t[i],
+                                                        &st[i]));
+            compare_exact(c, "dx", dx, st, ec);
+            report(c, "linear_backward_input", "exact %s", what);
+
+            dy = make_pow2(c, "dy", ec->in, 2, ys, ec->m);
+            x = make_pow2(c, "x", ec->in, 2, xs, ec->m);
+            pair dw = make(c, "dw", ec->out, 2, ws, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->linear_backward_weight(c->s[i].be, dy.t[i], x.t[i], dw.t[i],
+                                                         &st[i]));
+            compare_exact(c, "dw", dw, st, ec);
+            report(c, "linear_backward_weight", "exact %s", what);
+        }
+}
+
+static void check_exact_conv2d(selftest *c, round_stats *st)
+{
+    const conv2d_geom geoms[2] = {
+        conv_geom(2, 3, 8, 8, 4, 3, 1, 1, 1),
+        conv_geom(2, 4, 12, 11, 8, 3, 2, 1, 1),
+    };
+    for (size_t e = 0; e < sizeof exact_cases / sizeof exact_cases[0]; e++)
+        for (int k = 0; k < 2; k++) {
+            const exact_case *ec = &exact_cases[e];
+            const conv2d_geom *g = &geoms[k];
+            const int64_t xs[4] = {g->n, g->c_in, g->h_in, g->w_in};
+            const int64_t ws[4] = {g->c_out, g->c_in, g->kh, g->kw};
+            const int64_t ys[4] = {g->n, g->c_out, g->h_out, g->w_out};
+            char what[192];
+            snprintf(what, sizeof what, "%s -> %s x [%lld,%lld,%lld,%lld] k %lld stride %lld at %s",
+                     dtype_name(ec->in), dtype_name(ec->out), (long long)g->n,
+                     (long long)g->c_in, (long long)g->h_in, (long long)g->w_in,
+                     (long long)g->kh, (long long)g->stride, ec->at);
+            pair x = make_pow2(c, "x", ec->in, 4, xs, ec->m);
+            pair w = make_pow2(c, "w", ec->in, 4, ws, ec->m);
+            pair y = make(c, "y", ec->out, 4, ys, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->conv2d_forward(c->s[i].be, g, x.t[i], w.t[i], NULL, y.t[i],
+                                                 &st[i]));
+            compare_exact(c, "y", y, st, ec);
+            report(c, "conv2d_forward", "exact %s", what);
+
+            pair dy = make_pow2(c, "dy", ec->in, 4, ys, ec->m);
+            w = make_pow2(c, "w", ec->in, 4, ws, ec->m);
+            pair dx = make(c, "dx", ec->out, 4, xs, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->conv2d_backward_input(c->s[i].be, g, dy.t[i], w.t[i], dx.t[i],
+                                                        &st[i]));
+            compare_exact(c, "dx", dx, st, ec);
+            report(c, "conv2d_backward_input", "exact %s", what);
+
+            dy = make_pow2(c, "dy", ec->in, 4, ys, ec->m);
+            x = make_pow2(c, "x", ec->in, 4, xs, ec->m);
+            pair dw = make(c, "dw", ec->out, 4, ws, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->conv2d_backward_weight(c->s[i].be, g, dy.t[i], x.t[i], dw.t[i],
+                                                         &st[i]));
+            compare_exact(c, "dw", dw, st, ec);
+            report(c, "conv2d_backward_weight", "exact %s", what);
+        }
+}
+
+/* the exact-count checks, then the GEMM ones again with the device under test in
+ * --gpu-math native (half outputs straight from cuBLAS; a CPU backend ignores it) */
+static void check_exact_counts(selftest *c, round_stats *st)
+{
+    check_exact_linear(c, st, "");
+    check_exact_conv2d(c, st);
+    backend *dut = c->s[1].be;
+    bool saved = dut->native_math;
+    dut->native_math = true;
+    check_exact_linear(c, st, "native, ");
+    dut->native_math = saved;
+}
+
 int selftest_run(backend *ref, backend *dut, FILE *out)
 {
     selftest *c = calloc(1, sizeof *c);
@@ -874,6 +1082,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_losses(c, st);
     check_unscale(c, st);
     check_optimizers(c);
+    check_exact_counts(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

@@ -17,6 +17,13 @@
  *    (zeros, underflow, subnormal, overflow, nan) may differ by at most s = (elements that
  *    differ) + numel / 100 + 1, the histograms by at most 2 s in L1 distance (an element
  *    moved from one bin to another), amax and amin_nonzero by the element rule.
+ *  - exact-count checks (linear and conv2d, then the GEMMs again with the device under
+ *    test in --gpu-math native): operands 0 or +-a power of two, so every output is exact in
+ *    any summation order and lands in float32's subnormal range or on float16's / bfloat16's
+ *    underflow boundary; values and counts must be equal (a native output's stored zeros
+ *    are the reference's zeros plus underflows), and the reference must count the
+ *    subnormals and underflows the case is built to reach. A flush to zero or an inexact
+ *    algorithm fails them.
  * Every check also fails when a side still counts workspace after the op returned.
  * Prints one line per check, "PASS op what" or "FAIL op what (details)", then
  * "selftest: N passed, M failed".

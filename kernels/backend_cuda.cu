@@ -1,56 +1,74 @@
 /*
  * backend_cuda.cu: the CUDA backend's table, its context (stream, cuBLAS and cuDNN
- * handles, the small device scratch of counters) and its memory: tensors with cudaMalloc,
- * per-op scratch with the stream-ordered allocator (counted as workspace). The entry point
+ * handles, the small device scratch of counters) and its memory: tensors and per-op scratch
+ * (counted as workspace) from one stream-ordered pool, so that freed scratch serves tensors
+ * and a free does not stop the host. The entry point
  * ampscope_backend_cuda_open, looked up with dlsym by harness/backend_load.c, returns NULL
  * with a message, never aborts, when no GPU is usable. Ops live in the files named after
  * their concern (round.cu, linear.cu, conv2d.cu, ...), twins of harness/cpu/.
  */
 #include "cuda.cuh"
 
-static int64_t free_bytes(void)
+int64_t cuda_free_bytes(void)
 {
     size_t fr = 0, total = 0;
     CUDA_CHECK(cudaMemGetInfo(&fr, &total));
     return (int64_t)fr;
 }
 
-/* An allocation: out of memory is the user's (too big a case), cleared and reported in
- * be->err (false); any other failure is reported and aborts, as CUDA_CHECK does. */
-#define CUDA_ALLOC(be, call, bytes) allocated(be, (call), bytes, #call, __FILE__, __LINE__)
-static bool allocated(backend *be, cudaError_t e, int64_t bytes, const char *stmt,
-                      const char *file, int line)
+/* bytes the pool holds that no allocation uses (free for this process, not in
+ * cudaMemGetInfo's count) */
+static int64_t pool_idle_bytes(const cuda_ctx *x)
 {
+    uint64_t reserved = 0, used = 0;
+    CUDA_CHECK(cudaMemPoolGetAttribute(x->pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    CUDA_CHECK(cudaMemPoolGetAttribute(x->pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    return (int64_t)(reserved - used);
+}
+
+/* One allocator for tensors and scratch: the device's stream-ordered pool, in the order of
+ * the backend's one stream (a free waits for the ops queued before it, without stopping
+ * the host). When the pool cannot grow, the stream is synchronised (memory freed
+ * asynchronously comes back), the pool trimmed to what is in use, and the allocation
+ * retried once; still out of memory is the user's (too big a case), cleared and reported
+ * in be->err (NULL); any other failure is reported and aborts, as CUDA_CHECK does. */
+static void *pool_alloc(backend *be, int64_t bytes)
+{
+    cuda_ctx *x = cuda_ctx_of(be);
+    void *p = NULL;
+    size_t size = bytes > 0 ? (size_t)bytes : 1; /* an empty tensor still gets a pointer */
+    cudaError_t e = cudaMallocAsync(&p, size, x->stream);
+    if (e == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        CUDA_CHECK(cudaStreamSynchronize(x->stream));
+        CUDA_CHECK(cudaMemPoolTrimTo(x->pool, 0));
+        e = cudaMallocAsync(&p, size, x->stream);
+    }
     if (e == cudaSuccess)
-        return true;
+        return p;
     if (e != cudaErrorMemoryAllocation)
-        amp_check_failed("CUDA", stmt, file, line, cudaGetErrorString(e));
+        amp_check_failed("CUDA", "cudaMallocAsync(&p, size, x->stream)", __FILE__, __LINE__,
+                         cudaGetErrorString(e));
     (void)cudaGetLastError();
     snprintf(be->err, sizeof be->err, "out of GPU memory: %lld bytes needed, %lld free",
-             (long long)bytes, (long long)free_bytes());
-    return false;
+             (long long)bytes, (long long)(cuda_free_bytes() + pool_idle_bytes(x)));
+    return NULL;
 }
 
-static void *cuda_alloc(backend *be, int64_t bytes)
+static void pool_free(backend *be, void *p)
 {
-    void *p = NULL;
-    return CUDA_ALLOC(be, cudaMalloc(&p, (size_t)bytes), bytes) ? p : NULL;
+    CUDA_CHECK(cudaFreeAsync(p, cuda_ctx_of(be)->stream));
 }
 
-static void cuda_free(backend *be, void *p)
-{
-    /* queued ops may still read the tensor: the stream is not the legacy default stream */
-    CUDA_CHECK(cudaStreamSynchronize(cuda_ctx_of(be)->stream));
-    CUDA_CHECK(cudaFree(p));
-}
+static void *cuda_alloc(backend *be, int64_t bytes) { return pool_alloc(be, bytes); }
+
+static void cuda_free(backend *be, void *p) { pool_free(be, p); }
 
 void *cuda_scratch_alloc(backend *be, int64_t bytes)
 {
-    void *p = NULL;
-    size_t size = bytes > 0 ? (size_t)bytes : 1; /* an empty tensor's copy still gets a pointer */
-    if (!CUDA_ALLOC(be, cudaMallocAsync(&p, size, cuda_ctx_of(be)->stream), bytes))
-        return NULL;
-    mem_account_add(be->account, MEM_WORKSPACE, bytes);
+    void *p = pool_alloc(be, bytes);
+    if (p)
+        mem_account_add(be->account, MEM_WORKSPACE, bytes);
     return p;
 }
 
@@ -58,7 +76,7 @@ void cuda_scratch_free(backend *be, void *p, int64_t bytes)
 {
     if (!p)
         return;
-    CUDA_CHECK(cudaFreeAsync(p, cuda_ctx_of(be)->stream));
+    pool_free(be, p);
     mem_account_add(be->account, MEM_WORKSPACE, -bytes);
 }
 
@@ -94,13 +112,29 @@ static void cuda_download(backend *be, void *dst, const void *src, int64_t bytes
 
 static int64_t cuda_mem_available(backend *be)
 {
-    (void)be;
-    return free_bytes();
+    return cuda_free_bytes() + pool_idle_bytes(cuda_ctx_of(be));
 }
 
 static void cuda_synchronize(backend *be)
 {
     CUDA_CHECK(cudaStreamSynchronize(cuda_ctx_of(be)->stream));
+}
+
+/* Gives up what ctx_open made (the handles not made are NULL); errors are ignored, as the
+ * context is being given up after a failure. */
+static void ctx_release(cuda_ctx *x)
+{
+    if (x->cudnn)
+        (void)cudnnDestroy(x->cudnn);
+    if (x->cublas)
+        (void)cublasDestroy(x->cublas);
+    if (x->scratch)
+        (void)cudaFree(x->scratch);
+    if (x->host)
+        (void)cudaFreeHost(x->host);
+    if (x->stream)
+        (void)cudaStreamDestroy(x->stream);
+    (void)cudaGetLastError();
 }
 
 static void cuda_close(backend *be)
@@ -138,6 +172,53 @@ static const char *device_problem(cuda_ctx *x)
     return NULL;
 }
 
+/* Fills err with "no usable CUDA device: <what failed>: <the library's text>"; returns err. */
+static const char *open_failed(char *err, int errlen, const char *what, const char *why)
+{
+    snprintf(err, (size_t)errlen, "no usable CUDA device: %s: %s", what, why);
+    return err;
+}
+
+/* The context's handles, stream, counters and pool on a device device_problem found
+ * usable: NULL, or err filled (the start-up failures are messages, so that --device auto
+ * falls back to the CPU: a missing cuDNN sub-library is a realistic cause). */
+static const char *ctx_open(cuda_ctx *x, char *err, int errlen)
+{
+    cudaError_t e;
+    cublasStatus_t b;
+    cudnnStatus_t d;
+    cudaDeviceProp prop;
+    if ((e = cudaGetDeviceProperties(&prop, x->device)) != cudaSuccess)
+        return open_failed(err, errlen, "the device's properties could not be read",
+                           cudaGetErrorString(e));
+    snprintf(x->device_name, sizeof x->device_name, "%s", prop.name);
+    x->max_blocks = prop.multiProcessorCount * 8;
+    if ((e = cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking)) != cudaSuccess)
+        return open_failed(err, errlen, "no CUDA stream could be created", cudaGetErrorString(e));
+    if ((b = cublasCreate(&x->cublas)) != CUBLAS_STATUS_SUCCESS ||
+        (b = cublasSetStream(x->cublas, x->stream)) != CUBLAS_STATUS_SUCCESS)
+        return open_failed(err, errlen, "cuBLAS could not be initialised",
+                           cublasGetStatusString(b));
+    if ((d = cudnnCreate(&x->cudnn)) != CUDNN_STATUS_SUCCESS ||
+        (d = cudnnSetStream(x->cudnn, x->stream)) != CUDNN_STATUS_SUCCESS)
+        return open_failed(err, errlen, "cuDNN could not be initialised", cudnnGetErrorString(d));
+    if ((e = cudaMalloc((void **)&x->scratch, sizeof *x->scratch)) != cudaSuccess)
+        return open_failed(err, errlen, "no device memory for the counters",
+                           cudaGetErrorString(e));
+    if ((e = cudaMallocHost((void **)&x->host, sizeof *x->host)) != cudaSuccess)
+        return open_failed(err, errlen, "no pinned host memory for the counters",
+                           cudaGetErrorString(e));
+    /* the pool keeps what is freed (no release at each synchronisation); pool_alloc trims
+     * it when an allocation does not fit */
+    uint64_t keep = UINT64_MAX;
+    if ((e = cudaDeviceGetDefaultMemPool(&x->pool, x->device)) != cudaSuccess ||
+        (e = cudaMemPoolSetAttribute(x->pool, cudaMemPoolAttrReleaseThreshold, &keep)) !=
+            cudaSuccess)
+        return open_failed(err, errlen, "the device's memory pool could not be set up",
+                           cudaGetErrorString(e));
+    return NULL;
+}
+
 extern "C" backend *ampscope_backend_cuda_open(mem_account *account, char *err, int errlen)
 {
     cuda_ctx *x = (cuda_ctx *)calloc(1, sizeof *x);
@@ -155,17 +236,12 @@ extern "C" backend *ampscope_backend_cuda_open(mem_account *account, char *err, 
         free(be);
         return NULL;
     }
-    cudaDeviceProp prop;
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, x->device));
-    snprintf(x->device_name, sizeof x->device_name, "%s", prop.name);
-    x->max_blocks = prop.multiProcessorCount * 8;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking));
-    CUBLAS_CHECK(cublasCreate(&x->cublas));
-    CUBLAS_CHECK(cublasSetStream(x->cublas, x->stream));
-    CUDNN_CHECK(cudnnCreate(&x->cudnn));
-    CUDNN_CHECK(cudnnSetStream(x->cudnn, x->stream));
-    CUDA_CHECK(cudaMalloc((void **)&x->scratch, sizeof *x->scratch));
-    CUDA_CHECK(cudaMallocHost((void **)&x->host, sizeof *x->host));
+    if (ctx_open(x, err, errlen)) {
+        ctx_release(x);
+        free(x);
+        free(be);
+        return NULL;
+    }
 
     be->name = "cuda";
     snprintf(be->device, sizeof be->device, "cuda:%.120s", x->device_name);

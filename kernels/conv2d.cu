@@ -8,13 +8,21 @@
  * and CUDNN_FMA_MATH (no TF32, no tensor-core conversion). The result lands in float32:
  * the output itself when it is float32, else scratch; the rounding store then adds the bias
  * (per output channel) and rounds, once, into the output's dtype with its counts.
- * Algorithms: cudnnGet*Algorithm_v7's heuristics order, deterministic ones first (so that
- * reruns count the same), the first whose workspace fits in memory; workspaces are
- * scratch, counted as workspace.
+ * Algorithms: only the exact, deterministic ones (conv_algo.h: forward IMPLICIT_GEMM,
+ * IMPLICIT_PRECOMP_GEMM, GEMM; backward-data and backward-filter ALGO_1), in the order of
+ * cudnnGet*Algorithm_v7's heuristics, the first cuDNN supports here whose workspace fits in
+ * memory; the workspace is sized by cudnnGet*WorkspaceSize for that algorithm on the
+ * descriptors the convolution runs with. None fits: the op fails with the workspace the
+ * smallest would need. Workspaces are scratch, counted as workspace.
  */
+#include "conv_algo.h"
 #include "cuda.cuh"
 
-typedef enum conv_pass { CONV_FORWARD, CONV_BACKWARD_DATA, CONV_BACKWARD_FILTER } conv_pass;
+/* the largest *_ALGO_COUNT of the three passes */
+#define CONV_ALGO_MAX ((int)CUDNN_CONVOLUTION_FWD_ALGO_COUNT)
+static_assert((int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT <= CONV_ALGO_MAX &&
+                  (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT <= CONV_ALGO_MAX,
+              "CONV_ALGO_MAX holds every pass's algorithms");
 
 typedef struct conv_descs {
     cudnnTensorDescriptor_t x, y; /* input and output activations (or their gradients) */
@@ -48,34 +56,94 @@ static void descs_free(conv_descs *d)
     CUDNN_CHECK(cudnnDestroyTensorDescriptor(d->x));
 }
 
-/* The first usable candidate (deterministic ones first) whose workspace could be allocated:
- * its algorithm, with *ws / *ws_bytes set; -1 with be->err set when there is none. The
- * descriptor stays in CUDNN_FMA_MATH, so candidates that need tensor-op math are skipped. */
-template <class Perf>
-static int pick_algo(backend *be, const Perf *perf, int count, void **ws, size_t *ws_bytes)
+/* The workspace algorithm `algo` of the pass needs on these descriptors (the ones the
+ * convolution then runs with, CUDNN_FMA_MATH included); cuDNN's status: anything but
+ * success means the algorithm cannot run this convolution (the next one is tried). */
+static cudnnStatus_t workspace_size(cudnnHandle_t h, const conv_descs *d, conv_pass pass, int algo,
+                                    size_t *bytes)
 {
-    bool tried = false;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < count; i++) {
-            const Perf &p = perf[i];
-            if (p.status != CUDNN_STATUS_SUCCESS || p.mathType == CUDNN_TENSOR_OP_MATH ||
-                p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
-                (p.determinism == CUDNN_DETERMINISTIC) != (pass == 0))
-                continue;
-            tried = true;
-            *ws_bytes = p.memory;
-            *ws = NULL;
-            if (p.memory == 0 || (*ws = cuda_scratch_alloc(be, (int64_t)p.memory)))
-                return (int)p.algo;
+    switch (pass) {
+    case CONV_FORWARD:
+        return cudnnGetConvolutionForwardWorkspaceSize(h, d->x, d->w, d->conv, d->y,
+                                                       (cudnnConvolutionFwdAlgo_t)algo, bytes);
+    case CONV_BACKWARD_DATA:
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(
+            h, d->w, d->y, d->conv, d->x, (cudnnConvolutionBwdDataAlgo_t)algo, bytes);
+    case CONV_BACKWARD_FILTER:
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            h, d->x, d->y, d->conv, d->w, (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
+    }
+    return CUDNN_STATUS_BAD_PARAM;
+}
+
+/* The allowed algorithms (conv_algo.h) in the order to try them: the heuristic's order
+ * first (perf[0..count), fastest first), then any allowed one it did not offer. Returns
+ * how many were written to order[]. */
+template <class Perf>
+static int exact_candidates(conv_pass pass, const Perf *perf, int count, int *order)
+{
+    int n = 0;
+    bool seen[CONV_ALGO_MAX] = {};
+    for (int i = 0; i < count; i++) {
+        int a = (int)perf[i].algo;
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && conv_algo_exact(pass, a) && !seen[a]) {
+            seen[a] = true;
+            order[n++] = a;
         }
-    if (!tried)
+    }
+    for (int a = 0; a < conv_algo_count(pass); a++)
+        if (conv_algo_exact(pass, a) && !seen[a]) {
+            seen[a] = true;
+            order[n++] = a;
+        }
+    return n;
+}
+
+/* The first candidate cuDNN supports here whose workspace (sized for these descriptors)
+ * could be allocated: its algorithm, with *ws / *ws_bytes set; -1 with be->err set when
+ * there is none (the workspace the smallest supported one would need, when memory is
+ * what is missing). */
+static int pick_algo(backend *be, const conv_descs *d, conv_pass pass, const int *order, int n,
+                     void **ws, size_t *ws_bytes)
+{
+    cudnnHandle_t h = cuda_ctx_of(be)->cudnn;
+    bool supported = false;
+    size_t least = 0;
+    cudnnStatus_t refused = CUDNN_STATUS_SUCCESS; /* the first algorithm's refusal */
+    for (int i = 0; i < n; i++) {
+        size_t bytes = 0;
+        cudnnStatus_t s = workspace_size(h, d, pass, order[i], &bytes);
+        if (s != CUDNN_STATUS_SUCCESS) {
+            if (refused == CUDNN_STATUS_SUCCESS)
+                refused = s;
+            continue;
+        }
+        if (!supported || bytes < least)
+            least = bytes;
+        supported = true;
+        *ws_bytes = bytes;
+        *ws = NULL;
+        if (bytes == 0 || (*ws = cuda_scratch_alloc(be, (int64_t)bytes)))
+            return order[i];
+    }
+    if (supported)
         snprintf(be->err, sizeof be->err,
-                 "cuDNN offers no float32 (FMA) algorithm for this convolution");
+                 "%s: no exact, deterministic cuDNN algorithm fits in GPU memory: the smallest "
+                 "needs a workspace of %zu bytes (%lld free)",
+                 conv_pass_name(pass), least, (long long)cuda_free_bytes());
+    else
+        snprintf(be->err, sizeof be->err,
+                 "%s: cuDNN runs none of the exact, deterministic algorithms (forward "
+                 "IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM, GEMM; backward ALGO_1) on this "
+                 "convolution in float32 with FMA math (%s)",
+                 conv_pass_name(pass), cudnnGetErrorString(refused));
+    *ws = NULL;
+    *ws_bytes = 0;
     return -1;
 }
 
 /* out = pass(a, b) in float32: forward (x, w) -> y, backward data (dy, w) -> dx, backward
- * filter (dy, x) -> dw; returns -1 (be->err) when no algorithm's workspace fits */
+ * filter (dy, x) -> dw; returns -1 (be->err) when no allowed algorithm can run */
 static int run_pass(backend *be, const conv_descs *d, conv_pass pass, const float *a,
                     const float *b, float *out)
 {
@@ -83,13 +151,15 @@ static int run_pass(backend *be, const conv_descs *d, conv_pass pass, const floa
     const float one = 1.0f, zero = 0.0f;
     void *ws = NULL;
     size_t ws_bytes = 0;
-    int count = 0, algo = -1;
+    int count = 0, n = 0, algo = -1;
+    int order[CONV_ALGO_MAX];
     switch (pass) {
     case CONV_FORWARD: {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
             h, d->x, d->w, d->conv, d->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
-        algo = pick_algo(be, perf, count, &ws, &ws_bytes);
+        n = exact_candidates(pass, perf, count, order);
+        algo = pick_algo(be, d, pass, order, n, &ws, &ws_bytes);
         if (algo >= 0)
             CUDNN_CHECK(cudnnConvolutionForward(h, &one, d->x, a, d->w, b, d->conv,
                                                 (cudnnConvolutionFwdAlgo_t)algo, ws, ws_bytes,
@@ -100,7 +170,8 @@ static int run_pass(backend *be, const conv_descs *d, conv_pass pass, const floa
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
             h, d->w, d->y, d->conv, d->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
-        algo = pick_algo(be, perf, count, &ws, &ws_bytes);
+        n = exact_candidates(pass, perf, count, order);
+        algo = pick_algo(be, d, pass, order, n, &ws, &ws_bytes);
         if (algo >= 0)
             CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, d->w, b, d->y, a, d->conv,
                                                      (cudnnConvolutionBwdDataAlgo_t)algo, ws,
@@ -111,7 +182,8 @@ static int run_pass(backend *be, const conv_descs *d, conv_pass pass, const floa
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
             h, d->x, d->y, d->conv, d->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
-        algo = pick_algo(be, perf, count, &ws, &ws_bytes);
+        n = exact_candidates(pass, perf, count, order);
+        algo = pick_algo(be, d, pass, order, n, &ws, &ws_bytes);
         if (algo >= 0)
             CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, d->x, b, d->y, a, d->conv,
                                                        (cudnnConvolutionBwdFilterAlgo_t)algo, ws,

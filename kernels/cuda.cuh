@@ -3,7 +3,8 @@
  *
  *  - the check macros: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK (one generic macro: evaluates
  *    the call once; on failure prints the statement, file, line and the library's own error
- *    text, then aborts) and LAUNCH_CHECK() after every kernel launch;
+ *    text, then aborts; with AMPSCOPE_CUDA_SYNC=1 it also synchronises the device after the
+ *    call and checks that) and LAUNCH_CHECK() after every kernel launch;
  *  - the backend's context (cuda_ctx: library handles, stream, device, scratch);
  *  - the rounding store with counting, as device code every kernel that writes a rounded
  *    output calls in the same pass (tally_begin / tally_store / tally_flush), the generic
@@ -13,7 +14,8 @@
  *    lists them.
  *
  * Counting: each thread tallies its elements in registers (half.h's round_counts) and adds
- * log2|pre| bins to a per-block histogram in shared memory (shared atomics); at the end of
+ * log2|pre| bins to a per-block histogram in shared memory (one shared atomic per bin a warp's
+ * lanes hit together, not one per element: neighbouring values mostly share a bin); at the end of
  * the kernel the block merges the threads' counts in shared memory, then merges the block
  * into the device-side dev_stats once (64-bit atomicAdd for counts and bins, atomicMax /
  * atomicMin on the bit patterns of the non-negative amax / amin_nonzero). The host copies
@@ -28,6 +30,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -42,17 +45,50 @@
     fprintf(stderr, "ampscope: %s failed: %s\n  at %s:%d: %s\n", lib, stmt, file, line, msg);
     abort();
 }
+
+/* AMPSCOPE_CUDA_SYNC=1: every checked call and launch is followed by a device
+ * synchronisation, checked, so that an asynchronous fault is reported at the file and line
+ * of the launch that caused it (slow: for finding a fault, not for measuring) */
+static inline bool amp_sync_each(void)
+{
+    static int mode = -1; /* not read yet */
+    if (mode < 0) {
+        const char *v = getenv("AMPSCOPE_CUDA_SYNC");
+        mode = v && strcmp(v, "1") == 0;
+    }
+    return mode == 1;
+}
+
+static inline void amp_sync_check(const char *stmt, const char *file, int line)
+{
+    if (!amp_sync_each())
+        return;
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess)
+        amp_check_failed("CUDA (AMPSCOPE_CUDA_SYNC=1: synchronised after)", stmt, file, line,
+                         cudaGetErrorString(e));
+}
+
 #define AMP_LIB_CHECK(lib, call, ok, errstr)                                                     \
     do {                                                                                         \
         auto amp_status_ = (call);                                                               \
         if (amp_status_ != (ok))                                                                 \
             amp_check_failed(lib, #call, __FILE__, __LINE__, errstr(amp_status_));               \
+        amp_sync_check(#call, __FILE__, __LINE__);                                               \
     } while (0)
 #define CUDA_CHECK(call) AMP_LIB_CHECK("CUDA", call, cudaSuccess, cudaGetErrorString)
 #define CUBLAS_CHECK(call)                                                                       \
     AMP_LIB_CHECK("cuBLAS", call, CUBLAS_STATUS_SUCCESS, cublasGetStatusString)
 #define CUDNN_CHECK(call) AMP_LIB_CHECK("cuDNN", call, CUDNN_STATUS_SUCCESS, cudnnGetErrorString)
-#define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
+/* after every kernel launch: the launch itself, and with AMPSCOPE_CUDA_SYNC=1 its run */
+#define LAUNCH_CHECK()                                                                           \
+    do {                                                                                         \
+        cudaError_t amp_launch_ = cudaGetLastError();                                            \
+        if (amp_launch_ != cudaSuccess)                                                          \
+            amp_check_failed("CUDA", "the kernel launch before this line", __FILE__, __LINE__,   \
+                             cudaGetErrorString(amp_launch_));                                   \
+        amp_sync_check("the kernel launch before this line", __FILE__, __LINE__);                \
+    } while (0)
 
 #define CUDA_THREADS 256      /* threads per block of every kernel */
 #define CUDA_REDUCE_BLOCKS 256 /* blocks of a whole-tensor reduction's first pass */
@@ -83,6 +119,7 @@ typedef struct cuda_ctx {
     char device_name[256];
     int max_blocks; /* grid size cap of grid-stride kernels: a few blocks per SM */
     cudaStream_t stream;
+    cudaMemPool_t pool; /* the device's default pool: every tensor and scratch buffer */
     cublasHandle_t cublas;
     cudnnHandle_t cudnn;
     cuda_scratch *scratch; /* device */
@@ -140,7 +177,11 @@ static __device__ inline float tally_store(tally *t, void *dst, dtype dt, int64_
     float post = store_from_float(dst, dt, i, pre);
     if (t->out) {
         round_tally(&t->c, pre, post, t->min_normal);
-        atomicAdd(&t->sh->hist[hist_bin(pre)], 1u);
+        /* warp-aggregated: the lanes here now that share a bin add once, by their first */
+        int bin = hist_bin(pre);
+        unsigned same = __match_any_sync(__activemask(), bin);
+        if ((int)(threadIdx.x & 31) == __ffs(same) - 1)
+            atomicAdd(&t->sh->hist[bin], (unsigned)__popc(same));
     }
     return post;
 }
@@ -226,10 +267,13 @@ void cuda_stats_end(backend *be, int slot, round_stats *st, int64_t numel);
 unsigned long long *cuda_counter_begin(backend *be);
 unsigned long long cuda_counter_end(backend *be);
 
-/* Scratch device memory for one op, counted as workspace; NULL with be->err set when the
- * GPU is out of memory. cuda_scratch_free(be, NULL, ...) does nothing. */
+/* Scratch device memory for one op, counted as workspace, from the pool tensors come from;
+ * NULL with be->err set when the GPU is out of memory. cuda_scratch_free(be, NULL, ...)
+ * does nothing. */
 void *cuda_scratch_alloc(backend *be, int64_t bytes);
 void cuda_scratch_free(backend *be, void *p, int64_t bytes);
+/* the device's free memory, as cudaMemGetInfo counts it */
+int64_t cuda_free_bytes(void);
 
 /* t's values as float32: t's own buffer when it is float32, else a widened scratch copy
  * (exact; *owned set to it, to give to cuda_scratch_free). NULL when out of memory. */

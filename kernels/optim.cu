@@ -15,37 +15,46 @@ typedef struct optim_args {
     dev_stats *stats[CUDA_STATS_SLOTS]; /* param, then state k at 1 + k */
 } optim_args;
 
-__global__ void optim_kernel(optim_config cfg, optim_hyper h, dtype dt, dtype visible, int ns,
-                             int64_t n, optim_args a, unsigned long long *lost)
+/* NS, the optimizer's number of state tensors, is a compile-time count so that the loops
+ * over them unroll and ts[] / s[] stay in registers (indexed by a run-time count, they
+ * would live in local memory) */
+template <int NS>
+__global__ void optim_kernel(optim_config cfg, optim_hyper h, dtype dt, dtype visible, int64_t n,
+                             optim_args a, unsigned long long *lost)
 {
     __shared__ block_tally sh[CUDA_STATS_SLOTS];
-    tally tp, ts[OPTIM_MAX_STATE];
+    tally tp, ts[NS > 0 ? NS : 1];
     tally_begin(&tp, &sh[0], a.stats[0], dt);
-    for (int k = 0; k < ns; k++)
+#pragma unroll
+    for (int k = 0; k < NS; k++)
         tally_begin(&ts[k], &sh[1 + k], a.stats[1 + k], dt);
     unsigned long long my_lost = 0;
     GRID_STRIDE(i, n)
     {
         float s[OPTIM_MAX_STATE];
-        for (int k = 0; k < ns; k++)
+#pragma unroll
+        for (int k = 0; k < NS; k++)
             s[k] = load_as_float(a.state[k], dt, i);
         float old = load_as_float(a.param, dt, i);
         float g = load_as_float(a.grad, dt, i);
         float u = optim_update(&cfg, &h, dt, old, g, s);
         float next = old + u;
         tally_store(&tp, a.param, dt, i, next);
-        for (int k = 0; k < ns; k++)
+#pragma unroll
+        for (int k = 0; k < NS; k++)
             tally_store(&ts[k], a.state[k], dt, i, s[k]);
         if (u != 0.0f && round_to(round_to(next, dt), visible) == round_to(old, visible))
             my_lost++;
     }
     tally_flush(&tp);
-    for (int k = 0; k < ns; k++)
+#pragma unroll
+    for (int k = 0; k < NS; k++)
         tally_flush(&ts[k]);
     unsigned long long block_lost = block_reduce(my_lost, sum_op());
     if (threadIdx.x == 0 && block_lost)
         atomicAdd(lost, block_lost);
 }
+static_assert(OPTIM_MAX_STATE == 3, "cuda_optimizer_step launches optim_kernel<0..3>");
 
 void cuda_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper *h,
                          optim_tensors *t, optim_result *out)
@@ -62,8 +71,28 @@ void cuda_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper
         a.stats[1 + k] = cuda_stats_begin(be, 1 + k, out->counting ? &out->state[k] : NULL);
     }
     unsigned long long *lost = cuda_counter_begin(be);
-    optim_kernel<<<cuda_grid(x, p->numel), CUDA_THREADS, 0, x->stream>>>(
-        *cfg, *h, p->dtype, t->visible, ns, p->numel, a, lost);
+    int grid = cuda_grid(x, p->numel);
+    switch (ns) {
+    case 0:
+        optim_kernel<0><<<grid, CUDA_THREADS, 0, x->stream>>>(*cfg, *h, p->dtype, t->visible,
+                                                              p->numel, a, lost);
+        break;
+    case 1:
+        optim_kernel<1><<<grid, CUDA_THREADS, 0, x->stream>>>(*cfg, *h, p->dtype, t->visible,
+                                                              p->numel, a, lost);
+        break;
+    case 2:
+        optim_kernel<2><<<grid, CUDA_THREADS, 0, x->stream>>>(*cfg, *h, p->dtype, t->visible,
+                                                              p->numel, a, lost);
+        break;
+    case 3:
+        optim_kernel<3><<<grid, CUDA_THREADS, 0, x->stream>>>(*cfg, *h, p->dtype, t->visible,
+                                                              p->numel, a, lost);
+        break;
+    default:
+        amp_check_failed("CUDA", "optim_kernel<ns>", __FILE__, __LINE__,
+                         "an optimizer with more state tensors than OPTIM_MAX_STATE");
+    }
     LAUNCH_CHECK();
     cuda_stats_end(be, 0, out->counting ? &out->param : NULL, p->numel);
     for (int k = 0; k < ns; k++)
