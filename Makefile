@@ -102,8 +102,8 @@ test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
 run-cases: all
 	$(AMPSCOPE) run $(CASES); rc=$$?; $(MAKE) --no-print-directory plots || rc=1; exit $$rc
 
-plots: | deps
-	$(PYTHON) plot/plot.py $(or $(OUT),results)
+plots: $(AMPSCOPE) | deps
+	$(PYTHON) plot/plot.py --ampscope $(AMPSCOPE) $(or $(OUT),results)
 
 # ---- the benchmark: figures and ratios, never a pass/fail on speed ----
 BENCH ?= all
