@@ -11,8 +11,9 @@
 #define FORMAT_STR_(x) #x
 #define FORMAT_STR(x) FORMAT_STR_(x)
 
-/* the row of DTYPE_<N>, named name_ (dtype_name(), and torch.<name_> in PyTorch) */
-#define FORMAT_ROW(N, name_)                                                                       \
+/* the row of DTYPE_<N>, named name_ (dtype_name(), and torch.<name_> in PyTorch), whose
+ * scalar type PyTorch calls scalar_ (c10::ScalarType) and whose C++ type is cpp_ */
+#define FORMAT_ROW(N, name_, scalar_, cpp_)                                                        \
     [DTYPE_##N] = {                                                                                \
         .dt = DTYPE_##N,                                                                           \
         .name = name_,                                                                             \
@@ -38,13 +39,16 @@
         .cublas = FORMAT_STR(FORMAT_##N##_CUBLAS),                                                 \
         .cudnn = FORMAT_STR(FORMAT_##N##_CUDNN),                                                   \
         .torch = "torch." name_,                                                                   \
+        .torch_scalar = scalar_,                                                                   \
+        .torch_cpp = cpp_,                                                                         \
+        .torch_cuda_tensor = "torch.cuda." scalar_ "Tensor",                                       \
     }
 
 /* indexed by dtype; int64's slot stays empty (bits 0) */
 static const format_info formats[DTYPE_COUNT] = {
-    FORMAT_ROW(FLOAT32, "float32"),
-    FORMAT_ROW(FLOAT16, "float16"),
-    FORMAT_ROW(BFLOAT16, "bfloat16"),
+    FORMAT_ROW(FLOAT32, "float32", "Float", "float"),
+    FORMAT_ROW(FLOAT16, "float16", "Half", "c10::Half"),
+    FORMAT_ROW(BFLOAT16, "bfloat16", "BFloat16", "c10::BFloat16"),
 };
 
 const format_info *format_of(dtype dt)
@@ -93,6 +97,9 @@ static const struct field {
     {"cublas", FIELD_TEXT, offsetof(format_info, cublas)},
     {"cudnn", FIELD_TEXT, offsetof(format_info, cudnn)},
     {"torch", FIELD_TEXT, offsetof(format_info, torch)},
+    {"torch_scalar", FIELD_TEXT, offsetof(format_info, torch_scalar)},
+    {"torch_cpp", FIELD_TEXT, offsetof(format_info, torch_cpp)},
+    {"torch_cuda_tensor", FIELD_TEXT, offsetof(format_info, torch_cuda_tensor)},
 };
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
 

@@ -15,7 +15,8 @@
  *    (+inf; 0 when HAS_INF is 0), MAX_PATTERN (largest finite), MIN_NORMAL_PATTERN,
  *    MAG_MASK (every bit but the sign), LARGEST, SMALLEST_NORMAL, SMALLEST_SUBNORMAL,
  *    EPSILON (2^-MAN_BITS), CUBLAS (a cudaDataType_t), CUDNN (a cudnnDataType_t);
- *  - a FORMAT_ROW line in format.c's table (its PyTorch name, torch.<name>, follows);
+ *  - a FORMAT_ROW line in format.c's table: its name, PyTorch's scalar type name and C++
+ *    type (torch.<name> and torch.cuda.<scalar type>Tensor follow);
  *  - then every switch over the dtype enum that -Wswitch names: half.h's codecs
  *    (round_to, load_as_float, store_from_float, dtype_min_normal), harness/cpu/round.c's
  *    stores and counts, kernels/cuda.cuh's cuda_data_type / cudnn_data_type.
@@ -118,6 +119,8 @@ typedef struct format_info {
     int zero_exp;
     int zero_bin_max;                   /* zero_exp - 1 */
     const char *cublas, *cudnn, *torch; /* "CUDA_R_16F", "CUDNN_DATA_HALF", "torch.float16" */
+    /* as PyTorch's error messages name it: "Half", "c10::Half", "torch.cuda.HalfTensor" */
+    const char *torch_scalar, *torch_cpp, *torch_cuda_tensor;
 } format_info;
 
 #ifdef __cplusplus

@@ -389,13 +389,18 @@ Test(format, json_output_is_the_table)
         cr_expect_str_eq(field(o, "cublas", true), f->cublas);
         cr_expect_str_eq(field(o, "cudnn", true), f->cudnn);
         cr_expect_str_eq(field(o, "torch", true), f->torch);
-        /* every field is one of the above: 23, and a _hex for each of the 4 limits */
-        cr_expect_eq(o->n, 23 + 4, "%s: %d fields", f->name, o->n);
+        cr_expect_str_eq(field(o, "torch_scalar", true), f->torch_scalar);
+        cr_expect_str_eq(field(o, "torch_cpp", true), f->torch_cpp);
+        cr_expect_str_eq(field(o, "torch_cuda_tensor", true), f->torch_cuda_tensor);
+        /* every field is one of the above: 26, and a _hex for each of the 4 limits */
+        cr_expect_eq(o->n, 26 + 4, "%s: %d fields", f->name, o->n);
     }
     cr_expect_str_eq(field(&obj[1], "cublas", true), "CUDA_R_16F");
     cr_expect_str_eq(field(&obj[1], "cudnn", true), "CUDNN_DATA_HALF");
     cr_expect_str_eq(field(&obj[2], "cublas", true), "CUDA_R_16BF");
     cr_expect_str_eq(field(&obj[2], "cudnn", true), "CUDNN_DATA_BFLOAT16");
+    cr_expect_str_eq(field(&obj[1], "torch_cuda_tensor", true), "torch.cuda.HalfTensor");
+    cr_expect_str_eq(field(&obj[2], "torch_cpp", true), "c10::BFloat16");
 }
 
 Test(format, plain_output_has_a_line_per_field)
@@ -413,7 +418,7 @@ Test(format, plain_output_has_a_line_per_field)
             saw_largest = strstr(line, "65504 (0x1.ffcp+15)") && strstr(line, "0x1.fep+127");
     }
     cr_assert_eq(pclose(p), 0, "%s failed", cmd);
-    cr_expect_eq(lines, 23);
+    cr_expect_eq(lines, 26);
     cr_expect(saw_largest, "the largest line holds float16's and bfloat16's largest finite");
     snprintf(cmd, sizeof cmd, "%s formats --yaml >/dev/null 2>&1", bin);
     int rc = system(cmd);
