@@ -392,12 +392,13 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "formats") == 0) {
-        if (argc == 2)
-            format_print_table(stdout);
-        else if (argc == 3 && strcmp(argv[2], "--json") == 0)
+        int json = argc > 2 && strcmp(argv[2], "--json") == 0;
+        if (argc > 2 + json)
+            return bad_usage("formats takes only --json, not '%s'", argv[2 + json]);
+        if (json)
             format_print_json(stdout);
         else
-            return bad_usage("formats takes only --json, not '%s'", argv[2]);
+            format_print_table(stdout);
         return 0;
     }
     static const struct {

@@ -420,7 +420,18 @@ Test(format, plain_output_has_a_line_per_field)
     cr_assert_eq(pclose(p), 0, "%s failed", cmd);
     cr_expect_eq(lines, 26);
     cr_expect(saw_largest, "the largest line holds float16's and bfloat16's largest finite");
-    snprintf(cmd, sizeof cmd, "%s formats --yaml >/dev/null 2>&1", bin);
-    int rc = system(cmd);
-    cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "formats --yaml is bad usage (exit 2)");
+    static const char *const bad[] = {"--yaml", "--json --json", "--json x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s formats %s >/dev/null 2>&1", bin, bad[i]);
+        int rc = system(cmd);
+        cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "formats %s: bad usage (exit 2)", bad[i]);
+    }
+    snprintf(cmd, sizeof cmd, "%s --help", bin);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    bool listed = false;
+    while (fgets(line, sizeof line, p))
+        listed |= strstr(line, "ampscope formats [--json]") != NULL;
+    cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+    cr_expect(listed, "--help lists the formats command");
 }
