@@ -17,9 +17,12 @@
  *    EPSILON (2^-MAN_BITS), CUBLAS (a cudaDataType_t), CUDNN (a cudnnDataType_t);
  *  - a FORMAT_ROW line in format.c's table: its name, PyTorch's scalar type name and C++
  *    type (torch.<name> and torch.cuda.<scalar type>Tensor follow);
- *  - then every switch over the dtype enum that -Wswitch names: half.h's codecs
- *    (round_to, load_as_float, store_from_float, dtype_min_normal), harness/cpu/round.c's
- *    stores and counts, kernels/cuda.cuh's cuda_data_type / cudnn_data_type.
+ *  - then every switch over the dtype enum that -Wswitch names: half.h's dtype_min_normal,
+ *    harness/cpu/round.c's stores and counts, kernels/cuda.cuh's cuda_data_type and
+ *    cudnn_data_type, selftest.c's and tests/test_format.c's decoders; and half.h's
+ *    per-element codecs (round_to, load_as_float, store_from_float), ifs for speed whose
+ *    static_assert on DTYPE_COUNT fails until they have the new branch; plot/plot.py's
+ *    MARKED when the gradient histogram should mark the format's limits.
  *    round.c's bit-pattern counts assume IEEE ordering with +inf as the pattern just below
  *    the NaNs; a format without infinities (e4m3fn: S.1111.111 is its only NaN, no inf)
  *    needs its own case there. tests/test_format.c derives every row's limits from its
