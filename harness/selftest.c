@@ -110,16 +110,16 @@ static float *gen(selftest *c, int64_t n, gen_kind kind, float scale)
         INFINITY,
         -INFINITY,
         NAN,
-        65504.0f,
-        65520.0f,
+        FORMAT_FLOAT16_LARGEST,
+        65520.0f, /* float16's largest plus half an ulp: the first value that overflows */
         -65536.0f,
         1e-8f,
-        5.9604644775390625e-8f,
-        2.98023223876953125e-8f,
-        6.103515625e-5f,
+        FORMAT_FLOAT16_SMALLEST_SUBNORMAL,
+        FORMAT_FLOAT16_SMALLEST_SUBNORMAL / 2, /* a tie to zero */
+        FORMAT_FLOAT16_SMALLEST_NORMAL,
         1e-40f,
-        3.4028234663852886e38f,
-        3.3961775292304957e38f,
+        FORMAT_FLOAT32_LARGEST,
+        3.3961775292304957e38f, /* bfloat16's largest plus half an ulp: overflows */
         1.0f,
     };
     float *v = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
