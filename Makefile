@@ -65,7 +65,8 @@ TEST_SRC    := $(wildcard tests/*.c)
 TEST_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(TEST_SRC))
 CUDA_SRC    := $(wildcard kernels/*.cu)
 CUDA_OBJ    := $(patsubst %.cu,build/cuda/%.o,$(CUDA_SRC))
-CUDA_C_OBJ  := build/cuda/harness/stats.o build/cuda/harness/dtype.o build/cuda/harness/memory.o
+CUDA_C_OBJ  := build/cuda/harness/stats.o build/cuda/harness/dtype.o build/cuda/harness/format.o \
+               build/cuda/harness/memory.o
 CUDA_LIB    := lib/libampscope_cuda.so
 AMPSCOPE    := bin/ampscope$(if $(filter 1,$(SAN)),-san)
 TESTS_BIN   := bin/tests$(if $(filter 1,$(SAN)),-san)
@@ -142,8 +143,8 @@ test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
 run-cases: all
 	$(AMPSCOPE) run $(CASES); rc=$$?; $(MAKE) --no-print-directory plots || rc=1; exit $$rc
 
-plots: | deps
-	$(PYTHON) plot/plot.py $(or $(OUT),results)
+plots: $(AMPSCOPE) | deps
+	$(PYTHON) plot/plot.py --ampscope $(AMPSCOPE) $(or $(OUT),results)
 
 # ---- the benchmark: figures and ratios, never a pass/fail on speed ----
 BENCH ?= all
@@ -166,10 +167,11 @@ valgrind: $(AMPSCOPE)
 # ---- fuzzing (clang's libFuzzer with ASan and UBSan); corpora start from the repo's files ----
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Iharness -fsanitize=fuzzer,address,undefined
-build/fuzz/fuzz_case: tools/fuzz/fuzz_case.c harness/case.c harness/npy.c harness/dtype.c
+build/fuzz/fuzz_case: tools/fuzz/fuzz_case.c harness/case.c harness/npy.c harness/dtype.c \
+                      harness/format.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ -o $@ -lm
-build/fuzz/fuzz_npy: tools/fuzz/fuzz_npy.c harness/npy.c harness/dtype.c
+build/fuzz/fuzz_npy: tools/fuzz/fuzz_npy.c harness/npy.c harness/dtype.c harness/format.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ -o $@ -lm
 fuzz: build/fuzz/fuzz_case build/fuzz/fuzz_npy

@@ -1,33 +1,48 @@
-/* dtype.c: names, sizes and parsing of element types (see dtype.h). */
+/* dtype.c: names, sizes and parsing of element types (see dtype.h); the number formats'
+ * come from their rows in format.c, int64's (class labels, not a number format) are here. */
 #include "dtype.h"
 
 #include <string.h>
 
-static const struct {
-    const char *name;
-    size_t size;
-} dtype_info[DTYPE_COUNT] = {
-    [DTYPE_FLOAT32] = {"float32", 4},
-    [DTYPE_FLOAT16] = {"float16", 2},
-    [DTYPE_BFLOAT16] = {"bfloat16", 2},
-    [DTYPE_INT64] = {"int64", 8},
-};
+#include "format.h"
 
-const char *dtype_name(dtype dt) { return dt < DTYPE_COUNT ? dtype_info[dt].name : "?"; }
+const char *dtype_name(dtype dt)
+{
+    const format_info *f = format_of(dt);
+    if (f)
+        return f->name;
+    return dt == DTYPE_INT64 ? "int64" : "?";
+}
 
-size_t dtype_size(dtype dt) { return dt < DTYPE_COUNT ? dtype_info[dt].size : 0; }
+size_t dtype_size(dtype dt)
+{
+    const format_info *f = format_of(dt);
+    if (f)
+        return (size_t)f->bits / 8;
+    return dt == DTYPE_INT64 ? sizeof(int64_t) : 0;
+}
 
-bool dtype_is_half(dtype dt) { return dt == DTYPE_FLOAT16 || dt == DTYPE_BFLOAT16; }
+bool dtype_is_half(dtype dt)
+{
+    const format_info *f = format_of(dt);
+    return f && f->bits == 16;
+}
 
 bool dtype_parse(const char *s, dtype *out)
 {
+    for (int d = 0; d < DTYPE_COUNT; d++) {
+        const format_info *f = format_of((dtype)d);
+        if (f && strcmp(s, f->name) == 0) {
+            *out = (dtype)d;
+            return true;
+        }
+    }
     static const struct {
         const char *alias;
         dtype dt;
     } aliases[] = {
-        {"float32", DTYPE_FLOAT32},   {"fp32", DTYPE_FLOAT32},  {"float", DTYPE_FLOAT32},
-        {"float16", DTYPE_FLOAT16},   {"fp16", DTYPE_FLOAT16},  {"half", DTYPE_FLOAT16},
-        {"bfloat16", DTYPE_BFLOAT16}, {"bf16", DTYPE_BFLOAT16},
+        {"fp32", DTYPE_FLOAT32}, {"float", DTYPE_FLOAT32}, {"fp16", DTYPE_FLOAT16},
+        {"half", DTYPE_FLOAT16}, {"bf16", DTYPE_BFLOAT16},
     };
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
         if (strcmp(s, aliases[i].alias) == 0) {

@@ -3,7 +3,7 @@
  *
  * Names are PyTorch's (`float32`, `float16`, `bfloat16`, `int64`); the parser also accepts
  * the short forms users type (fp32, fp16, bf16, half, float, ...). int64 exists only for
- * class labels.
+ * class labels. The number formats' layouts and limits are in format.h.
  */
 #ifndef AMPSCOPE_DTYPE_H
 #define AMPSCOPE_DTYPE_H
@@ -25,10 +25,11 @@ extern "C" {
 
 const char *dtype_name(dtype dt);
 size_t dtype_size(dtype dt);
-/* true when dt is one of the two 16-bit float formats */
+/* true when dt is a 16-bit number format (float16, bfloat16) */
 bool dtype_is_half(dtype dt);
-/* Parses "float32", "fp32", "float", "float16", "fp16", "half", "bfloat16", "bf16";
- * returns false for anything else (int64 is not a parseable compute dtype). */
+/* Parses a number format's name ("float32", "float16", "bfloat16") or a short form
+ * ("fp32", "float", "fp16", "half", "bf16"); returns false for anything else (int64 is
+ * not a parseable compute dtype). */
 bool dtype_parse(const char *s, dtype *out);
 
 #ifdef __cplusplus

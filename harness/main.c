@@ -7,6 +7,7 @@
  *   ampscope compare CASE... [--out DIR]
  *   ampscope selftest [--device cpu|cuda|auto]
  *   ampscope ops
+ *   ampscope formats [--json]
  * Exit status: 0 every case passed, 1 a case did not, 2 bad input (case files, options).
  */
 #include <stdio.h>
@@ -18,6 +19,7 @@
 
 #include "autocast.h"
 #include "compare.h"
+#include "format.h"
 #include "interrupt.h"
 #include "libenv.h"
 #include "report.h"
@@ -33,6 +35,7 @@ static const char usage[] =
     "       ampscope compare CASE... [--out DIR]   memory by category against baselines\n"
     "       ampscope selftest [--device cuda]   every op on the device against the CPU\n"
     "       ampscope ops                     print the autocast policy table\n"
+    "       ampscope formats [--json]        print the number formats' table\n"
     "       ampscope --help | --version\n"
     "run options:\n"
     "  --device cpu|cuda|auto   where to run (default auto: CUDA when usable, else CPU)\n"
@@ -387,6 +390,16 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "ops") == 0) {
         autocast_print_table(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "formats") == 0) {
+        int json = argc > 2 && strcmp(argv[2], "--json") == 0;
+        if (argc > 2 + json)
+            return bad_usage("formats takes only --json, not '%s'", argv[2 + json]);
+        if (json)
+            format_print_json(stdout);
+        else
+            format_print_table(stdout);
         return 0;
     }
     static const struct {

@@ -110,16 +110,16 @@ static float *gen(selftest *c, int64_t n, gen_kind kind, float scale)
         INFINITY,
         -INFINITY,
         NAN,
-        65504.0f,
-        65520.0f,
+        FORMAT_FLOAT16_LARGEST,
+        65520.0f, /* float16's largest plus half an ulp: the first value that overflows */
         -65536.0f,
         1e-8f,
-        5.9604644775390625e-8f,
-        2.98023223876953125e-8f,
-        6.103515625e-5f,
+        FORMAT_FLOAT16_SMALLEST_SUBNORMAL,
+        FORMAT_FLOAT16_SMALLEST_SUBNORMAL / 2, /* a tie to zero */
+        FORMAT_FLOAT16_SMALLEST_NORMAL,
         1e-40f,
-        3.4028234663852886e38f,
-        3.3961775292304957e38f,
+        FORMAT_FLOAT32_LARGEST,
+        3.3961775292304957e38f, /* bfloat16's largest plus half an ulp: overflows */
         1.0f,
     };
     float *v = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
@@ -211,35 +211,43 @@ static pair make_target(selftest *c, int64_t rows, int64_t classes)
 }
 
 /* ---- comparison ---- */
+/* the stored bits of element i (the formats of format.h's table are 32 or 16 bits wide) */
 static uint32_t elem_bits(const void *buf, dtype dt, int64_t i)
 {
-    if (dt == DTYPE_FLOAT32)
-        return float_bits(((const float *)buf)[i]);
+    if (format_of(dt)->bits == 32)
+        return ((const uint32_t *)buf)[i];
     return ((const uint16_t *)buf)[i];
 }
 
+/* NaN: the magnitude's pattern above +inf's (the IEEE formats of the table) */
 static bool is_nan_bits(uint32_t b, dtype dt)
 {
-    if (dt == DTYPE_FLOAT32)
-        return (b & 0x7fffffffu) > 0x7f800000u;
-    if (dt == DTYPE_FLOAT16)
-        return (b & 0x7fffu) > 0x7c00u;
-    return (b & 0x7fffu) > 0x7f80u;
+    const format_info *f = format_of(dt);
+    return (b & f->magnitude_mask) > f->inf_pattern;
 }
 
 /* position of a non-NaN value on the line of representable values of dt */
 static int64_t ordinal(uint32_t b, dtype dt)
 {
-    uint32_t sign = dt == DTYPE_FLOAT32 ? 0x80000000u : 0x8000u;
-    int64_t mag = (int64_t)(b & (sign - 1u));
-    return (b & sign) ? -mag : mag;
+    uint32_t mask = format_of(dt)->magnitude_mask;
+    int64_t mag = (int64_t)(b & mask);
+    return (b & ~mask) ? -mag : mag;
 }
 
 static double bits_value(uint32_t b, dtype dt)
 {
-    if (dt == DTYPE_FLOAT32)
+    switch (dt) {
+    case DTYPE_FLOAT32:
         return bits_float(b);
-    return dt == DTYPE_FLOAT16 ? float_from_half((uint16_t)b) : float_from_bf16((uint16_t)b);
+    case DTYPE_FLOAT16:
+        return float_from_half((uint16_t)b);
+    case DTYPE_BFLOAT16:
+        return float_from_bf16((uint16_t)b);
+    case DTYPE_INT64:
+    case DTYPE_COUNT:
+        break;
+    }
+    return not_a_format("selftest bits_value", dt);
 }
 
 /* the element rule of selftest.h for one pair of stored values */
@@ -261,9 +269,19 @@ static bool values_agree(uint32_t a, uint32_t b, dtype dt, cmp_mode mode, double
 /* the bits of v, a value representable in dt, as a tensor of dt stores it */
 static uint32_t dtype_bits(float v, dtype dt)
 {
-    return dt == DTYPE_FLOAT16    ? half_from_float(v)
-           : dt == DTYPE_BFLOAT16 ? bf16_from_float(v)
-                                  : float_bits(v);
+    switch (dt) {
+    case DTYPE_FLOAT32:
+        return float_bits(v);
+    case DTYPE_FLOAT16:
+        return half_from_float(v);
+    case DTYPE_BFLOAT16:
+        return bf16_from_float(v);
+    case DTYPE_INT64:
+    case DTYPE_COUNT:
+        break;
+    }
+    not_a_format("selftest dtype_bits", dt);
+    return 0;
 }
 
 static void *download(selftest *c, int i, const tensor *t)

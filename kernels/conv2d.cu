@@ -32,19 +32,20 @@ typedef struct conv_descs {
 
 static void descs_make(const conv2d_geom *g, conv_descs *d)
 {
+    const cudnnDataType_t f32 = cudnn_data_type(DTYPE_FLOAT32);
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&d->x));
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)g->n,
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, f32, (int)g->n,
                                            (int)g->c_in, (int)g->h_in, (int)g->w_in));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&d->y));
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)g->n,
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, f32, (int)g->n,
                                            (int)g->c_out, (int)g->h_out, (int)g->w_out));
     CUDNN_CHECK(cudnnCreateFilterDescriptor(&d->w));
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(d->w, f32, CUDNN_TENSOR_NCHW,
                                            (int)g->c_out, (int)g->c_in, (int)g->kh, (int)g->kw));
     CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d->conv));
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
         d->conv, (int)g->padding, (int)g->padding, (int)g->stride, (int)g->stride,
-        (int)g->dilation, (int)g->dilation, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        (int)g->dilation, (int)g->dilation, CUDNN_CROSS_CORRELATION, f32));
     CUDNN_CHECK(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
 }
 

@@ -6,6 +6,8 @@
  *    text, then aborts; with AMPSCOPE_CUDA_SYNC=1 it also synchronises the device after the
  *    call and checks that) and LAUNCH_CHECK() after every kernel launch;
  *  - the backend's context (cuda_ctx: library handles, stream, device, scratch);
+ *  - a dtype's cuBLAS and cuDNN data types (cuda_data_type, cudnn_data_type: format.h's
+ *    FORMAT_<NAME>_CUBLAS / _CUDNN);
  *  - the rounding store with counting, as device code every kernel that writes a rounded
  *    output calls in the same pass (tally_begin / tally_store / tally_flush), the generic
  *    elementwise store kernel built on it (store_kernel, launch_store), and the host side
@@ -89,6 +91,46 @@ static inline void amp_sync_check(const char *stmt, const char *file, int line)
                              cudaGetErrorString(amp_launch_));                                   \
         amp_sync_check("the kernel launch before this line", __FILE__, __LINE__);                \
     } while (0)
+
+/* ---- a number format's data type in cuBLAS and cuDNN (format.h); int64 is none ---- */
+[[noreturn]] static inline void no_library_type(const char *lib, dtype dt)
+{
+    fprintf(stderr, "ampscope: dtype %s has no %s data type here (not a number format)\n",
+            dtype_name(dt), lib);
+    abort();
+}
+
+static inline cudaDataType_t cuda_data_type(dtype dt)
+{
+    switch (dt) {
+    case DTYPE_FLOAT32:
+        return FORMAT_FLOAT32_CUBLAS;
+    case DTYPE_FLOAT16:
+        return FORMAT_FLOAT16_CUBLAS;
+    case DTYPE_BFLOAT16:
+        return FORMAT_BFLOAT16_CUBLAS;
+    case DTYPE_INT64:
+    case DTYPE_COUNT:
+        break;
+    }
+    no_library_type("cuBLAS", dt);
+}
+
+static inline cudnnDataType_t cudnn_data_type(dtype dt)
+{
+    switch (dt) {
+    case DTYPE_FLOAT32:
+        return FORMAT_FLOAT32_CUDNN;
+    case DTYPE_FLOAT16:
+        return FORMAT_FLOAT16_CUDNN;
+    case DTYPE_BFLOAT16:
+        return FORMAT_BFLOAT16_CUDNN;
+    case DTYPE_INT64:
+    case DTYPE_COUNT:
+        break;
+    }
+    no_library_type("cuDNN", dt);
+}
 
 #define CUDA_THREADS 256      /* threads per block of every kernel */
 #define CUDA_REDUCE_BLOCKS 256 /* blocks of a whole-tensor reduction's first pass */

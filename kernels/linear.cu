@@ -24,11 +24,6 @@
  */
 #include "cuda.cuh"
 
-static cudaDataType_t cublas_type(dtype dt)
-{
-    return dt == DTYPE_FLOAT16 ? CUDA_R_16F : dt == DTYPE_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
-}
-
 /* c[r, j] = bias[j] for every row r of c [total / n, n] */
 __global__ void bias_rows_kernel(const void *bias, dtype dt, float *c, int64_t n, int64_t total)
 {
@@ -53,7 +48,7 @@ static int gemm_native(backend *be, bool ta, bool tb, int64_t m, int64_t n, int6
     if (bias)
         launch_store(be, bias_row_op{bias->data, bias->dtype, n}, out, NULL);
     const float one = 1.0f, beta = bias ? 1.0f : 0.0f;
-    cudaDataType_t t = cublas_type(out->dtype);
+    cudaDataType_t t = cuda_data_type(out->dtype);
     CUBLAS_CHECK(cublasGemmEx(x->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                               ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b->data,
                               t, (int)(tb ? k : n), a->data, t, (int)(ta ? m : k), &beta, out->data,
@@ -96,7 +91,7 @@ static int gemm_round(backend *be, bool ta, bool tb, int64_t m, int64_t n, int64
         const float one = 1.0f, beta = bias ? 1.0f : 0.0f;
         CUBLAS_CHECK(cublasGemmEx(x->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                                   ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, bp,
-                                  cublas_type(bt), (int)(tb ? k : n), ap, cublas_type(at),
+                                  cuda_data_type(bt), (int)(tb ? k : n), ap, cuda_data_type(at),
                                   (int)(ta ? m : k), &beta, c, CUDA_R_32F, (int)n,
                                   CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
         if (c_own || st) /* a float32 output is already stored; it is only counted */

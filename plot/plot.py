@@ -1,9 +1,13 @@
 #!/usr/bin/python3
 """plot.py: the plots of an ampscope results folder (matplotlib, Agg backend, PNG).
 
-    python3 plot/plot.py RESULTS_DIR            draw every plot
+    python3 plot/plot.py [--ampscope PATH] RESULTS_DIR   draw every plot
     python3 plot/plot.py --series RESULTS_DIR   print the arrays the plots draw, one value a
-                                                line (the tests compare them with the CSVs)
+                                                line (the tests compare them with the CSVs
+                                                and the formats' table)
+
+The number formats' limits come from `ampscope formats --json` (harness/format.h's table),
+run from --ampscope PATH, else $AMPSCOPE, else bin/ampscope beside plot/.
 
 Per case folder (RESULTS_DIR/<case>/):
   hist_grads.png   the log2|x| histogram (hist.csv) of the gradients of one step's backward
@@ -26,8 +30,10 @@ only draw them.
 
 import argparse
 import csv
+import json
 import math
 import os
+import subprocess
 import sys
 
 import matplotlib
@@ -41,20 +47,34 @@ GRAD_ROLES = ("grad_activation", "grad_cast", "grad_param")
 SPECIAL_BINS = ("zero", "inf", "nan")
 DTYPE_ORDER = ("float16", "bfloat16", "float32")
 DTYPE_COLORS = {"float16": "tab:orange", "bfloat16": "tab:green", "float32": "tab:blue"}
-# log2 of each half dtype's limits: smallest subnormal, smallest normal, largest finite, and
-# the bound below which a value rounds to zero (half the smallest subnormal).
-RANGES = {
-    "float16": {"subnormal": -24, "normal": -14, "max": math.log2(65504.0), "zero": -25,
-                "max_text": "65504"},
-    "bfloat16": {"subnormal": -133, "normal": -126, "max": math.log2(3.3895313892515355e38),
-                 "zero": -134, "max_text": "3.39e38"},
-}
+# the formats whose limits the gradient histogram marks, with the colour and style of their
+# lines; float16's rounds-to-zero band and subnormal range are shaded
+MARKED = {"float16": ("black", "-"), "bfloat16": ("tab:green", "--")}
 # memory.csv categories that add up to the total (memory.h; workspace is not in the total)
 STACKED = ("params", "grads", "master_params", "optimizer_state", "activations",
            "autocast_cache", "inputs")
 CATEGORY_COLORS = dict(zip(STACKED, ("tab:blue", "tab:orange", "tab:purple", "tab:red",
                                      "tab:green", "tab:olive", "tab:gray")))
 MIB = 1048576.0
+
+
+def short_number(v):
+    """65504 as 65504, 3.3895313892515355e38 as 3.39e38 (a legend's largest finite value)."""
+    if v == int(v) and v < 1e6:
+        return "%d" % v
+    return ("%.3g" % v).replace("e+", "e")
+
+
+def format_ranges(ampscope):
+    """log2 of each MARKED format's limits, from `ampscope formats --json`: {dtype:
+    {'subnormal', 'normal' (smallest subnormal, normal), 'max' (largest finite), 'zero' (half
+    the smallest subnormal: at and below it a value rounds to zero), 'max_text'}}."""
+    out = subprocess.run([ampscope, "formats", "--json"], stdout=subprocess.PIPE, check=True,
+                         universal_newlines=True).stdout
+    rows = {f["name"]: f for f in json.loads(out)}
+    return {d: {"subnormal": rows[d]["min_subnormal_exp"], "normal": rows[d]["min_normal_exp"],
+                "max": math.log2(rows[d]["largest"]), "zero": rows[d]["zero_exp"],
+                "max_text": short_number(rows[d]["largest"])} for d in MARKED}
 
 
 def read_csv(path):
@@ -193,13 +213,14 @@ def pow2_label(k):
     return "$2^{%d}$" % k
 
 
-def draw_hist_panel(ax, series, title):
+def draw_hist_panel(ax, series, title, ranges):
     """One histogram panel: per bin, a bar for each dtype side by side (log counts), zeros at
-    the left, inf and NaN at the right, the dtypes' limits as vertical lines."""
+    the left, inf and NaN at the right, the limits of the formats in ranges (format_ranges())
+    as vertical lines."""
     bins = series["bins"]
     ks = [k for b in bins.values() for k in b]
-    shown = [d for d in RANGES if d in bins or d == "float16"]
-    limits = [v for d in shown for v in (RANGES[d]["zero"] - 5, RANGES[d]["max"] + 1)]
+    shown = [d for d in ranges if d in bins or d == "float16"]
+    limits = [v for d in shown for v in (ranges[d]["zero"] - 5, ranges[d]["max"] + 1)]
     lo = math.floor(min(ks + limits))
     hi = math.ceil(max([k + 1 for k in ks] + limits))
     zero_x = lo - 3
@@ -214,21 +235,19 @@ def draw_hist_panel(ax, series, title):
             if sp[name]:
                 ax.bar(x + offset, sp[name], width=width, align="edge", color=color,
                        hatch="//", edgecolor="white")
-    ax.axvspan(lo, RANGES["float16"]["zero"], color="red", alpha=0.08, zorder=0,
-               label="rounds to 0 in float16 ($|x| < 2^{-25}$)")
-    ax.axvspan(RANGES["float16"]["zero"], RANGES["float16"]["normal"], color="gold", alpha=0.12,
+    f16 = ranges["float16"]
+    ax.axvspan(lo, f16["zero"], color="red", alpha=0.08, zorder=0,
+               label="rounds to 0 in float16 ($|x| < 2^{%d}$)" % f16["zero"])
+    ax.axvspan(f16["zero"], f16["normal"], color="gold", alpha=0.12,
                zorder=0, label="float16 subnormal (fewer bits)")
-    styles = {"float16": "-", "bfloat16": "--"}
-    for d in RANGES:
-        r = RANGES[d]
+    for d in ranges:
+        r, (color, style) = ranges[d], MARKED[d]
         text = "%s: smallest subnormal $2^{%d}$, smallest normal $2^{%d}$, largest %s" % (
             d, r["subnormal"], r["normal"], r["max_text"])
         if d in shown:
             for v in (r["subnormal"], r["normal"], r["max"]):
-                ax.axvline(v, color="black" if d == "float16" else "tab:green",
-                           linestyle=styles[d], linewidth=1)
-            ax.plot([], [], color="black" if d == "float16" else "tab:green",
-                    linestyle=styles[d], label=text)
+                ax.axvline(v, color=color, linestyle=style, linewidth=1)
+            ax.plot([], [], color=color, linestyle=style, label=text)
         else:
             ax.plot([], [], color="none", label=text + " (off this axis)")
     step = 8 if hi - lo > 48 else 4
@@ -246,16 +265,16 @@ def draw_hist_panel(ax, series, title):
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
-def draw_hist(case, case_dir, series):
+def draw_hist(case, case_dir, series, ranges):
     panels = 2 if series["scale"] else 1
     fig, axes = plt.subplots(panels, 1, figsize=(15, 4.5 * panels), squeeze=False)
     draw_hist_panel(axes[0][0], series, "%s: gradients of step %d's backward pass, as computed%s"
                     % (case, series["step"], " (scaled by %g)" % series["scale"]
-                       if series["scale"] else ""))
+                       if series["scale"] else ""), ranges)
     if series["scale"]:
         draw_hist_panel(axes[1][0], divided_series(series),
                         "the same values divided by the loss scale %g: where they would lie "
-                        "without the GradScaler" % series["scale"])
+                        "without the GradScaler" % series["scale"], ranges)
     fig.tight_layout()
     fig.savefig(os.path.join(case_dir, "hist_grads.png"), dpi=110)
     plt.close(fig)
@@ -360,12 +379,12 @@ def draw_underflow(results_dir, series):
     plt.close(fig)
 
 
-def draw_all(results_dir):
+def draw_all(results_dir, ranges):
     per_case_memory = []
     for case, path in case_dirs(results_dir):
         hist = hist_series(path)
         if hist:
-            draw_hist(case, path, hist)
+            draw_hist(case, path, hist, ranges)
         memory = memory_series(path)
         draw_memory(case, path, memory)
         per_case_memory.append((case, memory))
@@ -385,13 +404,15 @@ def num(x):
     return "%.17g" % x
 
 
-def series_lines(results_dir):
+def series_lines(results_dir, ranges):
     """Every array the plots draw, one value a line:
+        limits DTYPE SUBNORMAL NORMAL MAX ZERO       (log2 of the marked formats' limits)
         hist CASE computed|divided DTYPE BIN COUNT   (BIN: log2 exponent, or zero/inf/nan)
         memory CASE CATEGORY PEAK_BYTES END_BYTES    (CATEGORY total: the marked total)
         loss_scale CASE STEP LOSS SCALE|- SKIPPED
         underflow CASE TENSOR UNDERFLOW NUMEL PCT"""
-    lines = []
+    lines = ["limits %s %d %d %s %d" % (d, r["subnormal"], r["normal"], num(r["max"]), r["zero"])
+             for d, r in ranges.items()]
     for case, path in case_dirs(results_dir):
         hist = hist_series(path)
         panels = [("computed", hist)] if hist else []
@@ -427,14 +448,26 @@ def main(argv):
     parser.add_argument("results_dir")
     parser.add_argument("--series", action="store_true",
                         help="print the arrays the plots draw instead of drawing them")
+    parser.add_argument("--ampscope", metavar="PATH",
+                        default=os.environ.get("AMPSCOPE") or os.path.join(
+                            os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "bin", "ampscope"),
+                        help="the ampscope binary whose `formats --json` gives the number "
+                             "formats' limits (default: $AMPSCOPE, else bin/ampscope)")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.results_dir):
         print("plot.py: %s is not a folder" % args.results_dir, file=sys.stderr)
         return 2
+    try:
+        ranges = format_ranges(args.ampscope)
+    except (OSError, subprocess.CalledProcessError, ValueError, KeyError) as e:
+        print("plot.py: cannot read the number formats from `%s formats --json`: %s"
+              % (args.ampscope, e), file=sys.stderr)
+        return 2
     if args.series:
-        print("\n".join(series_lines(args.results_dir)))
+        print("\n".join(series_lines(args.results_dir, ranges)))
     else:
-        draw_all(args.results_dir)
+        draw_all(args.results_dir, ranges)
     return 0
 
 

@@ -31,7 +31,10 @@ tensor *env_tensor(test_env *e, const char *name, dtype dt, int ndim, const int6
     tensor *t = tensor_new(&e->pool, name, dt, ndim, shape, MEM_ACTIVATIONS, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     for (int64_t i = 0; i < t->numel; i++)
-        store_from_float(t->data, dt, i, v ? v[i] : 0.0f);
+        if (format_of(dt))
+            store_from_float(t->data, dt, i, v ? v[i] : 0.0f);
+        else /* int64 class labels */
+            ((int64_t *)t->data)[i] = v ? (int64_t)v[i] : 0;
     return t;
 }
 

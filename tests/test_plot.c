@@ -5,7 +5,9 @@
  * those its rules call for), then prints with --series every array it draws. The test
  * computes the same arrays here from tensors.csv, hist.csv, steps.csv and memory.csv, prints
  * them in the same format (%.17g for non-integers, so equal text means equal doubles), and
- * compares the two sorted lists line by line. Skipped when /usr/bin/python3 has no
+ * compares the two sorted lists line by line; the formats' limits it marks must be those
+ * of format.h's table, which plot.py reads from `ampscope formats --json` (the binary is
+ * $AMPSCOPE, else bin/ampscope, as in test_cli.c). Skipped when /usr/bin/python3 has no
  * matplotlib.
  */
 #include <criterion/criterion.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format.h"
 #include "helpers.h"
 
 #define PYTHON "/usr/bin/python3"
@@ -185,6 +188,18 @@ static void expect_steps(const char *out, const char *name, bool scaled, lines *
     csv_free(&s);
 }
 
+/* "limits DTYPE SUBNORMAL NORMAL MAX ZERO": log2 of the limits plot.py marks, from the table */
+static void expect_limits(lines *want)
+{
+    static const dtype marked[] = {DTYPE_FLOAT16, DTYPE_BFLOAT16};
+    for (size_t i = 0; i < sizeof marked / sizeof marked[0]; i++) {
+        const format_info *f = format_of(marked[i]);
+        cr_assert_not_null(f);
+        add_line(want, "limits %s %d %d %.17g %d", f->name, f->min_subnormal_exp,
+                 f->min_normal_exp, log2((double)f->largest), f->zero_exp);
+    }
+}
+
 static bool is_png(const char *path)
 {
     unsigned char sig[8] = {0};
@@ -213,7 +228,8 @@ Test(plot, draws_the_numbers_of_the_csv_files, .timeout = 300)
                path, sizeof path);
     run_case_file(path, out, &res, NULL);
 
-    snprintf(cmd, sizeof cmd, PYTHON " plot/plot.py %s", out);
+    const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
+    snprintf(cmd, sizeof cmd, PYTHON " plot/plot.py --ampscope %s %s", bin, out);
     cr_assert_eq(system(cmd), 0, "%s failed", cmd);
     static const char *const pngs[] = {"small-autocast-fp16-scaler/hist_grads.png",
                                        "small-autocast-fp16-scaler/memory.png",
@@ -236,8 +252,9 @@ Test(plot, draws_the_numbers_of_the_csv_files, .timeout = 300)
     expect_memory(out, "multi", &want);
     expect_steps(out, "small-autocast-fp16-scaler", true, &want);
     expect_steps(out, "multi", true, &want);
+    expect_limits(&want);
 
-    snprintf(cmd, sizeof cmd, PYTHON " plot/plot.py --series %s", out);
+    snprintf(cmd, sizeof cmd, PYTHON " plot/plot.py --ampscope %s --series %s", bin, out);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p);
     char *line = NULL;

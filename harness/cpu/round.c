@@ -37,31 +37,58 @@ __attribute__((target("avx,f16c"))) static void round_half_f16c(float *v, int64_
 
 void cpu_round(float *v, int64_t n, dtype dt)
 {
-    if (dt == DTYPE_FLOAT16 && cpu_has_f16c())
-        round_half_f16c(v, n);
-    else if (dt != DTYPE_FLOAT32)
+    switch (dt) {
+    case DTYPE_FLOAT32:
+        return;
+    case DTYPE_FLOAT16:
+        if (cpu_has_f16c())
+            round_half_f16c(v, n);
+        else
+            for (int64_t i = 0; i < n; i++)
+                v[i] = round_to(v[i], DTYPE_FLOAT16);
+        return;
+    case DTYPE_BFLOAT16:
         for (int64_t i = 0; i < n; i++)
-            v[i] = round_to(v[i], dt);
+            v[i] = round_to(v[i], DTYPE_BFLOAT16);
+        return;
+    case DTYPE_INT64:
+    case DTYPE_COUNT:
+        break;
+    }
+    not_a_format("cpu_round", dt);
 }
 
 static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int64_t n)
 {
-    if (dt == DTYPE_FLOAT16 && cpu_has_f16c()) {
-        store_half_f16c(pre, (uint16_t *)dst + off, n);
-    } else if (dt == DTYPE_FLOAT32) {
+    switch (dt) {
+    case DTYPE_FLOAT32:
         if ((float *)dst + off != pre)
             memcpy((float *)dst + off, pre, sizeof(float) * (size_t)n);
-    } else {
+        return;
+    case DTYPE_FLOAT16:
+        if (cpu_has_f16c())
+            store_half_f16c(pre, (uint16_t *)dst + off, n);
+        else
+            for (int64_t i = 0; i < n; i++)
+                store_from_float(dst, DTYPE_FLOAT16, off + i, pre[i]);
+        return;
+    case DTYPE_BFLOAT16:
         for (int64_t i = 0; i < n; i++)
-            store_from_float(dst, dt, off + i, pre[i]);
+            store_from_float(dst, DTYPE_BFLOAT16, off + i, pre[i]);
+        return;
+    case DTYPE_INT64:
+    case DTYPE_COUNT:
+        break;
     }
+    not_a_format("store_values", dt);
 }
 
 /*
  * The counts of a rounding, from bit patterns: for IEEE formats the magnitude's bit pattern
  * orders like its value, so amax and amin_nonzero are an integer max and min, and every
  * class is a comparison; the same classes as round_tally() (half.h). `inf` is the pattern of
- * +inf in the stored format, `norm` of its smallest normal. The loop is written once with
+ * +inf in the stored format, `norm` of its smallest normal (format.h's inf_pattern and
+ * min_normal_pattern; the NaNs are the patterns above inf). The loop is written once with
  * GCC's vector extensions, 16 lanes, and compiled for AVX-512, AVX2 and plain x86-64 (the
  * loader picks the clone the processor runs). Alongside, it writes each pre value's
  * exponent field (log2|pre| of a normal float) as one byte for the histogram.
@@ -148,12 +175,20 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) static void
 count_rounding(const float *pre, const void *dst, dtype dt, int64_t off, int n, bit_counts *c,
                uint8_t *ex)
 {
-    if (dt == DTYPE_FLOAT32)
-        count_lanes(pre, dst, true, off, n, 0x7f800000u, 0x00800000u, c, ex);
-    else if (dt == DTYPE_FLOAT16)
-        count_lanes(pre, dst, false, off, n, 0x7c00u, 0x0400u, c, ex);
-    else
-        count_lanes(pre, dst, false, off, n, 0x7f80u, 0x0080u, c, ex);
+    const format_info *f = format_of(dt);
+    switch (dt) {
+    case DTYPE_FLOAT32: /* the stored pattern is pre's */
+        count_lanes(pre, dst, true, off, n, f->inf_pattern, f->min_normal_pattern, c, ex);
+        return;
+    case DTYPE_FLOAT16:
+    case DTYPE_BFLOAT16:
+        count_lanes(pre, dst, false, off, n, f->inf_pattern, f->min_normal_pattern, c, ex);
+        return;
+    case DTYPE_INT64:
+    case DTYPE_COUNT:
+        break;
+    }
+    not_a_format("count_rounding", dt);
 }
 
 typedef uint8_t u8x32 __attribute__((vector_size(32)));
@@ -234,9 +269,18 @@ hist_bytes(const uint8_t *ex, int n, uint32_t *he)
 
 static float pattern_value(uint32_t p, dtype dt)
 {
-    return dt == DTYPE_FLOAT16    ? float_from_half((uint16_t)p)
-           : dt == DTYPE_BFLOAT16 ? float_from_bf16((uint16_t)p)
-                                  : bits_float(p);
+    switch (dt) {
+    case DTYPE_FLOAT32:
+        return bits_float(p);
+    case DTYPE_FLOAT16:
+        return float_from_half((uint16_t)p);
+    case DTYPE_BFLOAT16:
+        return float_from_bf16((uint16_t)p);
+    case DTYPE_INT64:
+    case DTYPE_COUNT:
+        break;
+    }
+    return not_a_format("pattern_value", dt);
 }
 
 /* the bookkeeping of n <= CPU_CHUNK stored values: counts, then the histogram of pre */

@@ -4,29 +4,27 @@
  * backward: the input and the weight (as AddmmBackward0 keeps mat1 and mat2).
  */
 #include "../autocast.h"
+#include "../format.h"
 #include "layers.h"
 
+/* PyTorch's names of a dtype in its error messages: the number formats' from format.h's
+ * table, int64's (class labels) here */
 const char *scalar_type_name(dtype dt)
 {
-    return dt == DTYPE_FLOAT16    ? "Half"
-           : dt == DTYPE_BFLOAT16 ? "BFloat16"
-           : dt == DTYPE_INT64    ? "Long"
-                                  : "Float";
+    const format_info *f = format_of(dt);
+    return f ? f->torch_scalar : dt == DTYPE_INT64 ? "Long" : "?";
 }
 
 const char *type_meta_name(dtype dt)
 {
-    return dt == DTYPE_FLOAT16    ? "c10::Half"
-           : dt == DTYPE_BFLOAT16 ? "c10::BFloat16"
-           : dt == DTYPE_INT64    ? "long int"
-                                  : "float";
+    const format_info *f = format_of(dt);
+    return f ? f->torch_cpp : dt == DTYPE_INT64 ? "long int" : "?";
 }
 
 const char *cuda_tensor_type_name(dtype dt)
 {
-    return dt == DTYPE_FLOAT16    ? "torch.cuda.HalfTensor"
-           : dt == DTYPE_BFLOAT16 ? "torch.cuda.BFloat16Tensor"
-                                  : "torch.cuda.FloatTensor";
+    const format_info *f = format_of(dt);
+    return f ? f->torch_cuda_tensor : dt == DTYPE_INT64 ? "torch.cuda.LongTensor" : "?";
 }
 
 static void linear_backward(run *r, node *n)
