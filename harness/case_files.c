@@ -4,6 +4,8 @@
  */
 #include "case_files.h"
 
+#include "format.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -139,10 +141,10 @@ int case_files_read(case_files *c, const char *dir, bool optional, char *err, in
     return 0;
 }
 
-/* to be taken from the format registry */
 bool is_half_name(const char *dtype)
 {
-    return !strcmp(dtype, "float16") || !strcmp(dtype, "bfloat16");
+    enum dtype dt;
+    return dtype_parse(dtype, &dt) && dtype_is_half(dt);
 }
 
 bool row_is_backward_grad(const tensor_row *r)
@@ -191,13 +193,13 @@ const step_row *case_files_step(const case_files *c, int64_t step)
     return NULL;
 }
 
-/* The histogram's largest bin k (2^k <= |x| < 2^(k+1)) whose values all round to zero in dt:
- * below half the smallest subnormal (float16 2^-25, bfloat16 2^-134). INT_MIN: not a half
- * dtype. */
-/* to be taken from the format registry */
+/* The histogram's largest bin k (2^k <= |x| < 2^(k+1)) whose values all round to zero in
+ * the dtype named dt (format.h's zero_bin_max); INT_MIN: not a number format. */
 static int zero_bin_max(const char *dt)
 {
-    return !strcmp(dt, "float16") ? -26 : !strcmp(dt, "bfloat16") ? -135 : INT_MIN;
+    enum dtype d;
+    const format_info *f = dtype_parse(dt, &d) ? format_of(d) : NULL;
+    return f ? f->zero_bin_max : INT_MIN;
 }
 
 bool case_files_step_scale(const case_files *c, int64_t step, int *log2_scale)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "case_files.h"
+#include "format.h"
 #include "report_config.h"
 #include "report_text.h"
 
@@ -247,21 +248,20 @@ static void put_activation_grads(FILE *f, const case_report *cr, const tensor_ro
 {
     const case_files *c = cr->c;
     /* the half dtypes first (the losses below are told for them) */
-    /* to be taken from the format registry */
-    static const char *const dtypes[] = {"float16", "bfloat16", "float32"};
+    static const dtype dtypes[] = {DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_FLOAT32};
     fputs("**Activation gradients:**", f);
     bool any = false;
-    for (int d = 0; d < 3; d++) {
+    for (int d = 0; d < (int)(sizeof dtypes / sizeof dtypes[0]); d++) {
         int n = 0;
         for (int i = 0; i < c->n_rows; i++) {
             const tensor_row *r = &c->rows[i];
             if (r->step == cr->step && !strcmp(r->pass, "backward") &&
-                !strcmp(r->role, "grad_activation") && !strcmp(r->dtype, dtypes[d]))
+                !strcmp(r->role, "grad_activation") && !strcmp(r->dtype, dtype_name(dtypes[d])))
                 buf[n++] = r;
         }
         if (n == 0)
             continue;
-        fprintf(f, "%s %s for ", any ? ";" : "", dtypes[d]);
+        fprintf(f, "%s %s for ", any ? ";" : "", dtype_name(dtypes[d]));
         put_names(f, buf, n, false);
         any = true;
     }
@@ -285,17 +285,20 @@ static void put_activation_grads(FILE *f, const case_report *cr, const tensor_ro
                 "as `%s`.",
                 r->name, r->dtype, r->dtype, (int)(at - r->name), r->name, to->dtype, to->name);
     }
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < (int)(sizeof dtypes / sizeof dtypes[0]); d++) {
+        if (!dtype_is_half(dtypes[d]))
+            continue;
         int n = 0;
         for (int i = 0; i < c->n_rows; i++) {
             const tensor_row *r = &c->rows[i];
             if (r->step == cr->step && !strcmp(r->pass, "backward") &&
-                !strcmp(r->role, "grad_activation") && !strcmp(r->dtype, dtypes[d]) && r->counted)
+                !strcmp(r->role, "grad_activation") && !strcmp(r->dtype, dtype_name(dtypes[d])) &&
+                r->counted)
                 buf[n++] = r;
         }
         if (n) {
             char where[64];
-            snprintf(where, sizeof where, "of the %s activation gradients", dtypes[d]);
+            snprintf(where, sizeof where, "of the %s activation gradients", dtype_name(dtypes[d]));
             put_losses(f, buf, n, cr->step, where);
         }
     }
@@ -376,10 +379,11 @@ static void put_scaler(FILE *f, const case_report *cr)
         fprintf(f,
                 " Divided by the scale, 2^%d, that is at their size without the scaler, %s "
                 "values of the step's half-precision gradients would lie below half the "
-                "smallest subnormal (2^-25 in float16, 2^-134 in bfloat16) and round to zero; "
+                "smallest subnormal (2^%d in float16, 2^%d in bfloat16) and round to zero; "
                 "with the scaler, %s underflowed (hist.csv, tensors.csv; the lower panel of "
                 "hist_grads.png).",
-                cr->log2_scale, would, did);
+                cr->log2_scale, would, format_of(DTYPE_FLOAT16)->zero_exp,
+                format_of(DTYPE_BFLOAT16)->zero_exp, did);
     } else if (cr->step >= 0)
         fprintf(f,
                 "steps.csv has no row for step %lld (the run ended in it), so its loss scale "
