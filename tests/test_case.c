@@ -1,5 +1,5 @@
 /*
- * test_case.c: case file parsing and validation (harness/case.c).
+ * test_case.c: case file parsing and validation (harness/case*.c).
  *
  * Each test writes its case files into a fresh temporary folder. bad_cases loads every .case
  * file in tests/bad-cases (the tests run from the repository root); each names its expected

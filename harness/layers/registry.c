@@ -35,9 +35,10 @@ const loss_def *loss_def_of(loss_kind k) { return loss_defs[k]; }
 int layer_describe(const layer_spec *l, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s = ", l->name);
-    if (n < 0 || (size_t)n >= len)
+    if (n < 0)
         return n;
-    int m = layer_defs[l->kind]->describe(l, buf + n, len - (size_t)n);
+    size_t off = (size_t)n < len ? (size_t)n : len;
+    int m = layer_defs[l->kind]->describe(l, buf + off, len - off);
     return m < 0 ? m : n + m;
 }
 
