@@ -20,6 +20,11 @@
  * Inputs and parameters reach a forward as arrays (in[0..n_inputs), params in the order
  * the params rule gives), so kinds with several inputs or a shared parameter need no other
  * signature.
+ *
+ * A new kind takes: its file here (its definition, with its forward and backward), its
+ * value in kinds.h's enum and its line in registry.c's array, its ops in the backend table
+ * (backend.h, cpu/, kernels/), and its tests. An option whose value has no field in
+ * layer_spec yet adds that field to case.h.
  */
 #ifndef AMPSCOPE_LAYER_H
 #define AMPSCOPE_LAYER_H
@@ -50,7 +55,7 @@ typedef struct kind_opt {
     kind_opt_type type;
     size_t offset;              /* the field it fills in the kind's spec */
     int64_t min;                /* INT: the smallest value (0 or 1) */
-    int64_t def;                /* INT: value; BOOL: 0/1; CHOICE: index */
+    int64_t def;                /* the default: INT's value, BOOL's 0/1, CHOICE's index */
     const char *const *choices; /* CHOICE */
     int n_choices;              /* CHOICE */
     const char *required;       /* non-NULL: a layer's option that must be
