@@ -19,7 +19,7 @@ static const autocast_op other_ops[] = {
 static const autocast_op *each_op(bool (*visit)(const autocast_op *op, void *ctx), void *ctx)
 {
     static const autocast_policy order[] = {AUTOCAST_LOWER, AUTOCAST_FP32, AUTOCAST_NONE};
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < COUNT_OF(order); p++) {
         for (int k = 0; k < LAYER_KIND_COUNT; k++) {
             const layer_def *d = layer_def_of((layer_kind)k);
             for (int i = 0; i < d->n_autocast; i++)

@@ -7,6 +7,8 @@
  * shapes against the data (each layer's output shape is stored in its layer_spec). Every
  * problem found is appended to `errs` as "file:line: message" (line 0: no line applies);
  * the caller prints them and exits 2. Nothing here allocates tensors or touches results/.
+ * The kinds of layers and losses, and what each reads from its line, are the registry's
+ * (layers/layer.h); the parser's files are listed in case_parse.h.
  */
 #ifndef AMPSCOPE_CASE_H
 #define AMPSCOPE_CASE_H
