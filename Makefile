@@ -167,8 +167,11 @@ valgrind: $(AMPSCOPE)
 # ---- fuzzing (clang's libFuzzer with ASan and UBSan); corpora start from the repo's files ----
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Iharness -fsanitize=fuzzer,address,undefined
-build/fuzz/fuzz_case: tools/fuzz/fuzz_case.c harness/case.c harness/npy.c harness/dtype.c \
-                      harness/format.c
+# the case parser reads the kinds from the layer registry, whose forwards need the run's core
+FUZZ_CASE_SRC := tools/fuzz/fuzz_case.c $(wildcard harness/case*.c harness/layers/*.c) \
+    harness/npy.c harness/dtype.c harness/format.c harness/optimizers.c harness/autocast.c harness/tape.c harness/run.c \
+    harness/observe.c harness/tensor.c harness/dump.c harness/stats.c harness/interrupt.c
+build/fuzz/fuzz_case: $(FUZZ_CASE_SRC)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ -o $@ -lm
 build/fuzz/fuzz_npy: tools/fuzz/fuzz_npy.c harness/npy.c harness/dtype.c harness/format.c

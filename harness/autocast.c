@@ -1,40 +1,75 @@
-/* autocast.c: autocast's policy table and casts (see autocast.h). */
+/* autocast.c: autocast's policy table, gathered from the layers' and losses' definitions
+ * and the few ops of its own, and the casts it makes (see autocast.h). */
 #include "autocast.h"
 
 #include <string.h>
 
-static const autocast_op autocast_ops[] = {
-    {"linear", AUTOCAST_LOWER, "lower_precision_fp: KERNEL_CUDA(linear, lower_precision_fp)"},
-    {"conv2d", AUTOCAST_LOWER, "lower_precision_fp: KERNEL_CUDA(conv2d, lower_precision_fp)"},
-    {"log_softmax", AUTOCAST_FP32,
-     "fp32_set_opt_dtype: KERNEL_CUDA(log_softmax, fp32_set_opt_dtype) (cross_entropy's first op)"},
-    {"nll_loss", AUTOCAST_FP32, "fp32: KERNEL_CUDA(nll_loss, fp32) (cross_entropy's second op)"},
-    {"mse_loss", AUTOCAST_FP32, "fp32: KERNEL_CUDA(mse_loss, fp32)"},
-    {"relu", AUTOCAST_NONE, "not listed: runs in its input's dtype"},
-    {"flatten", AUTOCAST_NONE, "not listed: a view, keeps its input's dtype"},
+#include "layers/layer.h"
+
+/* The ops that are no layer's or loss's: the layers' and losses' own entries are in their
+ * definitions (layers/layer.h). */
+static const autocast_op other_ops[] = {
     {"mean", AUTOCAST_NONE, "not listed: runs in its input's dtype"},
     {"mul", AUTOCAST_NONE, "not listed: type promotion (GradScaler.scale: loss * scale)"},
 };
 
+/* Calls visit on every entry: by policy (autocast dtype, float32, input dtype), and within
+ * one policy the layers' in kind order, then the losses', then the others; stops when it
+ * returns true and returns that entry. */
+static const autocast_op *each_op(bool (*visit)(const autocast_op *op, void *ctx), void *ctx)
+{
+    static const autocast_policy order[] = {AUTOCAST_LOWER, AUTOCAST_FP32, AUTOCAST_NONE};
+    for (int p = 0; p < COUNT_OF(order); p++) {
+        for (int k = 0; k < LAYER_KIND_COUNT; k++) {
+            const layer_def *d = layer_def_of((layer_kind)k);
+            for (int i = 0; i < d->n_autocast; i++)
+                if (d->autocast[i].policy == order[p] && visit(&d->autocast[i], ctx))
+                    return &d->autocast[i];
+        }
+        for (int k = 0; k < LOSS_KIND_COUNT; k++) {
+            const loss_def *d = loss_def_of((loss_kind)k);
+            for (int i = 0; i < d->n_autocast; i++)
+                if (d->autocast[i].policy == order[p] && visit(&d->autocast[i], ctx))
+                    return &d->autocast[i];
+        }
+        for (int i = 0; i < COUNT_OF(other_ops); i++)
+            if (other_ops[i].policy == order[p] && visit(&other_ops[i], ctx))
+                return &other_ops[i];
+    }
+    return NULL;
+}
+
 static const char *policy_words(autocast_policy p)
 {
-    return p == AUTOCAST_LOWER ? "autocast dtype" : p == AUTOCAST_FP32 ? "float32" : "input dtype";
+    switch (p) {
+    case AUTOCAST_LOWER:
+        return "autocast dtype";
+    case AUTOCAST_FP32:
+        return "float32";
+    case AUTOCAST_NONE:
+        return "input dtype";
+    }
+    return "?";
 }
+
+static bool same_op(const autocast_op *op, void *name) { return strcmp(op->op, name) == 0; }
 
 autocast_policy autocast_policy_of(const char *op)
 {
-    for (size_t i = 0; i < sizeof autocast_ops / sizeof autocast_ops[0]; i++)
-        if (strcmp(autocast_ops[i].op, op) == 0)
-            return autocast_ops[i].policy;
-    return AUTOCAST_NONE;
+    const autocast_op *e = each_op(same_op, (void *)op);
+    return e ? e->policy : AUTOCAST_NONE;
+}
+
+static bool print_op(const autocast_op *op, void *f)
+{
+    fprintf(f, "%-12s %-15s %s\n", op->op, policy_words(op->policy), op->pytorch_list);
+    return false;
 }
 
 void autocast_print_table(FILE *f)
 {
     fprintf(f, "%-12s %-15s %s\n", "op", "runs in", "PyTorch (CUDA autocast)");
-    for (size_t i = 0; i < sizeof autocast_ops / sizeof autocast_ops[0]; i++)
-        fprintf(f, "%-12s %-15s %s\n", autocast_ops[i].op, policy_words(autocast_ops[i].policy),
-                autocast_ops[i].pytorch_list);
+    each_op(print_op, f);
 }
 
 static void cast_backward(run *r, node *n)

@@ -1,6 +1,8 @@
 /*
  * autocast.h: autocast's policy, as PyTorch applies it on CUDA (aten/src/ATen/autocast_mode.cpp),
  * in one table that the layers consult and `ampscope ops` prints, and the casts it makes.
+ * Each layer's and loss's entries are in its definition (layers/layer.h); autocast.c adds
+ * those of the ops that are no layer's (mean, mul).
  *
  * AUTOCAST_LOWER  runs in the autocast dtype: floating inputs, weights and biases are cast
  *                 down (lower_precision_fp); fp32 parameters' copies are cached once per

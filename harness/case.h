@@ -7,6 +7,8 @@
  * shapes against the data (each layer's output shape is stored in its layer_spec). Every
  * problem found is appended to `errs` as "file:line: message" (line 0: no line applies);
  * the caller prints them and exits 2. Nothing here allocates tensors or touches results/.
+ * The kinds of layers and losses, and what each reads from its line, are the registry's
+ * (layers/layer.h); the parser's files are listed in case_parse.h.
  */
 #ifndef AMPSCOPE_CASE_H
 #define AMPSCOPE_CASE_H
@@ -16,6 +18,7 @@
 #include <stdio.h>
 
 #include "dtype.h"
+#include "layers/kinds.h"
 #include "optim_math.h"
 
 #define CASE_NAME_MAX 128
@@ -27,8 +30,10 @@
 #define CASE_MAX_OBSERVE 256
 #define LAYER_NAME_MAX 64
 
-typedef enum layer_kind { LAYER_LINEAR = 0, LAYER_RELU, LAYER_CONV2D, LAYER_FLATTEN } layer_kind;
+#define LAYER_MAX_RANK 3 /* dims of a per-sample shape (the batch dim excluded) */
 
+/* One [model] line. The kind's definition (layers/layer.h) says which of the fields below
+ * its numbers and options fill, and their defaults. */
 typedef struct layer_spec {
     char name[LAYER_NAME_MAX]; /* [A-Za-z_][A-Za-z0-9_]* */
     layer_kind kind;
@@ -38,7 +43,7 @@ typedef struct layer_spec {
     int64_t kernel, stride, padding, dilation; /* conv2d: defaults -, 1, 0, 1 */
     /* filled by validation: per-sample output shape (batch dim excluded) */
     int out_ndim;
-    int64_t out_shape[3];
+    int64_t out_shape[LAYER_MAX_RANK];
 } layer_spec;
 
 typedef enum input_source { INPUT_RANDN = 0, INPUT_FILE } input_source;
@@ -48,7 +53,6 @@ typedef enum target_kind {
     TARGET_RANDN_LIKE,  /* randn in the model output's dtype (torch.randn_like) */
     TARGET_FILE
 } target_kind;
-typedef enum loss_kind { LOSS_CROSS_ENTROPY = 0, LOSS_MSE } loss_kind;
 typedef enum schedule_kind { SCHEDULE_CONSTANT = 0, SCHEDULE_COSINE } schedule_kind;
 typedef enum expect_kind { EXPECT_DTYPE = 0, EXPECT_ERROR } expect_kind;
 
@@ -85,7 +89,7 @@ typedef struct case_config {
     /* [data] */
     int64_t batch;
     int sample_ndim; /* shape = 1024 or 3x555x555; default: first layer's input */
-    int64_t sample_shape[3];
+    int64_t sample_shape[LAYER_MAX_RANK];
     input_source input;
     char input_path[CASE_PATH_MAX];
     dtype input_dtype; /* default float32 */
@@ -103,7 +107,7 @@ typedef struct case_config {
     int64_t growth_interval;                          /* 2000 */
     /* [train] */
     loss_kind loss;
-    bool loss_reduction_none; /* `mse reduction=none`: elementwise loss then .mean() */
+    int loss_reduction; /* a loss_reduction; `mse reduction=none`: elementwise loss then .mean() */
     optim_config optim;
     schedule_kind schedule;
     int64_t t_max;  /* cosine: T_max (required) */

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layers/layers.h"
 #include "npy.h"
 
 tensor *run_upload_f32(run *r, const char *name, dtype dt, int ndim, const int64_t *shape,
@@ -120,32 +119,29 @@ static void draw_target(run *r, model *m)
     }
 }
 
+/* the values of a parameter the case does not read from a file */
+static double init_bound(const layer_param *p)
+{
+    switch (p->init) {
+    case PARAM_INIT_UNIFORM_FAN_IN:
+        return 1.0 / sqrt((double)p->fan_in); /* kaiming_uniform_(a=sqrt(5)) and bias */
+    }
+    return 0.0;
+}
+
 void model_init(run *r, model *m)
 {
     const case_config *cfg = r->cfg;
     memset(m, 0, sizeof *m);
     for (int i = 0; i < cfg->n_layers; i++) {
         const layer_spec *l = &cfg->layers[i];
-        int64_t fan_in;
-        int64_t wshape[4];
-        int wdim;
-        if (l->kind == LAYER_LINEAR) {
-            wshape[0] = l->out, wshape[1] = l->in, wdim = 2;
-            fan_in = l->in;
-        } else if (l->kind == LAYER_CONV2D) {
-            wshape[0] = l->out, wshape[1] = l->in, wshape[2] = wshape[3] = l->kernel, wdim = 4;
-            fan_in = l->in * l->kernel * l->kernel;
-        } else {
-            continue;
-        }
-        double bound = 1.0 / sqrt((double)fan_in); /* kaiming_uniform_(a=sqrt(5)) and bias */
-        m->weight[i] = make_param(r, (uint64_t)m->n_params + 1, l->name, "weight", wdim, wshape,
-                                  bound);
-        m->params[m->n_params++] = m->weight[i];
-        if (l->bias) {
-            m->bias[i] = make_param(r, (uint64_t)m->n_params + 1, l->name, "bias", 1, &l->out,
-                                    bound);
-            m->params[m->n_params++] = m->bias[i];
+        layer_param ps[LAYER_MAX_PARAMS];
+        int n = layer_def_of(l->kind)->params(l, ps);
+        for (int k = 0; k < n; k++) {
+            tensor *p = make_param(r, (uint64_t)m->n_params + 1, l->name, ps[k].name, ps[k].ndim,
+                                   ps[k].shape, init_bound(&ps[k]));
+            m->layer_params[i][k] = p;
+            m->params[m->n_params++] = p;
         }
     }
     int64_t shape[4] = {cfg->batch};
@@ -188,7 +184,7 @@ tensor *model_target(run *r, model *m, const tensor *out)
     const case_config *cfg = r->cfg;
     if (m->target)
         return m->target;
-    bool labels = cfg->loss == LOSS_CROSS_ENTROPY;
+    bool labels = loss_def_of(cfg->loss)->class_target;
     if (r->be->dry) {
         dtype dt = labels                             ? DTYPE_INT64
                    : cfg->target == TARGET_RANDN_LIKE ? out->dtype
@@ -198,16 +194,17 @@ tensor *model_target(run *r, model *m, const tensor *out)
         return m->target;
     }
     if (labels) {
-        int64_t *l = cfg->target == TARGET_FILE ? read_labels(r, cfg->target_path, cfg->batch)
-                                                : m->labels;
+        int64_t *l =
+            cfg->target == TARGET_FILE ? read_labels(r, cfg->target_path, cfg->batch) : m->labels;
         m->labels = NULL;
         m->target = run_tensor(r, "target", DTYPE_INT64, 1, &cfg->batch, MEM_INPUTS);
         r->be->upload(r->be, m->target->data, l, (int64_t)sizeof(int64_t) * cfg->batch);
         free(l);
         return m->target;
     }
-    float *v = cfg->target == TARGET_FILE ? read_npy_f32(r, cfg->target_path, 0, out->ndim, out->shape)
-                                          : m->target_values;
+    float *v = cfg->target == TARGET_FILE
+                   ? read_npy_f32(r, cfg->target_path, 0, out->ndim, out->shape)
+                   : m->target_values;
     m->target_values = NULL;
     dtype dt = cfg->target == TARGET_RANDN_LIKE ? out->dtype : DTYPE_FLOAT32;
     m->target = run_upload_f32(r, "target", dt, out->ndim, out->shape, MEM_INPUTS, v);
@@ -229,21 +226,7 @@ tensor *model_forward(run *r, model *m)
     tensor_retain(x);
     for (int i = 0; i < r->cfg->n_layers; i++) {
         const layer_spec *l = &r->cfg->layers[i];
-        tensor *y = NULL;
-        switch (l->kind) {
-        case LAYER_LINEAR:
-            y = linear_forward(r, l, x, m->weight[i], m->bias[i]);
-            break;
-        case LAYER_CONV2D:
-            y = conv2d_forward(r, l, x, m->weight[i], m->bias[i]);
-            break;
-        case LAYER_RELU:
-            y = relu_forward(r, l, x);
-            break;
-        case LAYER_FLATTEN:
-            y = flatten_forward(r, l, x);
-            break;
-        }
+        tensor *y = layer_def_of(l->kind)->forward(r, l, &x, m->layer_params[i]);
         tensor_release(&r->pool, x);
         x = y;
     }

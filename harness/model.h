@@ -1,7 +1,8 @@
 /*
  * model.h: the case's model (its layers' parameters) and its data (input batch, target).
- * Parameters are created in float32 as PyTorch's defaults initialise them (uniform in
- * +-1/sqrt(fan_in) for weight and bias) or read from [init] files, then converted to the
+ * Parameters are the layers' kinds' (layers/layer.h), created in float32 as PyTorch's
+ * defaults initialise them (uniform in +-1/sqrt(fan_in) for weight and bias) or read from
+ * [init] files, then converted to the
  * case's parameter dtype, as `model.half()` does. The input and target are drawn once per
  * case, at init (rng.h's streams of the case's seed): every step trains on the same batch,
  * as the questions' code does.
@@ -9,11 +10,13 @@
 #ifndef AMPSCOPE_MODEL_H
 #define AMPSCOPE_MODEL_H
 
+#include "layers/layer.h"
 #include "rng.h"
 #include "run.h"
 
 typedef struct model {
-    tensor *weight[CASE_MAX_LAYERS], *bias[CASE_MAX_LAYERS];
+    /* each layer's parameters, in the order of its kind's params rule (layer.h) */
+    tensor *layer_params[CASE_MAX_LAYERS][LAYER_MAX_PARAMS];
     tensor *params[2 * CASE_MAX_LAYERS]; /* model.parameters() order */
     int n_params;
     tensor *input, *target;

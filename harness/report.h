@@ -25,7 +25,7 @@
  * Both return 0, or -1 with a message in err when a file could not be read or written.
  *
  * The code: report_case.c (report.md), report_config.c (config.csv and the configuration
- * lines), report_all.c (REPORT.md), case_files.c (a case folder's CSV files as the reports
+ * lines), report_all.c (REPORT.md), report_files.c (a case folder's CSV files as the reports
  * read them), report_text.c (percentages, Markdown, atomic writes); every CSV file through
  * csv_table.h, its columns by name from columns.h.
  */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "case_files.h"
+#include "report_files.h"
 #include "report_text.h"
 
 typedef struct case_entry {

@@ -1,7 +1,7 @@
 /*
  * report_case.c: a case's report.md and config.csv (see report.h).
  *
- * report.md is made from the case folder's CSV files (case_files.h; hist.csv only for the
+ * report.md is made from the case folder's CSV files (report_files.h; hist.csv only for the
  * rows of the step the report describes) and the case_config and case_result the run still
  * holds. Numbers are either the CSV's own text (amax, loss, loss_scale) or computed from
  * its integer columns, rounded as report_text.h says.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "case_files.h"
+#include "report_files.h"
 #include "format.h"
 #include "report_config.h"
 #include "report_text.h"

@@ -1,10 +1,11 @@
 /*
  * report_config.c: config.csv and report.md's configuration lines (see report_config.h).
- * The names of kinds (optimizers, losses, layers) are each given by one function here.
+ * Kinds (optimizers, losses, layers) are named and described by their registries.
  */
 #include "report_config.h"
 
 #include "columns.h"
+#include "layers/layer.h"
 #include "optimizers.h"
 #include "results.h"
 
@@ -13,26 +14,8 @@ static const char *autocast_name(const case_config *cfg)
     return cfg->autocast ? dtype_name(cfg->autocast_dtype) : "off";
 }
 
-/* to be taken from the layer registry */
-static const char *loss_name(const case_config *cfg)
-{
-    return cfg->loss == LOSS_CROSS_ENTROPY ? "cross_entropy" : "mse";
-}
-
-/* One layer as the Model line describes it: "linear 4 → 8", "relu", ... */
-/* to be taken from the layer registry */
-static void put_layer(FILE *f, const layer_spec *l)
-{
-    if (l->kind == LAYER_LINEAR)
-        fprintf(f, "linear %lld → %lld%s", (long long)l->in, (long long)l->out,
-                l->bias ? "" : " (no bias)");
-    else if (l->kind == LAYER_CONV2D)
-        fprintf(f, "conv2d %lld → %lld, kernel %lld, stride %lld, padding %lld%s", (long long)l->in,
-                (long long)l->out, (long long)l->kernel, (long long)l->stride,
-                (long long)l->padding, l->bias ? "" : " (no bias)");
-    else
-        fputs(l->kind == LAYER_RELU ? "relu" : "flatten", f);
-}
+/* the loss's name in case files, from the layer registry */
+static const char *loss_name(const case_config *cfg) { return loss_def_of(cfg->loss)->name; }
 
 int config_csv_write(FILE *f, const void *ctx, char *err, int errlen)
 {
@@ -80,9 +63,9 @@ void put_config_line(FILE *f, const case_config *cfg)
         fprintf(f, "; baseline %s", cfg->baseline);
     fputs(".\n\n**Model:** ", f);
     for (int i = 0; i < cfg->n_layers; i++) {
-        const layer_spec *l = &cfg->layers[i];
-        fprintf(f, "%s%s = ", i ? ", " : "", l->name);
-        put_layer(f, l);
+        char what[256];
+        layer_describe(&cfg->layers[i], what, sizeof what);
+        fprintf(f, "%s%s", i ? ", " : "", what);
     }
     fputs(".\n\n", f);
 }

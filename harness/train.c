@@ -10,7 +10,7 @@
 #include "autocast.h"
 #include "columns.h"
 #include "dump.h"
-#include "layers/layers.h"
+#include "layers/layer.h"
 #include "optimizer.h"
 
 typedef struct trainer {
@@ -105,14 +105,7 @@ static void train_step(trainer *t, int64_t s)
     tensor *target = model_target(r, &t->m, out);
     if (new_target)
         observe_as_is(r, target, ROLE_TARGET);
-    tensor *loss = cfg->loss == LOSS_CROSS_ENTROPY
-                       ? cross_entropy_forward(r, out, target)
-                       : mse_loss_forward(r, out, target, cfg->loss_reduction_none);
-    if (cfg->loss == LOSS_MSE && cfg->loss_reduction_none) {
-        tensor *mean = mean_forward(r, loss, "loss");
-        tensor_release(&r->pool, loss);
-        loss = mean;
-    }
+    tensor *loss = loss_def_of(cfg->loss)->forward(r, cfg, out, target);
     autocast_exit(r);
     tensor *root = loss;
     float scale = t->scaler.scale;

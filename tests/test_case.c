@@ -1,5 +1,5 @@
 /*
- * test_case.c: case file parsing and validation (harness/case.c).
+ * test_case.c: case file parsing and validation (harness/case*.c).
  *
  * Each test writes its case files into a fresh temporary folder. bad_cases loads every .case
  * file in tests/bad-cases (the tests run from the repository root); each names its expected
@@ -242,7 +242,7 @@ Test(case_load, full_case_field_by_field)
     cr_expect_eq(cfg->growth_interval, 50);
 
     cr_expect_eq(cfg->loss, LOSS_CROSS_ENTROPY);
-    cr_expect_not(cfg->loss_reduction_none);
+    cr_expect_eq(cfg->loss_reduction, REDUCTION_MEAN);
     cr_expect_eq(cfg->optim.kind, OPTIM_ADAM);
     cr_expect_float_eq(cfg->optim.lr, 3e-4, 0);
     cr_expect_float_eq(cfg->optim.beta1, 0.8, 0);
@@ -350,10 +350,10 @@ Test(case_load, accepted_combinations)
     cr_expect(cfg->master_weights);
     load_ok(MODEL DATA "target = randn_like\n[train]\nloss = mse reduction=none\n");
     cr_expect_eq(cfg->loss, LOSS_MSE);
-    cr_expect(cfg->loss_reduction_none);
+    cr_expect_eq(cfg->loss_reduction, REDUCTION_NONE);
     cr_expect_eq(cfg->target, TARGET_RANDN_LIKE);
     load_ok(MODEL DATA "target = randn\n[train]\nloss = mse reduction=mean\n");
-    cr_expect_not(cfg->loss_reduction_none);
+    cr_expect_eq(cfg->loss_reduction, REDUCTION_MEAN);
 }
 
 Test(case_load, conv_shapes)

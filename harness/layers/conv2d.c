@@ -1,12 +1,12 @@
 /*
  * conv2d.c: nn.Conv2d (groups = 1), x [N, C_in, H, W] -> y [N, C_out, H_out, W_out].
+ * Case files: `conv2d IN -> OUT kernel=K [stride=1] [padding=0] [dilation=1] [bias=yes]`.
  * Under autocast x, w and b are cast to the autocast dtype. Saves the input and the weight.
  * Outside autocast, mismatched dtypes fail with PyTorch's texts (ConvUtils.h,
  * check_input_same_type_as_parameters; with a bias the text names the bias, as checked on
  * PyTorch 1.13's CPU path; the no-bias text is the CUDA one and was not checked on a GPU).
  */
-#include "../autocast.h"
-#include "layers.h"
+#include "layer.h"
 
 static void conv2d_backward(run *r, node *n)
 {
@@ -33,8 +33,9 @@ static void conv2d_backward(run *r, node *n)
     }
 }
 
-tensor *conv2d_forward(run *r, const layer_spec *l, tensor *x, tensor *w, tensor *b)
+static tensor *conv2d_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
 {
+    tensor *x = in[0], *w = params[0], *b = l->bias ? params[1] : NULL;
     tensor *xa = autocast_arg(r, "conv2d", x);
     tensor *wa = autocast_arg(r, "conv2d", w);
     tensor *ba = b ? autocast_arg(r, "conv2d", b) : NULL;
@@ -65,8 +66,8 @@ tensor *conv2d_forward(run *r, const layer_spec *l, tensor *x, tensor *w, tensor
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->conv2d_forward(r->be, &g, xa, wa, ba, y, stp));
-    tensor *in[3] = {xa, wa, ba};
-    node *n = tape_record(r, "conv2d", conv2d_backward, y, in, 3);
+    tensor *args[3] = {xa, wa, ba};
+    node *n = tape_record(r, "conv2d", conv2d_backward, y, args, 3);
     if (n) {
         n->geom = g;
         tape_save(n, 0, xa);
@@ -78,3 +79,93 @@ tensor *conv2d_forward(run *r, const layer_spec *l, tensor *x, tensor *w, tensor
     tensor_release(&r->pool, ba);
     return y;
 }
+
+/* The output height or width over n: floor((n + 2p - d(k-1) - 1) / s) + 1, as PyTorch
+ * computes it; false when a term overflows int64. */
+static bool conv_out(int64_t n, const layer_spec *l, int64_t *out)
+{
+    int64_t span = size_add(size_mul(l->dilation, l->kernel - 1), 1);
+    int64_t padded = size_add(n, size_mul(2, l->padding));
+    if (span == INT64_MAX || padded == INT64_MAX)
+        return false;
+    int64_t num = padded - span;
+    *out = (num >= 0 ? num / l->stride : -1 - (-num - 1) / l->stride) + 1;
+    return true;
+}
+
+static bool conv2d_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
+                         shape_check *sc)
+{
+    char s[128];
+    if (in[0].ndim != 3) {
+        shape_text(&in[0], s, sizeof s);
+        shape_fail(sc, SHAPE_INPUT, "input has shape %s; conv2d needs a 3-d CxHxW input", s);
+        return false;
+    }
+    if (in[0].dim[0] != l->in)
+        shape_fail(sc, SHAPE_INPUT, "input has %lld channels", (long long)in[0].dim[0]);
+    int64_t h, w;
+    if (!conv_out(in[0].dim[1], l, &h) || !conv_out(in[0].dim[2], l, &w)) {
+        shape_fail(sc, SHAPE_LAYER, "sizes overflow int64");
+        return false;
+    }
+    if (h < 1 || w < 1) {
+        shape_text(&(layer_shape){3, {l->in, in[0].dim[1], in[0].dim[2]}}, s, sizeof s);
+        shape_fail(sc, SHAPE_LAYER, "output size %lldx%lldx%lld is too small (input %s)",
+                   (long long)l->out, (long long)h, (long long)w, s);
+        return false;
+    }
+    *out = (layer_shape){3, {l->out, h, w}};
+    return true;
+}
+
+static int conv2d_params(const layer_spec *l, layer_param *out)
+{
+    int64_t fan_in = size_mul(l->in, size_mul(l->kernel, l->kernel));
+    out[0] = (layer_param){
+        "weight", 4, {l->out, l->in, l->kernel, l->kernel}, PARAM_INIT_UNIFORM_FAN_IN, fan_in};
+    if (!l->bias)
+        return 1;
+    out[1] = (layer_param){"bias", 1, {l->out}, PARAM_INIT_UNIFORM_FAN_IN, fan_in};
+    return 2;
+}
+
+static int conv2d_describe(const layer_spec *l, char *buf, size_t len)
+{
+    return snprintf(buf, len, "conv2d %lld → %lld, kernel %lld, stride %lld, padding %lld%s",
+                    (long long)l->in, (long long)l->out, (long long)l->kernel, (long long)l->stride,
+                    (long long)l->padding, l->bias ? "" : " (no bias)");
+}
+
+static const kind_arg conv2d_args[] = {
+    {"in_channels", "in", offsetof(layer_spec, in), 1},
+    {"out_channels", "out", offsetof(layer_spec, out), 1},
+};
+static const kind_opt conv2d_opts[] = {
+    {"bias", KIND_OPT_BOOL, offsetof(layer_spec, bias), .def = 1},
+    {"kernel", KIND_OPT_INT, offsetof(layer_spec, kernel), .min = 1, .required = "kernel=K"},
+    {"stride", KIND_OPT_INT, offsetof(layer_spec, stride), .min = 1, .def = 1},
+    {"padding", KIND_OPT_INT, offsetof(layer_spec, padding), .min = 0, .def = 0},
+    {"dilation", KIND_OPT_INT, offsetof(layer_spec, dilation), .min = 1, .def = 1},
+    {"groups", KIND_OPT_REFUSED,
+     .refusal = "groups is not supported (conv2d layers have groups=1)"},
+};
+static const autocast_op conv2d_autocast[] = {
+    {"conv2d", AUTOCAST_LOWER, "lower_precision_fp: KERNEL_CUDA(conv2d, lower_precision_fp)"},
+};
+
+const layer_def conv2d_def = {
+    .name = "conv2d",
+    .signature = "IN -> OUT",
+    .args = conv2d_args,
+    .n_args = COUNT_OF(conv2d_args),
+    .opts = conv2d_opts,
+    .n_opts = COUNT_OF(conv2d_opts),
+    .input_shape = no_input_shape,
+    .shape = conv2d_shape,
+    .params = conv2d_params,
+    .autocast = conv2d_autocast,
+    .n_autocast = COUNT_OF(conv2d_autocast),
+    .forward = conv2d_forward,
+    .describe = conv2d_describe,
+};

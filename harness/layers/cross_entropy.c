@@ -3,9 +3,9 @@
  * float32 under autocast. The logits' upcast is a cast node ("fc3.out@float32"): PyTorch's
  * CUDA path fuses it into _log_softmax(half_to_float=true), whose backward rounds the
  * gradient to half at the same point with the same values, so the counts agree.
+ * Case files: `loss = cross_entropy`, with int64 class labels as the target.
  */
-#include "../autocast.h"
-#include "layers.h"
+#include "layer.h"
 
 static void log_softmax_backward(run *r, node *n)
 {
@@ -25,7 +25,7 @@ static void nll_loss_backward(run *r, node *n)
     node_give_grad(r, n, 0, dx, stp);
 }
 
-tensor *cross_entropy_forward(run *r, tensor *logits, tensor *target)
+static tensor *cross_entropy_forward(run *r, const case_config *cfg, tensor *logits, tensor *target)
 {
     tensor *xa = autocast_arg(r, "log_softmax", logits);
     tensor *logp = run_tensor_like(r, xa, "log_softmax.out", xa->dtype, MEM_ACTIVATIONS);
@@ -49,3 +49,17 @@ tensor *cross_entropy_forward(run *r, tensor *logits, tensor *target)
     tensor_release(&r->pool, logp);
     return loss;
 }
+
+static const autocast_op cross_entropy_autocast[] = {
+    {"log_softmax", AUTOCAST_FP32,
+     "fp32_set_opt_dtype: KERNEL_CUDA(log_softmax, fp32_set_opt_dtype) (cross_entropy's first op)"},
+    {"nll_loss", AUTOCAST_FP32, "fp32: KERNEL_CUDA(nll_loss, fp32) (cross_entropy's second op)"},
+};
+
+const loss_def cross_entropy_def = {
+    .name = "cross_entropy",
+    .class_target = true,
+    .autocast = cross_entropy_autocast,
+    .n_autocast = COUNT_OF(cross_entropy_autocast),
+    .forward = cross_entropy_forward,
+};

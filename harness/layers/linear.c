@@ -1,11 +1,11 @@
 /*
  * linear.c: nn.Linear, y[B,O] = x[B,I] w[O,I]^T + b[O], as F.linear runs it (addmm with a
- * bias, mm without). Under autocast x, w and b are cast to the autocast dtype. Saved for
- * backward: the input and the weight (as AddmmBackward0 keeps mat1 and mat2).
+ * bias, mm without). Case files: `linear IN -> OUT [bias=yes|no]`. Under autocast x, w and
+ * b are cast to the autocast dtype. Saved for backward: the input and the weight (as
+ * AddmmBackward0 keeps mat1 and mat2). Also PyTorch's dtype names in error texts.
  */
-#include "../autocast.h"
 #include "../format.h"
-#include "layers.h"
+#include "layer.h"
 
 /* PyTorch's names of a dtype in its error messages: the number formats' from format.h's
  * table, int64's (class labels) here */
@@ -52,8 +52,9 @@ static void linear_backward(run *r, node *n)
     }
 }
 
-tensor *linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, tensor *b)
+static tensor *linear_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
 {
+    tensor *x = in[0], *w = params[0], *b = l->bias ? params[1] : NULL;
     tensor *xa = autocast_arg(r, "linear", x);
     tensor *wa = autocast_arg(r, "linear", w);
     tensor *ba = b ? autocast_arg(r, "linear", b) : NULL;
@@ -75,8 +76,8 @@ tensor *linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, tensor
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->linear_forward(r->be, xa, wa, ba, y, stp));
-    tensor *in[3] = {xa, wa, ba};
-    node *n = tape_record(r, "linear", linear_backward, y, in, 3);
+    tensor *args[3] = {xa, wa, ba};
+    node *n = tape_record(r, "linear", linear_backward, y, args, 3);
     tape_save(n, 0, xa);
     tape_save(n, 1, wa);
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
@@ -85,3 +86,67 @@ tensor *linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, tensor
     tensor_release(&r->pool, ba);
     return y;
 }
+
+static bool linear_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
+                         shape_check *sc)
+{
+    if (in[0].ndim != 1) {
+        char s[128];
+        shape_text(&in[0], s, sizeof s);
+        shape_fail(sc, SHAPE_INPUT,
+                   "input has shape %s; linear needs a 1-d input (add a flatten layer)", s);
+        return false;
+    }
+    if (in[0].dim[0] != l->in)
+        shape_fail(sc, SHAPE_INPUT, "input has %lld features", (long long)in[0].dim[0]);
+    *out = (layer_shape){1, {l->out}};
+    return true;
+}
+
+static bool linear_input_shape(const layer_spec *l, layer_shape *in)
+{
+    *in = (layer_shape){1, {l->in}};
+    return true;
+}
+
+static int linear_params(const layer_spec *l, layer_param *out)
+{
+    out[0] = (layer_param){"weight", 2, {l->out, l->in}, PARAM_INIT_UNIFORM_FAN_IN, l->in};
+    if (!l->bias)
+        return 1;
+    out[1] = (layer_param){"bias", 1, {l->out}, PARAM_INIT_UNIFORM_FAN_IN, l->in};
+    return 2;
+}
+
+static int linear_describe(const layer_spec *l, char *buf, size_t len)
+{
+    return snprintf(buf, len, "linear %lld → %lld%s", (long long)l->in, (long long)l->out,
+                    l->bias ? "" : " (no bias)");
+}
+
+static const kind_arg linear_args[] = {
+    {"in_features", "in", offsetof(layer_spec, in), 1},
+    {"out_features", "out", offsetof(layer_spec, out), 1},
+};
+static const kind_opt linear_opts[] = {
+    {"bias", KIND_OPT_BOOL, offsetof(layer_spec, bias), .def = 1},
+};
+static const autocast_op linear_autocast[] = {
+    {"linear", AUTOCAST_LOWER, "lower_precision_fp: KERNEL_CUDA(linear, lower_precision_fp)"},
+};
+
+const layer_def linear_def = {
+    .name = "linear",
+    .signature = "IN -> OUT",
+    .args = linear_args,
+    .n_args = COUNT_OF(linear_args),
+    .opts = linear_opts,
+    .n_opts = COUNT_OF(linear_opts),
+    .input_shape = linear_input_shape,
+    .shape = linear_shape,
+    .params = linear_params,
+    .autocast = linear_autocast,
+    .n_autocast = COUNT_OF(linear_autocast),
+    .forward = linear_forward,
+    .describe = linear_describe,
+};

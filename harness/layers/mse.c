@@ -7,9 +7,9 @@
  * reduction='mean' the loss is one node whose backward scales by alpha = 2/N; with
  * reduction='none' the elementwise loss "mse.out" is followed by a separate mean node,
  * whose backward stores dtype(1/N computed in float32) in every element.
+ * Case files: `loss = mse [reduction=mean|none]`, with a float target of the output's shape.
  */
-#include "../autocast.h"
-#include "layers.h"
+#include "layer.h"
 
 static dtype promote(dtype a, dtype b)
 {
@@ -41,7 +41,7 @@ static void mean_backward(run *r, node *n)
     node_give_grad(r, n, 0, dx, stp);
 }
 
-tensor *mean_forward(run *r, tensor *x, const char *name)
+static tensor *mean_forward(run *r, tensor *x, const char *name)
 {
     tensor *y = run_tensor(r, name, x->dtype, 0, NULL, MEM_ACTIVATIONS);
     round_stats st;
@@ -52,7 +52,7 @@ tensor *mean_forward(run *r, tensor *x, const char *name)
     return y;
 }
 
-tensor *mse_loss_forward(run *r, tensor *pred, tensor *target, bool reduction_none)
+static tensor *mse_loss_forward(run *r, tensor *pred, tensor *target, bool reduction_none)
 {
     tensor *pa = autocast_arg(r, "mse_loss", pred);
     tensor *ta = autocast_arg(r, "mse_loss", target);
@@ -80,3 +80,33 @@ tensor *mse_loss_forward(run *r, tensor *pred, tensor *target, bool reduction_no
     tensor_release(&r->pool, ta);
     return out;
 }
+
+/* reduction='none' then .mean(), as the question's code writes it, or reduction='mean' */
+static tensor *mse_forward(run *r, const case_config *cfg, tensor *pred, tensor *target)
+{
+    bool none = cfg->loss_reduction == REDUCTION_NONE;
+    tensor *loss = mse_loss_forward(r, pred, target, none);
+    if (none) {
+        tensor *mean = mean_forward(r, loss, "loss");
+        tensor_release(&r->pool, loss);
+        loss = mean;
+    }
+    return loss;
+}
+
+static const kind_opt mse_opts[] = {
+    {"reduction", KIND_OPT_CHOICE, offsetof(case_config, loss_reduction), .def = REDUCTION_MEAN,
+     .choices = reduction_names, .n_choices = REDUCTION_COUNT},
+};
+static const autocast_op mse_autocast[] = {
+    {"mse_loss", AUTOCAST_FP32, "fp32: KERNEL_CUDA(mse_loss, fp32)"},
+};
+
+const loss_def mse_def = {
+    .name = "mse",
+    .opts = mse_opts,
+    .n_opts = COUNT_OF(mse_opts),
+    .autocast = mse_autocast,
+    .n_autocast = COUNT_OF(mse_autocast),
+    .forward = mse_forward,
+};

@@ -1,8 +1,8 @@
 /*
- * case_files.c: reading a case folder's CSV files for the reports, and what their rows say
- * (see case_files.h). Columns are found by their names in columns.h.
+ * report_files.c: reading a case folder's CSV files for the reports, and what their rows say
+ * (see report_files.h). Columns are found by their names in columns.h.
  */
-#include "case_files.h"
+#include "report_files.h"
 
 #include "format.h"
 

@@ -1,5 +1,5 @@
 /*
- * case_files.h: a case folder's tensors.csv, steps.csv and memory.csv as the reports read
+ * report_files.h: a case folder's tensors.csv, steps.csv and memory.csv as the reports read
  * them, and what their rows say: the step a report describes, whether plot.py draws the
  * gradient histogram, the loss scale of a step, and the hist.csv values below a bound.
  *
@@ -8,8 +8,8 @@
  * step tensors.csv has. The rows' text fields point into the tables the folder was read
  * into, and live until case_files_free().
  */
-#ifndef AMPSCOPE_CASE_FILES_H
-#define AMPSCOPE_CASE_FILES_H
+#ifndef AMPSCOPE_REPORT_FILES_H
+#define AMPSCOPE_REPORT_FILES_H
 
 #include <stdbool.h>
 #include <stdint.h>

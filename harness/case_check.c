@@ -1,0 +1,321 @@
+/*
+ * case_check.c: the checks across sections, once every section is read: the shape walk
+ * over the layers (each kind's shape rule, filling out_shape, and the memory limits), the
+ * loss against the target, master weights against params, observe against steps, the
+ * case's default name, and the .npy files of [init] and [data] against the shapes the
+ * model needs.
+ */
+#include "case_parse.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npy.h"
+
+static int64_t numel(int64_t batch, int ndim, const int64_t *shape)
+{
+    int64_t n = batch;
+    for (int i = 0; i < ndim; i++)
+        n = size_mul(n, shape[i]);
+    return n;
+}
+
+static int64_t layer_params(const layer_spec *l)
+{
+    layer_param ps[LAYER_MAX_PARAMS];
+    int n = layer_def_of(l->kind)->params(l, ps);
+    int64_t total = 0;
+    for (int k = 0; k < n; k++)
+        total = size_add(total, numel(1, ps[k].ndim, ps[k].shape));
+    return total;
+}
+
+/* Where a shape rule's messages go: those about the input on `at` (the data shape, for the
+ * first layer when one is given, else the layer), those about the layer on its entry. */
+typedef struct shape_sink {
+    shape_check sc; /* first: the rule's callback receives &sink.sc */
+    parse_ctx *c;
+    entry *at, *le;
+} shape_sink;
+
+static void sink_fail(shape_check *sc, shape_blame who, const char *msg)
+{
+    shape_sink *s = (shape_sink *)sc;
+    switch (who) {
+    case SHAPE_INPUT:
+        err_at(s->c, s->at, "%s%s = %s: %s",
+               s->at == s->le ? "" : "[data] shape does not match the first layer: ", s->le->key,
+               s->le->value, msg);
+        break;
+    case SHAPE_LAYER:
+        err_at(s->c, s->le, "%s = %s: %s", s->le->key, s->le->value, msg);
+        break;
+    }
+}
+
+/* Walks the layers from the data shape, filling out_shape and checking the memory limits. */
+static void walk_shapes(parse_ctx *c)
+{
+    case_config *cfg = c->cfg;
+    entry *shape_e = find_entry(c, SEC_DATA, "shape");
+    if (!c->model_ok || cfg->n_layers == 0 || (shape_e && shape_e->failed))
+        return;
+    layer_shape in;
+    const layer_def *first = layer_def_of(cfg->layers[0].kind);
+    if (!shape_e && !first->input_shape(&cfg->layers[0], &in)) {
+        report(c, c->sec_line[SEC_DATA], NULL, "[data] shape is required: the first layer is %s",
+               first->name);
+        return;
+    }
+    if (cfg->batch <= 0) /* missing or refused */
+        return;
+    if (!shape_e) {
+        cfg->sample_ndim = in.ndim;
+        memcpy(cfg->sample_shape, in.dim, sizeof(int64_t) * (size_t)in.ndim);
+    }
+    layer_shape x;
+    x.ndim = cfg->sample_ndim;
+    memcpy(x.dim, cfg->sample_shape, sizeof x.dim);
+    if (numel(cfg->batch, x.ndim, x.dim) > MEMORY_LIMIT) {
+        char s[128];
+        shape_text(&x, s, sizeof s);
+        entry *at = shape_e ? shape_e : find_entry(c, SEC_DATA, "batch");
+        err_at(c, at,
+               "the input batch %" PRId64 " x %s cannot fit in memory (more than 2^40 "
+               "elements)",
+               cfg->batch, s);
+        return;
+    }
+    int64_t params = 0;
+    for (int i = 0; i < cfg->n_layers; i++) {
+        layer_spec *l = &cfg->layers[i];
+        entry *le = c->layer_entry[i];
+        shape_sink sink = {{sink_fail}, c, i == 0 && shape_e ? shape_e : le, le};
+        layer_shape y;
+        if (!layer_def_of(l->kind)->shape(l, &x, &y, &sink.sc))
+            return;
+        x = y;
+        params = size_add(params, layer_params(l));
+        if (params > MEMORY_LIMIT) {
+            err_at(c, le,
+                   "%s = %s: the model's parameters cannot fit in memory (more than 2^40 "
+                   "elements)",
+                   le->key, le->value);
+            return;
+        }
+        if (numel(cfg->batch, x.ndim, x.dim) > MEMORY_LIMIT) {
+            char s[128];
+            shape_text(&x, s, sizeof s);
+            err_at(c, le,
+                   "%s = %s: its output batch %" PRId64 " x %s cannot fit in memory "
+                   "(more than 2^40 elements)",
+                   le->key, le->value, cfg->batch, s);
+            return;
+        }
+        l->out_ndim = x.ndim;
+        memcpy(l->out_shape, x.dim, sizeof l->out_shape);
+    }
+    c->shapes_ok = true;
+}
+
+/* "a or b": the losses whose target is class labels; the caller frees it */
+static char *class_losses(void)
+{
+    const char *names[LOSS_KIND_COUNT];
+    int n = 0;
+    for (int k = 0; k < LOSS_KIND_COUNT; k++)
+        if (loss_def_of((loss_kind)k)->class_target)
+            names[n++] = loss_def_of((loss_kind)k)->name;
+    return join_names(names, n, " or ");
+}
+
+static void check_target(parse_ctx *c)
+{
+    const case_config *cfg = c->cfg;
+    const loss_def *loss = loss_def_of(cfg->loss);
+    entry *te = find_entry(c, SEC_DATA, "target"), *le = find_entry(c, SEC_TRAIN, "loss");
+    entry *at = te ? te : le;
+    int line = at ? at->line : c->sec_line[SEC_DATA];
+    const char *set = at ? at->set : NULL;
+    if ((te && te->failed) || (le && le->failed))
+        return;
+    if (!loss->class_target && cfg->target == TARGET_CLASSES) {
+        char *who = class_losses();
+        report(c, line, set,
+               "loss = %s needs target = randn, randn_like or file (target = "
+               "classes is for %s)",
+               loss->name, who);
+        free(who);
+    } else if (loss->class_target &&
+               (cfg->target == TARGET_RANDN || cfg->target == TARGET_RANDN_LIKE)) {
+        report(c, line, set, "loss = %s needs target = classes or file", loss->name);
+    } else if (cfg->target == TARGET_CLASSES && c->shapes_ok &&
+               cfg->layers[cfg->n_layers - 1].out_ndim != 1) {
+        const layer_spec *last = &cfg->layers[cfg->n_layers - 1];
+        char s[128];
+        shape_text(&(layer_shape){last->out_ndim,
+                                  {last->out_shape[0], last->out_shape[1], last->out_shape[2]}},
+                   s, sizeof s);
+        report(c, line, set,
+               "target = classes needs a 1-d model output, not %s (end the model "
+               "with flatten and linear)",
+               s);
+    }
+}
+
+static void check_observe(parse_ctx *c)
+{
+    case_config *cfg = c->cfg;
+    entry *e = find_entry(c, SEC_CASE, "observe");
+    if (e && !e->failed && !entry_failed(c, SEC_TRAIN, "steps")) {
+        for (int i = 0; i < cfg->n_observe_steps; i++) {
+            if (cfg->observe_steps[i] >= cfg->steps) {
+                err_at(c, e,
+                       "observe step %" PRId64 " is past the last step, %" PRId64
+                       " (steps = %" PRId64 ")",
+                       cfg->observe_steps[i], cfg->steps - 1, cfg->steps);
+                break;
+            }
+        }
+    } else if (!e && cfg->steps <= 10) {
+        for (int64_t s = 0; s < cfg->steps; s++)
+            cfg->observe_steps[s] = s;
+        cfg->n_observe_steps = (int)cfg->steps;
+    } else if (!e) {
+        cfg->observe_every = cfg->steps / 10 + (cfg->steps % 10 != 0);
+    }
+}
+
+/* "3x4" for a shape; "scalar" for none */
+static void shape_str(int ndim, const int64_t *shape, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ndim && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, i ? "x%" PRId64 : "%" PRId64, shape[i]);
+    if (ndim == 0)
+        snprintf(buf, len, "scalar");
+}
+
+/* Reads an .npy file a key names and checks it holds what the key needs: float data of the
+ * given shape, or (labels) int64 class indices in [0, classes). */
+static void check_npy(parse_ctx *c, entry *e, const char *path, int ndim, const int64_t *shape,
+                      int64_t classes)
+{
+    npy_array a;
+    char err[600], got[128], want[128];
+    if (npy_read(path, &a, NULL, err, sizeof err)) {
+        err_at(c, e, "%s", err);
+        return;
+    }
+    bool same = a.ndim == ndim;
+    for (int i = 0; same && i < ndim; i++)
+        same = a.shape[i] == shape[i];
+    shape_str(a.ndim, a.shape, got, sizeof got);
+    shape_str(ndim, shape, want, sizeof want);
+    if (!same) {
+        err_at(c, e, "%s: shape %s, expected %s", path, got, want);
+    } else if (classes > 0 && a.dt != DTYPE_INT64) {
+        err_at(c, e, "%s: %s values, expected int64 class labels ('<i8')", path, dtype_name(a.dt));
+    } else if (classes == 0 && a.dt == DTYPE_INT64) {
+        err_at(c, e, "%s: int64 values, expected floats ('<f4', '<f2' or '<f8')", path);
+    } else {
+        for (int64_t i = 0; classes > 0 && i < a.numel; i++) {
+            int64_t v = ((const int64_t *)a.data)[i];
+            if (v < 0 || v >= classes) {
+                err_at(c, e,
+                       "%s: label %" PRId64 " at index %" PRId64 " is out of bounds for "
+                       "%" PRId64 " classes",
+                       path, v, i, classes);
+                break;
+            }
+        }
+    }
+    npy_free(&a);
+}
+
+/* The .npy files of [init], input and target, against the shapes the model needs. */
+static void check_files(parse_ctx *c)
+{
+    case_config *cfg = c->cfg;
+    if (!c->shapes_ok)
+        return;
+    for (int k = 0; k < cfg->n_inits; k++) {
+        const init_spec *in = &cfg->inits[k];
+        entry *e = find_entry(c, SEC_INIT, in->tensor);
+        const char *dot = strrchr(in->tensor, '.');
+        for (int i = 0; e && dot && i < cfg->n_layers; i++) {
+            const layer_spec *l = &cfg->layers[i];
+            if (strncmp(in->tensor, l->name, (size_t)(dot - in->tensor)) ||
+                l->name[dot - in->tensor] != '\0')
+                continue;
+            layer_param ps[LAYER_MAX_PARAMS];
+            int n = layer_def_of(l->kind)->params(l, ps);
+            for (int p = 0; p < n; p++)
+                if (strcmp(ps[p].name, dot + 1) == 0)
+                    check_npy(c, e, in->path, ps[p].ndim, ps[p].shape, 0);
+        }
+    }
+    int64_t shape[4] = {cfg->batch};
+    entry *ie = find_entry(c, SEC_DATA, "input");
+    if (cfg->input == INPUT_FILE && ie && !ie->failed) {
+        memcpy(shape + 1, cfg->sample_shape, sizeof(int64_t) * (size_t)cfg->sample_ndim);
+        check_npy(c, ie, cfg->input_path, cfg->sample_ndim + 1, shape, 0);
+    }
+    entry *te = find_entry(c, SEC_DATA, "target");
+    const layer_spec *last = &cfg->layers[cfg->n_layers - 1];
+    if (cfg->target == TARGET_FILE && te && !te->failed) {
+        if (loss_def_of(cfg->loss)->class_target) {
+            check_npy(c, te, cfg->target_path, 1, &cfg->batch, last->out_shape[0]);
+        } else {
+            memcpy(shape + 1, last->out_shape, sizeof(int64_t) * (size_t)last->out_ndim);
+            check_npy(c, te, cfg->target_path, last->out_ndim + 1, shape, 0);
+        }
+    }
+}
+
+/* The case's name when [case] has none: the file name without ".case". */
+static void default_name(parse_ctx *c)
+{
+    case_config *cfg = c->cfg;
+    const char *base = strrchr(c->path, '/');
+    base = base ? base + 1 : c->path;
+    size_t n = strlen(base);
+    if (n > 5 && strcmp(base + n - 5, ".case") == 0)
+        n -= 5;
+    if (n < CASE_NAME_MAX) {
+        memcpy(cfg->name, base, n);
+        cfg->name[n] = '\0';
+    }
+    if (n >= CASE_NAME_MAX || !valid_case_name(cfg->name))
+        report(c, 0, NULL,
+               "the file name '%s' is not a case name ([A-Za-z0-9._-]+): set name "
+               "in [case]",
+               base);
+}
+
+void cross_checks(parse_ctx *c)
+{
+    case_config *cfg = c->cfg;
+    if (!c->sec_given[SEC_MODEL])
+        report(c, 0, NULL, "missing [model] section");
+    else if (!has_entries(c, SEC_MODEL))
+        report(c, c->sec_line[SEC_MODEL], NULL, "[model] has no layers");
+    if (!find_entry(c, SEC_DATA, "batch"))
+        report(c, c->sec_line[SEC_DATA], NULL, "[data] batch is required");
+    if (!find_entry(c, SEC_CASE, "name"))
+        default_name(c);
+    entry *be = find_entry(c, SEC_CASE, "baseline");
+    if (be && !be->failed && strcmp(cfg->baseline, cfg->name) == 0)
+        err_at(c, be, "baseline names this case itself");
+    entry *mw = find_entry(c, SEC_PRECISION, "master_weights");
+    if (cfg->master_weights && !dtype_is_half(cfg->params) &&
+        !entry_failed(c, SEC_PRECISION, "params"))
+        err_at(c, mw, "master_weights = yes needs params = float16 or bfloat16");
+    walk_shapes(c);
+    check_target(c);
+    check_observe(c);
+    check_files(c);
+}

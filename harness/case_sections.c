@@ -1,0 +1,467 @@
+/*
+ * case_sections.c: the keys of [case], [data], [precision], [scaler], [train], [init] and
+ * [expect], each read into the case_config (its defaults are case.c's set_defaults).
+ * [model] and [train]'s loss are case_model.c's; [train]'s optimizer is case_optim.c's.
+ */
+#include "case_parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const schedule_names[] = {"constant", "cosine"}; /* schedule_kind */
+const char *const input_names[] = {"randn", "file"};         /* input_source */
+const char *const target_names[] = {"classes", "randn", "randn_like", "file"};
+
+/* Only a description may be empty. */
+bool need_value(parse_ctx *c, entry *e)
+{
+    if (*e->value || (e->sec == SEC_CASE && strcmp(e->key, "description") == 0))
+        return true;
+    err_at(c, e, "missing value for %s", e->key);
+    return false;
+}
+
+typedef void (*key_fn)(parse_ctx *c, entry *e);
+typedef struct key_def {
+    const char *key;
+    key_fn fn;
+} key_def;
+
+/* Sections with a fixed set of keys: each entry goes to its key's function. */
+static void parse_keyed(parse_ctx *c, int sec, const key_def *defs, int n)
+{
+    const char *names[8];
+    for (int i = 0; i < n; i++)
+        names[i] = defs[i].key;
+    for (int i = 0; i < c->n_entries; i++) {
+        entry *e = &c->entries[i];
+        if (e->sec != sec)
+            continue;
+        int k = find_name(names, n, e->key);
+        if (k < 0) {
+            char *h = hint(e->key, names, n, "allowed keys");
+            err_at(c, e, "unknown key '%s' in [%s]; %s", e->key, section_names[sec], h);
+            free(h);
+        } else if (need_value(c, e)) {
+            defs[k].fn(c, e);
+        }
+    }
+}
+
+static void key_name(parse_ctx *c, entry *e)
+{
+    if (valid_case_name(e->value))
+        strcpy(c->cfg->name, e->value);
+    else
+        err_at(c, e,
+               "bad case name '%s': expected [A-Za-z0-9._-]+, at most %d characters, "
+               "not . or ..",
+               e->value, CASE_NAME_MAX - 1);
+}
+
+static void key_description(parse_ctx *c, entry *e)
+{
+    if (strlen(e->value) < CASE_TEXT_MAX)
+        strcpy(c->cfg->description, e->value);
+    else
+        err_at(c, e, "description too long (at most %d bytes)", CASE_TEXT_MAX - 1);
+}
+
+static void key_baseline(parse_ctx *c, entry *e)
+{
+    if (valid_case_name(e->value))
+        strcpy(c->cfg->baseline, e->value);
+    else
+        err_at(c, e, "bad value '%s' for baseline: expected a case name ([A-Za-z0-9._-]+)",
+               e->value);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* observe = 0,1,2,100: sorted, repeats dropped. */
+static void parse_step_list(parse_ctx *c, entry *e)
+{
+    case_config *cfg = c->cfg;
+    char *s = xstrdup(e->value), *next;
+    int n = 0;
+    bool ok = true;
+    for (char *p = s; ok && p; p = next) {
+        char *comma = strchr(p, ',');
+        next = comma ? comma + 1 : NULL;
+        if (comma)
+            *comma = '\0';
+        int64_t step;
+        if (n == CASE_MAX_OBSERVE) {
+            err_at(c, e, "too many observe steps (at most %d)", CASE_MAX_OBSERVE);
+            ok = false;
+        } else if (scan_i64(trim(p), &step) != 0 || step < 0) {
+            err_at(c, e,
+                   "bad value '%s' for observe: expected all, every N, or step indices "
+                   "like 0,1,100",
+                   e->value);
+            ok = false;
+        } else {
+            cfg->observe_steps[n++] = step;
+        }
+    }
+    free(s);
+    if (!ok)
+        return;
+    qsort(cfg->observe_steps, (size_t)n, sizeof cfg->observe_steps[0], cmp_i64);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (m == 0 || cfg->observe_steps[m - 1] != cfg->observe_steps[i])
+            cfg->observe_steps[m++] = cfg->observe_steps[i];
+    cfg->n_observe_steps = m;
+}
+
+static void key_observe(parse_ctx *c, entry *e)
+{
+    const char *v = e->value;
+    if (strcmp(v, "all") == 0) {
+        c->cfg->observe_every = 1;
+    } else if (strncmp(v, "every", 5) == 0 && is_blank(v[5])) {
+        for (v += 5; is_blank(*v);)
+            v++;
+        parse_int(c, e, v, "observe every", 1, &c->cfg->observe_every);
+    } else {
+        parse_step_list(c, e);
+    }
+}
+
+void parse_case_section(parse_ctx *c)
+{
+    static const key_def defs[] = {{"name", key_name},
+                                   {"description", key_description},
+                                   {"baseline", key_baseline},
+                                   {"observe", key_observe}};
+    parse_keyed(c, SEC_CASE, defs, 4);
+}
+
+static void key_batch(parse_ctx *c, entry *e)
+{
+    parse_int(c, e, e->value, "batch", 1, &c->cfg->batch);
+}
+
+static void key_shape(parse_ctx *c, entry *e)
+{
+    case_config *cfg = c->cfg;
+    int n = 0;
+    for (const char *p = e->value;;) {
+        const char *x = strchr(p, 'x');
+        size_t len = x ? (size_t)(x - p) : strlen(p);
+        char part[64];
+        if (n == 3 || len == 0 || len >= sizeof part) {
+            err_at(c, e, "bad value '%s' for shape: expected 1 to 3 sizes like 1024 or 3x32x32",
+                   e->value);
+            return;
+        }
+        memcpy(part, p, len);
+        part[len] = '\0';
+        if (!parse_int(c, e, trim(part), "shape", 1, &cfg->sample_shape[n++]))
+            return;
+        if (!x)
+            break;
+        p = x + 1;
+    }
+    cfg->sample_ndim = n;
+}
+
+static void key_input(parse_ctx *c, entry *e)
+{
+    int k = parse_source(c, e, input_names, 2, c->cfg->input_path);
+    if (k >= 0)
+        c->cfg->input = (input_source)k;
+}
+
+static void key_input_dtype(parse_ctx *c, entry *e)
+{
+    parse_dtype(c, e, "input_dtype", false, &c->cfg->input_dtype);
+}
+
+static void key_target(parse_ctx *c, entry *e)
+{
+    int k = parse_source(c, e, target_names, 4, c->cfg->target_path);
+    if (k >= 0)
+        c->cfg->target = (target_kind)k;
+}
+
+void parse_data_section(parse_ctx *c)
+{
+    static const key_def defs[] = {{"batch", key_batch},
+                                   {"shape", key_shape},
+                                   {"input", key_input},
+                                   {"input_dtype", key_input_dtype},
+                                   {"target", key_target}};
+    parse_keyed(c, SEC_DATA, defs, 5);
+}
+
+static void key_params(parse_ctx *c, entry *e)
+{
+    parse_dtype(c, e, "params", false, &c->cfg->params);
+}
+
+static void key_autocast(parse_ctx *c, entry *e)
+{
+    dtype dt;
+    if (strcmp(e->value, "off") == 0) {
+        c->cfg->autocast = false;
+    } else if (dtype_parse(e->value, &dt) && dtype_is_half(dt)) {
+        c->cfg->autocast = true;
+        c->cfg->autocast_dtype = dt;
+    } else {
+        err_at(c, e, "bad value '%s' for autocast: expected off, float16 or bfloat16", e->value);
+    }
+}
+
+static void key_loss_in_autocast(parse_ctx *c, entry *e)
+{
+    parse_bool(c, e, e->value, "loss_in_autocast", &c->cfg->loss_in_autocast);
+}
+
+static void key_master_weights(parse_ctx *c, entry *e)
+{
+    parse_bool(c, e, e->value, "master_weights", &c->cfg->master_weights);
+}
+
+void parse_precision_section(parse_ctx *c)
+{
+    static const key_def defs[] = {{"params", key_params},
+                                   {"autocast", key_autocast},
+                                   {"loss_in_autocast", key_loss_in_autocast},
+                                   {"master_weights", key_master_weights}};
+    parse_keyed(c, SEC_PRECISION, defs, 4);
+}
+
+static void key_enabled(parse_ctx *c, entry *e)
+{
+    parse_bool(c, e, e->value, "enabled", &c->cfg->scaler);
+}
+
+static void key_init_scale(parse_ctx *c, entry *e)
+{
+    parse_real(c, e, e->value, "init_scale", POSITIVE, &c->cfg->init_scale);
+}
+
+static void key_growth_factor(parse_ctx *c, entry *e)
+{
+    parse_real(c, e, e->value, "growth_factor", ABOVE_ONE, &c->cfg->growth_factor);
+}
+
+static void key_backoff_factor(parse_ctx *c, entry *e)
+{
+    parse_real(c, e, e->value, "backoff_factor", UNIT_OPEN, &c->cfg->backoff_factor);
+}
+
+static void key_growth_interval(parse_ctx *c, entry *e)
+{
+    parse_int(c, e, e->value, "growth_interval", 1, &c->cfg->growth_interval);
+}
+
+void parse_scaler_section(parse_ctx *c)
+{
+    static const key_def defs[] = {{"enabled", key_enabled},
+                                   {"init_scale", key_init_scale},
+                                   {"growth_factor", key_growth_factor},
+                                   {"backoff_factor", key_backoff_factor},
+                                   {"growth_interval", key_growth_interval}};
+    c->cfg->scaler = c->sec_given[SEC_SCALER];
+    parse_keyed(c, SEC_SCALER, defs, 5);
+}
+
+static void key_schedule(parse_ctx *c, entry *e)
+{
+    static const char *const opts[] = {"T_max", "eta_min"};
+    case_config *cfg = c->cfg;
+    const char *v[2];
+    words t;
+    if (!split_words(c, e, &t))
+        return;
+    int k = parse_choice(c, e, t.w[0], "schedule", schedule_names, 2);
+    bool cosine = k == SCHEDULE_COSINE;
+    if (k >= 0 && parse_options(c, e, &t, 1, schedule_names[k], opts, cosine ? 2 : 0, v)) {
+        cfg->schedule = (schedule_kind)k;
+        if (cosine && !v[0])
+            err_at(c, e, "cosine needs T_max=N");
+        else if (cosine)
+            parse_int(c, e, v[0], "T_max", 1, &cfg->t_max);
+        if (cosine && v[1])
+            parse_real(c, e, v[1], "eta_min", ANY, &cfg->eta_min);
+    }
+    free(t.buf);
+}
+
+static void key_steps(parse_ctx *c, entry *e)
+{
+    parse_int(c, e, e->value, "steps", 1, &c->cfg->steps);
+}
+
+static void key_seed(parse_ctx *c, entry *e)
+{
+    const char *s = e->value;
+    char *end;
+    errno = 0;
+    if (isdigit((unsigned char)s[0])) {
+        unsigned long long v = strtoull(s, &end, 10);
+        if (!*end && errno != ERANGE) {
+            c->cfg->seed = v;
+            return;
+        }
+    }
+    err_at(c, e, "bad number '%s' for seed: expected an integer from 0 to 2^64-1", s);
+}
+
+void parse_train_section(parse_ctx *c)
+{
+    static const key_def defs[] = {{"loss", key_loss},
+                                   {"optimizer", key_optimizer},
+                                   {"schedule", key_schedule},
+                                   {"steps", key_steps},
+                                   {"seed", key_seed}};
+    parse_keyed(c, SEC_TRAIN, defs, 5);
+}
+
+/* Whether layer `name` exists and has parameter `param` ("weight" or "bias"). */
+static bool check_init_layer(parse_ctx *c, entry *e, const char *name, const char *param)
+{
+    const case_config *cfg = c->cfg;
+    const char *names[CASE_MAX_LAYERS];
+    for (int i = 0; i < cfg->n_layers; i++) {
+        const layer_spec *l = &cfg->layers[i];
+        names[i] = l->name;
+        if (strcmp(l->name, name) != 0)
+            continue;
+        const layer_def *d = layer_def_of(l->kind);
+        layer_param ps[LAYER_MAX_PARAMS];
+        int n = d->params(l, ps);
+        if (n == 0) {
+            err_at(c, e, "layer %s is a %s: it has no parameters", name, d->name);
+            return false;
+        }
+        for (int k = 0; k < n; k++)
+            if (strcmp(ps[k].name, param) == 0)
+                return true;
+        /* a parameter a layer of its kind has is missing when its option of that name says no */
+        err_at(c, e, "layer %s has %s=no: there is no %s.%s", name, param, name, param);
+        return false;
+    }
+    char *h = hint(name, names, cfg->n_layers, "layers");
+    err_at(c, e, "unknown layer '%s' in [init] key '%s.%s'; %s", name, name, param, h);
+    free(h);
+    return false;
+}
+
+/* Checks an [init] key's form, LAYER.weight or LAYER.bias; on success the layer name goes to
+ * layer and its parameter to *param. */
+static bool parse_init_key(parse_ctx *c, entry *e, char *layer, const char **param)
+{
+    static const char *const params[] = {"weight", "bias"};
+    const char *dot = strrchr(e->key, '.');
+    size_t len = dot ? (size_t)(dot - e->key) : 0;
+    if (!dot || find_name(params, 2, dot + 1) < 0) {
+        const char *near = dot ? closest(dot + 1, params, 2) : NULL;
+        if (near)
+            err_at(c, e, "bad key '%s' in [init]; did you mean '%.*s.%s'?", e->key, (int)len,
+                   e->key, near);
+        else
+            err_at(c, e, "bad key '%s' in [init]: expected LAYER.weight or LAYER.bias", e->key);
+        return false;
+    }
+    if (len >= LAYER_NAME_MAX) {
+        err_at(c, e, "bad layer name in [init] key '%s'", e->key);
+        return false;
+    }
+    memcpy(layer, e->key, len);
+    layer[len] = '\0';
+    *param = dot + 1;
+    if (!valid_layer_name(layer)) {
+        err_at(c, e, "bad layer name '%s' in [init] key", layer);
+        return false;
+    }
+    return true;
+}
+
+static void parse_init_entry(parse_ctx *c, entry *e)
+{
+    case_config *cfg = c->cfg;
+    char layer[LAYER_NAME_MAX];
+    const char *param;
+    if (!parse_init_key(c, e, layer, &param))
+        return;
+    if (c->model_ok && cfg->n_layers > 0 && !check_init_layer(c, e, layer, param))
+        return;
+    if (cfg->n_inits == CASE_MAX_INITS) {
+        err_at(c, e, "too many [init] keys (at most %d)", CASE_MAX_INITS);
+        return;
+    }
+    init_spec *in = &cfg->inits[cfg->n_inits];
+    int r = parse_file_value(c, e, in->path);
+    if (r == 0)
+        err_at(c, e, "bad value '%s' for %s: expected file PATH", e->value, e->key);
+    if (r <= 0)
+        return;
+    strcpy(in->tensor, e->key);
+    in->line = e->line;
+    cfg->n_inits++;
+}
+
+void parse_init_section(parse_ctx *c)
+{
+    for (int i = 0; i < c->n_entries; i++)
+        if (c->entries[i].sec == SEC_INIT && need_value(c, &c->entries[i]))
+            parse_init_entry(c, &c->entries[i]);
+}
+
+static void parse_expect_entry(parse_ctx *c, entry *e)
+{
+    case_config *cfg = c->cfg;
+    expect_spec x = {.line = e->line};
+    if (cfg->n_expects == CASE_MAX_EXPECTS) {
+        err_at(c, e, "too many [expect] keys (at most %d)", CASE_MAX_EXPECTS);
+        return;
+    }
+    if (strcmp(e->key, "error") == 0) {
+        const char *text = strcmp(e->value, "none") == 0 ? "" : e->value;
+        if (strlen(text) >= CASE_TEXT_MAX) {
+            err_at(c, e, "expected error text too long (at most %d bytes)", CASE_TEXT_MAX - 1);
+            return;
+        }
+        x.kind = EXPECT_ERROR;
+        strcpy(x.text, text);
+    } else if (strncmp(e->key, "dtype ", 6) == 0) {
+        const char *tensor = e->key + 6;
+        if (!valid_tensor_name(tensor)) {
+            err_at(c, e,
+                   "bad tensor name '%s' in [expect]: expected [A-Za-z0-9_.@]+, at most "
+                   "%d characters",
+                   tensor, CASE_NAME_MAX - 1);
+            return;
+        }
+        if (!parse_dtype(c, e, e->key, true, &x.dt))
+            return;
+        x.kind = EXPECT_DTYPE;
+        strcpy(x.tensor, tensor);
+    } else {
+        static const char *const error_key[] = {"error"};
+        if (closest(e->key, error_key, 1))
+            err_at(c, e, "unknown key '%s' in [expect]; did you mean 'error'?", e->key);
+        else
+            err_at(c, e, "unknown key '%s' in [expect]; expected 'dtype TENSOR' or 'error'",
+                   e->key);
+        return;
+    }
+    cfg->expects[cfg->n_expects++] = x;
+}
+
+void parse_expect_section(parse_ctx *c)
+{
+    for (int i = 0; i < c->n_entries; i++)
+        if (c->entries[i].sec == SEC_EXPECT && need_value(c, &c->entries[i]))
+            parse_expect_entry(c, &c->entries[i]);
+}

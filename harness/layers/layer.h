@@ -1,0 +1,174 @@
+/*
+ * layer.h: the registry of layer and loss kinds. Each kind is one definition (layer_def or
+ * loss_def) in its own file, harness/layers/<kind>.c; registry.c lists them in one array
+ * per enum (kinds.h), indexed by kind, and checks at start-up that no entry is missing or
+ * half filled. The case parser, the model, autocast's table and the trainer read kinds
+ * only through this header.
+ *
+ * What a definition holds:
+ *  - its name in case files, and the words that follow it: `signature` ("IN -> OUT": the
+ *    upper-case words are numbers, read into `args` in order; the others are literal),
+ *    then name=value options (`opts`), each with its type, default, allowed values and the
+ *    field of the spec it fills;
+ *  - its shape rule: the per-sample output shape from the input shapes;
+ *  - its parameters, in model.parameters() order, with their shapes and PyTorch's default
+ *    initialisation;
+ *  - autocast's policy for each op it runs (the table `ampscope ops` prints);
+ *  - its forward, which applies that policy, runs the ops through the backend table,
+ *    records each op's backward on the tape and returns a new reference to its output;
+ *  - the one-line description reports print.
+ * Inputs and parameters reach a forward as arrays (in[0..n_inputs), params in the order
+ * the params rule gives), so kinds with several inputs or a shared parameter need no other
+ * signature.
+ *
+ * A new kind takes: its file here (its definition, with its forward and backward), its
+ * value in kinds.h's enum and its line in registry.c's array, its ops in the backend table
+ * (backend.h, cpu/, kernels/), and its tests. An option whose value has no field in
+ * layer_spec yet adds that field to case.h.
+ */
+#ifndef AMPSCOPE_LAYER_H
+#define AMPSCOPE_LAYER_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../autocast.h"
+#include "../run.h"
+
+#define LAYER_MAX_PARAMS 2 /* parameters of one layer */
+#define LAYER_MAX_OPTS 8   /* options of one kind */
+#define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ---- options ---- */
+
+typedef enum kind_opt_type {
+    KIND_OPT_INT,    /* an int64_t >= min */
+    KIND_OPT_BOOL,   /* a bool: yes/no, true/false, on/off, 1/0 */
+    KIND_OPT_CHOICE, /* an int: the index of the value in choices */
+    KIND_OPT_REFUSED /* accepted by PyTorch, not by the harness: any value is refused */
+} kind_opt_type;
+
+typedef struct kind_opt {
+    const char *name; /* as written: bias=no */
+    kind_opt_type type;
+    size_t offset;              /* the field it fills in the kind's spec */
+    int64_t min;                /* INT: the smallest value (0 or 1) */
+    int64_t def;                /* the default: INT's value, BOOL's 0/1, CHOICE's index */
+    const char *const *choices; /* CHOICE */
+    int n_choices;              /* CHOICE */
+    const char *required;       /* non-NULL: a layer's option that must be
+                                 * given; the form, "kernel=K" */
+    const char *refusal;        /* REFUSED: the message */
+} kind_opt;
+
+/* A number of the signature: "in_features" names it in messages, "in" in JSON. */
+typedef struct kind_arg {
+    const char *name, *json;
+    size_t offset; /* an int64_t of the layer_spec */
+    int64_t min;
+} kind_arg;
+
+/* ---- shapes ---- */
+
+typedef struct layer_shape {
+    int ndim; /* per sample: the batch dim is not counted */
+    int64_t dim[LAYER_MAX_RANK];
+} layer_shape;
+
+/* Who a shape rule's message is about: the layer's input (the data shape, for the first
+ * layer when one is given) or the layer's own numbers. */
+typedef enum shape_blame { SHAPE_INPUT, SHAPE_LAYER } shape_blame;
+
+/* The caller's sink for a shape rule's messages ("input has 3 features"); the caller
+ * prefixes them with the layer's line. */
+typedef struct shape_check {
+    void (*fail)(struct shape_check *sc, shape_blame who, const char *msg);
+} shape_check;
+void shape_fail(shape_check *sc, shape_blame who, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "3x32x32" into buf */
+void shape_text(const layer_shape *s, char *buf, size_t len);
+/* a * b and a + b of sizes >= 0, saturating at INT64_MAX instead of overflowing */
+int64_t size_mul(int64_t a, int64_t b);
+int64_t size_add(int64_t a, int64_t b);
+
+/* ---- parameters ---- */
+
+typedef enum param_init {
+    /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)): kaiming_uniform_(a=sqrt(5)) for nn.Linear's and
+     * nn.Conv2d's weight, and their bias's init */
+    PARAM_INIT_UNIFORM_FAN_IN
+} param_init;
+
+typedef struct layer_param {
+    const char *name; /* "weight": the tensor is "<layer>.weight" */
+    int ndim;
+    int64_t shape[4];
+    param_init init;
+    int64_t fan_in;
+} layer_param;
+
+/* ---- definitions ---- */
+
+typedef struct layer_def {
+    const char *name;
+    const char *signature; /* the words after the name, "IN -> OUT"; "" for none */
+    const kind_arg *args;  /* one per upper-case word of the signature */
+    int n_args;
+    const kind_opt *opts; /* offsets into layer_spec */
+    int n_opts;
+    /* in[0..n_inputs) to *out; false when the shape walk cannot go on */
+    bool (*shape)(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc);
+    /* the input it implies as the first layer of a case whose [data] has no shape; false:
+     * it implies none, and [data] shape is required */
+    bool (*input_shape)(const layer_spec *l, layer_shape *in);
+    /* fills out[0..LAYER_MAX_PARAMS), returns how many */
+    int (*params)(const layer_spec *l, layer_param *out);
+    const autocast_op *autocast; /* the ops its forward runs */
+    int n_autocast;
+    tensor *(*forward)(run *r, const layer_spec *l, tensor *const *in, tensor *const *params);
+    /* "linear 4 → 8 (no bias)": snprintf's contract */
+    int (*describe)(const layer_spec *l, char *buf, size_t len);
+} layer_def;
+
+typedef struct loss_def {
+    const char *name;
+    const kind_opt *opts; /* offsets into case_config */
+    int n_opts;
+    bool class_target;           /* the target is int64 class labels [B] */
+    const autocast_op *autocast; /* the ops its forward runs */
+    int n_autocast;
+    /* the loss (a new reference) of the model's output against the target */
+    tensor *(*forward)(run *r, const case_config *cfg, tensor *out, tensor *target);
+} loss_def;
+
+/* The kinds' definitions (each in its layers/<kind>.c). */
+extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
+extern const loss_def cross_entropy_def, mse_def;
+
+/* ---- the registry ---- */
+
+const layer_def *layer_def_of(layer_kind k);
+const loss_def *loss_def_of(loss_kind k);
+extern const char *const reduction_names[REDUCTION_COUNT];
+/* "fc1 = linear 4 → 8" (what report.md's **Model:** line lists); snprintf's contract */
+int layer_describe(const layer_spec *l, char *buf, size_t len);
+/* 0 when the definitions are complete and their names unique; else -1 and a message
+ * naming the kind and what it lacks. Run on the registry at start-up (registry.c). */
+int layer_defs_check(const layer_def *const *defs, int n, char *err, size_t len);
+int loss_defs_check(const loss_def *const *defs, int n, char *err, size_t len);
+
+/* ---- for the kinds' files ---- */
+
+/* the rules of a kind that keeps its input's shape, implies no input, has no parameters */
+bool shape_same(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc);
+bool no_input_shape(const layer_spec *l, layer_shape *in);
+int no_params(const layer_spec *l, layer_param *out);
+/* PyTorch's names of a dtype in its error texts (linear.c) */
+const char *scalar_type_name(dtype dt);      /* "Half" */
+const char *type_meta_name(dtype dt);        /* "c10::Half" */
+const char *cuda_tensor_type_name(dtype dt); /* "torch.cuda.HalfTensor" */
+
+#endif

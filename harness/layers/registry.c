@@ -1,0 +1,192 @@
+/*
+ * registry.c: the arrays of layer and loss kinds (layer.h), indexed by kinds.h's enums,
+ * the check that every definition is complete (run at start-up, and by the tests on broken
+ * copies), and the helpers the kinds' files share.
+ */
+#include "layer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const layer_def *const layer_defs[] = {
+    [LAYER_LINEAR] = &linear_def,
+    [LAYER_RELU] = &relu_def,
+    [LAYER_CONV2D] = &conv2d_def,
+    [LAYER_FLATTEN] = &flatten_def,
+};
+_Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
+               "layer_defs needs one entry per layer_kind");
+
+static const loss_def *const loss_defs[] = {
+    [LOSS_CROSS_ENTROPY] = &cross_entropy_def,
+    [LOSS_MSE] = &mse_def,
+};
+_Static_assert(sizeof loss_defs / sizeof loss_defs[0] == LOSS_KIND_COUNT,
+               "loss_defs needs one entry per loss_kind");
+
+const char *const reduction_names[REDUCTION_COUNT] = {
+    [REDUCTION_MEAN] = "mean", [REDUCTION_NONE] = "none"};
+
+const layer_def *layer_def_of(layer_kind k) { return layer_defs[k]; }
+
+const loss_def *loss_def_of(loss_kind k) { return loss_defs[k]; }
+
+int layer_describe(const layer_spec *l, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s = ", l->name);
+    if (n < 0)
+        return n;
+    size_t off = (size_t)n < len ? (size_t)n : len;
+    int m = layer_defs[l->kind]->describe(l, buf + off, len - off);
+    return m < 0 ? m : n + m;
+}
+
+/* ---- the check ---- */
+
+static int bad(char *err, size_t len, const char *what, int i, const char *name, const char *lacks)
+{
+    snprintf(err, len, "%s kind %d (%s) %s", what, i, name ? name : "unnamed", lacks);
+    return -1;
+}
+
+/* NULL when the options are complete, else what is wrong */
+static const char *opts_problem(const kind_opt *opts, int n)
+{
+    if (n < 0 || n > LAYER_MAX_OPTS || (n > 0 && !opts))
+        return "has no options table for its option count";
+    for (int i = 0; i < n; i++) {
+        const kind_opt *o = &opts[i];
+        if (!o->name || !*o->name)
+            return "has an option without a name";
+        if (o->type == KIND_OPT_CHOICE && (!o->choices || o->n_choices < 1))
+            return "has a choice option without choices";
+        if (o->type == KIND_OPT_REFUSED && !o->refusal)
+            return "has a refused option without its message";
+        for (int j = 0; j < i; j++)
+            if (strcmp(opts[j].name, o->name) == 0)
+                return "has two options of one name";
+    }
+    return NULL;
+}
+
+static const char *autocast_problem(const autocast_op *ops, int n)
+{
+    if (!ops || n < 1)
+        return "has no autocast entry";
+    for (int i = 0; i < n; i++)
+        if (!ops[i].op || !ops[i].pytorch_list)
+            return "has an autocast entry without its op or PyTorch list";
+    return NULL;
+}
+
+/* upper-case words of a signature: the numbers it reads */
+static int signature_numbers(const char *s)
+{
+    int n = 0;
+    for (const char *p = s; *p;) {
+        while (*p == ' ')
+            p++;
+        if (*p >= 'A' && *p <= 'Z')
+            n++;
+        while (*p && *p != ' ')
+            p++;
+    }
+    return n;
+}
+
+int layer_defs_check(const layer_def *const *defs, int n, char *err, size_t len)
+{
+    for (int i = 0; i < n; i++) {
+        const layer_def *d = defs[i];
+        if (!d)
+            return bad(err, len, "layer", i, NULL, "has no definition in the registry");
+        const char *p = !d->name || !*d->name ? "has no name"
+                        : !d->signature       ? "has no signature (\"\" for none)"
+                        : signature_numbers(d->signature) != d->n_args || (d->n_args && !d->args)
+                            ? "has a signature whose numbers are not its args"
+                        : !d->shape       ? "has no shape rule"
+                        : !d->input_shape ? "has no input_shape rule"
+                        : !d->params      ? "has no params rule"
+                        : !d->forward     ? "has no forward"
+                        : !d->describe    ? "has no description"
+                                          : NULL;
+        if (!p)
+            p = opts_problem(d->opts, d->n_opts);
+        if (!p)
+            p = autocast_problem(d->autocast, d->n_autocast);
+        for (int j = 0; !p && j < i; j++)
+            if (defs[j] && defs[j]->name && strcmp(defs[j]->name, d->name) == 0)
+                p = "has the name of another kind";
+        if (p)
+            return bad(err, len, "layer", i, d->name, p);
+    }
+    return 0;
+}
+
+int loss_defs_check(const loss_def *const *defs, int n, char *err, size_t len)
+{
+    for (int i = 0; i < n; i++) {
+        const loss_def *d = defs[i];
+        if (!d)
+            return bad(err, len, "loss", i, NULL, "has no definition in the registry");
+        const char *p = !d->name || !*d->name ? "has no name"
+                        : !d->forward         ? "has no forward"
+                                              : NULL;
+        if (!p)
+            p = opts_problem(d->opts, d->n_opts);
+        if (!p)
+            p = autocast_problem(d->autocast, d->n_autocast);
+        for (int j = 0; !p && j < i; j++)
+            if (defs[j] && defs[j]->name && strcmp(defs[j]->name, d->name) == 0)
+                p = "has the name of another kind";
+        if (p)
+            return bad(err, len, "loss", i, d->name, p);
+    }
+    return 0;
+}
+
+/* A kind left half done is a bug of the build, found before any case is read. */
+__attribute__((constructor)) static void registry_check_at_start(void)
+{
+    char err[256];
+    if (layer_defs_check(layer_defs, LAYER_KIND_COUNT, err, sizeof err) ||
+        loss_defs_check(loss_defs, LOSS_KIND_COUNT, err, sizeof err)) {
+        fprintf(stderr, "ampscope: internal error: %s (harness/layers/registry.c)\n", err);
+        abort();
+    }
+}
+
+/* ---- shared by the kinds ---- */
+
+void shape_fail(shape_check *sc, shape_blame who, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    sc->fail(sc, who, msg);
+}
+
+void shape_text(const layer_shape *s, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->ndim && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, i ? "x%lld" : "%lld", (long long)s->dim[i]);
+}
+
+int64_t size_mul(int64_t a, int64_t b) { return b != 0 && a > INT64_MAX / b ? INT64_MAX : a * b; }
+
+int64_t size_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+bool shape_same(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc)
+{
+    *out = in[0];
+    return true;
+}
+
+bool no_input_shape(const layer_spec *l, layer_shape *in) { return false; }
+
+int no_params(const layer_spec *l, layer_param *out) { return 0; }

@@ -1,0 +1,280 @@
+/*
+ * test_registry.c: the layer and loss registry (harness/layers/layer.h): every kind is
+ * complete and named once; the completeness check catches a definition left half done
+ * (tested on broken copies of real definitions); the kinds' descriptions are the text
+ * report.md prints; their shape and params rules give PyTorch's shapes; `ampscope ops`
+ * lists every kind's autocast entries in the order it always has.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/layers/layer.h"
+#include "../harness/report.h"
+#include "helpers.h"
+
+static const layer_def *all_layers[LAYER_KIND_COUNT];
+static const loss_def *all_losses[LOSS_KIND_COUNT];
+
+static void fill(void)
+{
+    for (int k = 0; k < LAYER_KIND_COUNT; k++)
+        all_layers[k] = layer_def_of((layer_kind)k);
+    for (int k = 0; k < LOSS_KIND_COUNT; k++)
+        all_losses[k] = loss_def_of((loss_kind)k);
+}
+
+Test(registry, every_kind_is_complete_and_named_once)
+{
+    fill();
+    for (int k = 0; k < LAYER_KIND_COUNT; k++) {
+        const layer_def *d = all_layers[k];
+        cr_assert_not_null(d, "layer kind %d", k);
+        cr_expect(d->name && *d->name, "layer kind %d has no name", k);
+        cr_expect(d->n_opts == 0 || d->opts, "%s: options", d->name);
+        cr_expect(d->signature != NULL, "%s: signature", d->name);
+        cr_expect(d->shape && d->input_shape && d->params, "%s: shape or params rule", d->name);
+        cr_expect(d->forward && d->describe, "%s: forward or description", d->name);
+        cr_expect(d->autocast && d->n_autocast >= 1, "%s: autocast entry", d->name);
+        for (int j = 0; j < k; j++)
+            cr_expect_str_neq(d->name, all_layers[j]->name);
+    }
+    for (int k = 0; k < LOSS_KIND_COUNT; k++) {
+        const loss_def *d = all_losses[k];
+        cr_assert_not_null(d, "loss kind %d", k);
+        cr_expect(d->name && *d->name && d->forward, "loss kind %d", k);
+        cr_expect(d->autocast && d->n_autocast >= 1, "%s: autocast entry", d->name);
+        for (int j = 0; j < k; j++)
+            cr_expect_str_neq(d->name, all_losses[j]->name);
+    }
+    char err[256] = "";
+    cr_expect_eq(layer_defs_check(all_layers, LAYER_KIND_COUNT, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(loss_defs_check(all_losses, LOSS_KIND_COUNT, err, sizeof err), 0, "%s", err);
+    /* the names case files use, in the order "expected ..." lists them */
+    cr_expect_str_eq(all_layers[LAYER_LINEAR]->name, "linear");
+    cr_expect_str_eq(all_layers[LAYER_RELU]->name, "relu");
+    cr_expect_str_eq(all_layers[LAYER_CONV2D]->name, "conv2d");
+    cr_expect_str_eq(all_layers[LAYER_FLATTEN]->name, "flatten");
+    cr_expect_str_eq(all_losses[LOSS_CROSS_ENTROPY]->name, "cross_entropy");
+    cr_expect_str_eq(all_losses[LOSS_MSE]->name, "mse");
+}
+
+/* layer_defs_check on the registry with kind k replaced by a broken copy of it */
+static int check_with(int k, const layer_def *broken, char *err, size_t len)
+{
+    fill();
+    const layer_def *defs[LAYER_KIND_COUNT];
+    memcpy(defs, all_layers, sizeof defs);
+    defs[k] = broken;
+    return layer_defs_check(defs, LAYER_KIND_COUNT, err, len);
+}
+
+static void expect_caught(int k, const layer_def *broken, const char *needle)
+{
+    char err[256] = "";
+    cr_expect_eq(check_with(k, broken, err, sizeof err), -1, "not caught: %s", needle);
+    cr_expect(strstr(err, needle) != NULL, "'%s' not in: %s", needle, err);
+}
+
+Test(registry, the_check_catches_a_kind_left_half_done)
+{
+    fill();
+    layer_def d = *all_layers[LAYER_CONV2D];
+    d.forward = NULL;
+    expect_caught(LAYER_CONV2D, &d, "(conv2d) has no forward");
+    d = *all_layers[LAYER_CONV2D];
+    d.describe = NULL;
+    expect_caught(LAYER_CONV2D, &d, "has no description");
+    d = *all_layers[LAYER_CONV2D];
+    d.shape = NULL;
+    expect_caught(LAYER_CONV2D, &d, "has no shape rule");
+    d = *all_layers[LAYER_CONV2D];
+    d.params = NULL;
+    expect_caught(LAYER_CONV2D, &d, "has no params rule");
+    d = *all_layers[LAYER_RELU];
+    d.n_autocast = 0;
+    expect_caught(LAYER_RELU, &d, "(relu) has no autocast entry");
+    d = *all_layers[LAYER_RELU];
+    d.name = NULL;
+    expect_caught(LAYER_RELU, &d, "has no name");
+    d = *all_layers[LAYER_LINEAR];
+    d.n_args = 1; /* "IN -> OUT" reads two numbers */
+    expect_caught(LAYER_LINEAR, &d, "numbers are not its args");
+    d = *all_layers[LAYER_LINEAR];
+    d.opts = NULL;
+    expect_caught(LAYER_LINEAR, &d, "no options table");
+    d = *all_layers[LAYER_FLATTEN];
+    d.name = "relu";
+    expect_caught(LAYER_FLATTEN, &d, "the name of another kind");
+    char err[256] = "";
+    cr_expect_eq(check_with(LAYER_FLATTEN, NULL, err, sizeof err), -1);
+    cr_expect(strstr(err, "layer kind 3") && strstr(err, "no definition"), "%s", err);
+    /* a choice option without its choices */
+    kind_opt opt = {.name = "mode", .type = KIND_OPT_CHOICE};
+    d = *all_layers[LAYER_FLATTEN];
+    d.opts = &opt;
+    d.n_opts = 1;
+    expect_caught(LAYER_FLATTEN, &d, "choice option without choices");
+
+    loss_def l = *all_losses[LOSS_MSE];
+    l.forward = NULL;
+    const loss_def *losses[LOSS_KIND_COUNT] = {all_losses[0], &l};
+    cr_expect_eq(loss_defs_check(losses, LOSS_KIND_COUNT, err, sizeof err), -1);
+    cr_expect(strstr(err, "(mse) has no forward"), "%s", err);
+    l = *all_losses[LOSS_MSE];
+    l.autocast = NULL;
+    cr_expect_eq(loss_defs_check(losses, LOSS_KIND_COUNT, err, sizeof err), -1);
+    cr_expect(strstr(err, "(mse) has no autocast entry"), "%s", err);
+}
+
+static layer_spec spec(layer_kind kind, int64_t in, int64_t out, bool bias)
+{
+    return (layer_spec){.name = "x",
+                        .kind = kind,
+                        .in = in,
+                        .out = out,
+                        .bias = bias,
+                        .kernel = 3,
+                        .stride = 2,
+                        .padding = 1,
+                        .dilation = 1};
+}
+
+Test(registry, descriptions_are_the_model_line_of_report_md)
+{
+    char buf[256];
+    layer_spec l = spec(LAYER_LINEAR, 4, 8, true);
+    layer_describe(&l, buf, sizeof buf);
+    cr_expect_str_eq(buf, "x = linear 4 → 8");
+    l.bias = false;
+    layer_describe(&l, buf, sizeof buf);
+    cr_expect_str_eq(buf, "x = linear 4 → 8 (no bias)");
+    l = spec(LAYER_CONV2D, 3, 16, false);
+    layer_describe(&l, buf, sizeof buf);
+    cr_expect_str_eq(buf, "x = conv2d 3 → 16, kernel 3, stride 2, padding 1 (no bias)");
+    l = spec(LAYER_RELU, 0, 0, true);
+    layer_describe(&l, buf, sizeof buf);
+    cr_expect_str_eq(buf, "x = relu");
+    l = spec(LAYER_FLATTEN, 0, 0, true);
+    layer_describe(&l, buf, sizeof buf);
+    cr_expect_str_eq(buf, "x = flatten");
+    /* snprintf's contract: the length it would have written */
+    l = spec(LAYER_LINEAR, 4, 8, true);
+    cr_expect_eq(layer_describe(&l, buf, 3), (int)strlen("x = linear 4 → 8"));
+    cr_expect_str_eq(buf, "x ");
+}
+
+/* The same text as the report's **Model:** line, for a case with every layer kind. */
+Test(registry, descriptions_match_the_report_of_a_run, .timeout = 120)
+{
+    const char *path = "tests/cases/small-conv-flatten.case";
+    char dir[256], case_dir[512], err[512], line[2048] = "", want[2048];
+    make_temp_dir(dir, sizeof dir);
+    case_result res;
+    run_case_file(path, dir, &res, NULL);
+    static case_config cfg;
+    err_list errs = {0};
+    cr_assert_eq(case_load(path, NULL, 0, &cfg, &errs), 0);
+    snprintf(case_dir, sizeof case_dir, "%s/%s", dir, cfg.name);
+    cr_assert_eq(report_case(&cfg, &res, case_dir, err, sizeof err), 0, "%s", err);
+    char report[600];
+    snprintf(report, sizeof report, "%s/report.md", case_dir);
+    FILE *f = fopen(report, "r");
+    cr_assert_not_null(f);
+    while (fgets(line, sizeof line, f) && strncmp(line, "**Model:** ", 11) != 0)
+        ;
+    fclose(f);
+    int n = snprintf(want, sizeof want, "**Model:** ");
+    for (int i = 0; i < cfg.n_layers; i++) {
+        n += snprintf(want + n, sizeof want - (size_t)n, "%s", i ? ", " : "");
+        n += layer_describe(&cfg.layers[i], want + n, sizeof want - (size_t)n);
+    }
+    snprintf(want + n, sizeof want - (size_t)n, ".\n");
+    cr_expect_str_eq(line, want);
+    cr_expect(strstr(want, "conv2d") && strstr(want, "relu") && strstr(want, "flatten") &&
+              strstr(want, "linear"));
+    rm_rf(dir);
+}
+
+static char last_msg[512];
+static shape_blame last_who;
+static void keep(shape_check *sc, shape_blame who, const char *msg)
+{
+    last_who = who;
+    snprintf(last_msg, sizeof last_msg, "%s", msg);
+}
+
+Test(registry, shape_and_params_rules)
+{
+    shape_check sc = {keep};
+    layer_shape out;
+    /* nn.Conv2d(3, 16, 3, stride=2, padding=1) on 3x32x32: 16x16x16 */
+    layer_spec c = spec(LAYER_CONV2D, 3, 16, true);
+    layer_shape img = {3, {3, 32, 32}};
+    cr_assert(conv2d_def.shape(&c, &img, &out, &sc));
+    cr_expect(out.ndim == 3 && out.dim[0] == 16 && out.dim[1] == 16 && out.dim[2] == 16);
+    /* flatten: 16*16*16 features */
+    cr_assert(flatten_def.shape(&c, &out, &out, &sc));
+    cr_expect(out.ndim == 1 && out.dim[0] == 4096);
+    /* linear on a wrong feature count: said about the input, and the walk goes on */
+    layer_spec l = spec(LAYER_LINEAR, 10, 5, true);
+    last_msg[0] = '\0';
+    cr_expect(linear_def.shape(&l, &out, &out, &sc));
+    cr_expect_str_eq(last_msg, "input has 4096 features");
+    cr_expect_eq(last_who, SHAPE_INPUT);
+    cr_expect(out.ndim == 1 && out.dim[0] == 5);
+    /* conv2d whose output would be empty: said about the layer, the walk stops */
+    layer_spec big = spec(LAYER_CONV2D, 3, 4, true);
+    big.kernel = 9;
+    big.padding = 0;
+    layer_shape small = {3, {3, 4, 4}};
+    cr_expect_not(conv2d_def.shape(&big, &small, &out, &sc));
+    cr_expect_eq(last_who, SHAPE_LAYER);
+    cr_expect_str_eq(last_msg, "output size 4x-2x-2 is too small (input 3x4x4)");
+
+    /* nn.Conv2d's weight [out, in, k, k], bias [out], fan_in = in * k * k */
+    layer_param ps[LAYER_MAX_PARAMS];
+    cr_assert_eq(conv2d_def.params(&c, ps), 2);
+    cr_expect_str_eq(ps[0].name, "weight");
+    cr_expect(ps[0].ndim == 4 && ps[0].shape[0] == 16 && ps[0].shape[1] == 3 &&
+              ps[0].shape[2] == 3 && ps[0].shape[3] == 3);
+    cr_expect_eq(ps[0].fan_in, 27);
+    cr_expect_str_eq(ps[1].name, "bias");
+    cr_expect(ps[1].ndim == 1 && ps[1].shape[0] == 16 && ps[1].fan_in == 27);
+    /* nn.Linear(10, 5, bias=False): weight [5, 10] only */
+    l.bias = false;
+    cr_assert_eq(linear_def.params(&l, ps), 1);
+    cr_expect(ps[0].ndim == 2 && ps[0].shape[0] == 5 && ps[0].shape[1] == 10 && ps[0].fan_in == 10);
+    cr_expect_eq(relu_def.params(&l, ps), 0);
+    /* only a linear first layer implies the input shape */
+    cr_expect(linear_def.input_shape(&l, &out) && out.ndim == 1 && out.dim[0] == 10);
+    cr_expect_not(conv2d_def.input_shape(&c, &out));
+}
+
+Test(registry, ops_prints_every_kind_s_autocast_entries_in_the_usual_order)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    autocast_print_table(f);
+    fclose(f);
+    static const char *const rows[] = {"op ",       "linear ",   "conv2d ", "log_softmax ",
+                                       "nll_loss ", "mse_loss ", "relu ",   "flatten ",
+                                       "mean ",     "mul "};
+    const char *p = text;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        cr_expect_eq(strncmp(p, rows[i], strlen(rows[i])), 0, "row %zu: %.40s", i, p);
+        p = strchr(p, '\n');
+        cr_assert_not_null(p);
+        p++;
+    }
+    cr_expect_eq(*p, '\0', "extra rows: %s", p);
+    cr_expect(strstr(text, "conv2d       autocast dtype  lower_precision_fp"), "%s", text);
+    cr_expect(strstr(text, "nll_loss     float32         fp32: KERNEL_CUDA(nll_loss, fp32)"));
+    cr_expect_eq(autocast_policy_of("mse_loss"), AUTOCAST_FP32);
+    cr_expect_eq(autocast_policy_of("linear"), AUTOCAST_LOWER);
+    cr_expect_eq(autocast_policy_of("flatten"), AUTOCAST_NONE);
+    free(text);
+}
