@@ -16,7 +16,7 @@ Per case folder (RESULTS_DIR/<case>/):
                    part that rounds to zero in float16 shaded, zeros as a bar at the left; when
                    the step scaled its loss, a second panel with the same values divided by
                    the loss scale: where they would lie without the GradScaler. The step is
-                   the first with such rows (harness/case_files.c picks the same one).
+                   the first with such rows (harness/report_files.c picks the same one).
   memory.png       peak bytes of each memory category (memory.csv), stacked, and the bytes
                    held at the end of the run; the peak of the total marked.
   loss_scale.png   loss and loss scale over the steps (steps.csv), for cases with 2+ steps.
