@@ -1,7 +1,8 @@
 /*
  * backend_load.c: finds and opens the CUDA backend, a shared library next to the binary
  * (bin/../lib/libampscope_cuda.so), with dlopen, so bin/ampscope starts on machines without
- * CUDA libraries.
+ * CUDA libraries. The table the library fills is checked (backend_check) before it is
+ * used.
  */
 #include <dlfcn.h>
 #include <libgen.h>
@@ -39,5 +40,11 @@ backend *backend_cuda_load(mem_account *account, const char *lib_dir, char *err,
                  BACKEND_CUDA_OPEN_SYMBOL);
         return NULL;
     }
-    return open_fn(account, err, errlen); /* NULL with err filled by the library */
+    backend *be = open_fn(account, err, errlen); /* NULL with err filled by the library */
+    if (be && backend_check(be, err, errlen)) {
+        if (be->close)
+            be->close(be);
+        return NULL;
+    }
+    return be;
 }

@@ -178,28 +178,9 @@ extern "C" backend *ampscope_backend_cuda_open(mem_account *account, char *err, 
     be->mem_available = cuda_mem_available;
     be->synchronize = cuda_synchronize;
     be->close = cuda_close;
-    be->cast = cuda_cast;
-    be->mul_scalar = cuda_mul_scalar;
-    be->fill = cuda_fill;
-    be->observe = cuda_observe;
-    be->relu_forward = cuda_relu_forward;
-    be->relu_backward = cuda_relu_backward;
-    be->linear_forward = cuda_linear_forward;
-    be->linear_backward_input = cuda_linear_backward_input;
-    be->linear_backward_weight = cuda_linear_backward_weight;
-    be->channel_sum = cuda_channel_sum;
-    be->conv2d_forward = cuda_conv2d_forward;
-    be->conv2d_backward_input = cuda_conv2d_backward_input;
-    be->conv2d_backward_weight = cuda_conv2d_backward_weight;
-    be->log_softmax_forward = cuda_log_softmax_forward;
-    be->log_softmax_backward = cuda_log_softmax_backward;
-    be->nll_loss_forward = cuda_nll_loss_forward;
-    be->nll_loss_backward = cuda_nll_loss_backward;
-    be->mse_forward = cuda_mse_forward;
-    be->mse_backward = cuda_mse_backward;
-    be->mean_forward = cuda_mean_forward;
-    be->mean_backward = cuda_mean_backward;
-    be->unscale = cuda_unscale;
-    be->optimizer_step = cuda_optimizer_step;
+    /* cuda_<op> for every op of backend.h's list (declared in cuda.cuh) */
+#define CUDA_ENTRY(name, params) be->name = cuda_##name;
+    BACKEND_OPS(CUDA_ENTRY)
+#undef CUDA_ENTRY
     return be;
 }
