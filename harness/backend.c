@@ -1,6 +1,6 @@
 /*
  * backend.c: the contract every backend table is held to (backend.h): the names of the
- * ops and the check each open path runs on the table it fills.
+ * ops, the check each open path runs on the table it fills, and the supports() query.
  */
 #include <stdio.h>
 #include <string.h>
@@ -46,4 +46,9 @@ int backend_check(const backend *be, char *err, int errlen)
     snprintf(err, (size_t)errlen, "the %s backend leaves %d function%s of its table empty: %s",
              be->name ? be->name : "(unnamed)", n, n == 1 ? "" : "s", list);
     return -1;
+}
+
+bool backend_supports(const backend *be, backend_op op, dtype dt)
+{
+    return !be->supports || be->supports(be, op, dt);
 }

@@ -130,7 +130,7 @@ typedef struct backend backend;
     X(optimizer_step, (backend *be, const optim_config *cfg, const optim_hyper *h,               \
                        optim_tensors *t, optim_result *out))
 
-/* BACKEND_OP_cast, ...: an op, by its place in the list */
+/* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {
 #define BACKEND_OP_ENUM(name, params) BACKEND_OP_##name,
     BACKEND_OPS(BACKEND_OP_ENUM)
@@ -141,11 +141,16 @@ typedef enum backend_op {
 struct backend {
     const char *name;        /* "cpu" | "cuda" | "dry" */
     bool native_math;        /* --gpu-math native: library GEMMs write half outputs directly */
+    bool has_native_math;    /* the backend can run with native_math on */
     bool dry;                /* the counting backend: nothing is computed, values are not made */
     char device[128];        /* summary.csv's device: "cpu", "cuda:NVIDIA H200" */
     char err[512];           /* message of the last failure an op returned */
     mem_account *account;    /* where scratch allocations are counted (as MEM_WORKSPACE) */
     void *ctx;               /* the backend's own state */
+
+    /* Optional: whether op runs with operands of dtype dt; NULL runs every op in every
+     * dtype. Ask through backend_supports(). */
+    bool (*supports)(const backend *be, backend_op op, dtype dt);
 
 #define BACKEND_MEMORY_FIELD(ret, name, params) ret(*name) params;
     BACKEND_MEMORY_FNS(BACKEND_MEMORY_FIELD)
@@ -175,6 +180,8 @@ typedef backend *(*backend_cuda_open_fn)(mem_account *account, char *err, int er
 /* 0 when every memory function and op of be is filled; else -1 with a message in err
  * naming the backend and each one left NULL. */
 int backend_check(const backend *be, char *err, int errlen);
+/* Whether be runs op with operands of dtype dt (be->supports, or every op when it is NULL). */
+bool backend_supports(const backend *be, backend_op op, dtype dt);
 /* "cast", "linear_forward", ...: the op's name in the list */
 const char *backend_op_name(backend_op op);
 

@@ -168,6 +168,7 @@ extern "C" backend *ampscope_backend_cuda_open(mem_account *account, char *err, 
     CUDA_CHECK(cudaMallocHost((void **)&x->host, sizeof *x->host));
 
     be->name = "cuda";
+    be->has_native_math = true;
     snprintf(be->device, sizeof be->device, "cuda:%.120s", x->device_name);
     be->account = account;
     be->ctx = x;
