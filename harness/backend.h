@@ -23,6 +23,13 @@
  * kernels/): adding an op is one line there plus its cpu_<op> and cuda_<op>. Every open
  * path (CPU, counting, CUDA) runs backend_check(), which names each op or memory function
  * a table leaves NULL.
+ *
+ * ABI: the CUDA backend is a shared library built from these sources; backend_cuda_load()
+ * refuses one whose BACKEND_ABI_VERSION or sizeof(struct backend) differs from the
+ * binary's, before anything in it runs. Bump BACKEND_ABI_VERSION with every change to
+ * struct backend or to a type its functions take (tensor, round_stats, conv2d_geom,
+ * optim_*, mem_account): a field or op added, removed, reordered, retyped or given another
+ * meaning. The size catches only some of these; the version all.
  */
 #ifndef AMPSCOPE_BACKEND_H
 #define AMPSCOPE_BACKEND_H
@@ -160,6 +167,14 @@ struct backend {
 #undef BACKEND_OP_FIELD
 };
 
+/* What the CUDA library says it was built for (BACKEND_ABI_SYMBOL). This struct never
+ * changes: it is how two builds learn that everything else may have. */
+typedef struct backend_abi {
+    int32_t version;     /* BACKEND_ABI_VERSION of its sources */
+    int64_t table_bytes; /* sizeof(struct backend) there */
+} backend_abi;
+#define BACKEND_ABI_VERSION 1
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -176,6 +191,8 @@ backend *backend_cuda_load(mem_account *account, const char *lib_dir, char *err,
 /* What the CUDA library exports (looked up by name with dlsym). */
 typedef backend *(*backend_cuda_open_fn)(mem_account *account, char *err, int errlen);
 #define BACKEND_CUDA_OPEN_SYMBOL "ampscope_backend_cuda_open"
+typedef backend_abi (*backend_abi_fn)(void);
+#define BACKEND_ABI_SYMBOL "ampscope_backend_abi"
 
 /* 0 when every memory function and op of be is filled; else -1 with a message in err
  * naming the backend and each one left NULL. */

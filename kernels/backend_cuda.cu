@@ -8,6 +8,12 @@
  */
 #include "cuda.cuh"
 
+/* the sources this library was built from, checked by backend_load.c before it opens it */
+extern "C" backend_abi ampscope_backend_abi(void)
+{
+    return backend_abi{BACKEND_ABI_VERSION, (int64_t)sizeof(struct backend)};
+}
+
 static int64_t free_bytes(void)
 {
     size_t fr = 0, total = 0;
