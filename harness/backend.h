@@ -28,8 +28,8 @@
  * refuses one whose BACKEND_ABI_VERSION or sizeof(struct backend) differs from the
  * binary's, before anything in it runs. Bump BACKEND_ABI_VERSION with every change to
  * struct backend or to a type its functions take (tensor, round_stats, conv2d_geom,
- * optim_*, mem_account): a field or op added, removed, reordered, retyped or given another
- * meaning. The size catches only some of these; the version all.
+ * optim_*, mem_account, backend_values_fn): a field or op added, removed, reordered,
+ * retyped or given another meaning. The size catches only some of these; the version all.
  */
 #ifndef AMPSCOPE_BACKEND_H
 #define AMPSCOPE_BACKEND_H
@@ -66,12 +66,21 @@ typedef struct optim_result {
 
 typedef struct backend backend;
 
+/* Host values for upload_values: a malloc'd buffer of the requested bytes, in the tensor's
+ * dtype, that the backend copies and frees. It may end the run instead of returning (it is
+ * called before the backend holds anything); it never returns NULL. */
+typedef void *(*backend_values_fn)(void *ctx);
+
 /* X(return type, name, parameters): the backend's memory and lifetime. */
 #define BACKEND_MEMORY_FNS(X)                                                                    \
     /* NULL (and be->err) when out of memory */                                                  \
     X(void *, alloc, (backend *be, int64_t bytes))                                               \
     X(void, free, (backend *be, void *p))                                                        \
     X(void, upload, (backend *be, void *dst, const void *src, int64_t bytes))                    \
+    /* dst (bytes) = what make(ctx) returns; a backend whose tensors hold no values (the         \
+     * counting backend) never calls make */                                                     \
+    X(void, upload_values, (backend *be, void *dst, int64_t bytes, backend_values_fn make,       \
+                            void *ctx))                                                          \
     X(void, download, (backend *be, void *dst, const void *src, int64_t bytes))                  \
     X(int64_t, mem_available, (backend *be))                                                     \
     /* waits for queued work (timing) */                                                         \
@@ -149,7 +158,8 @@ struct backend {
     const char *name;        /* "cpu" | "cuda" | "dry" */
     bool native_math;        /* --gpu-math native: library GEMMs write half outputs directly */
     bool has_native_math;    /* the backend can run with native_math on */
-    bool dry;                /* the counting backend: nothing is computed, values are not made */
+    bool observe_every_step; /* runs through it observe every step (the counting backend:
+                              * the preflight's peak is that of an observed step) */
     char device[128];        /* summary.csv's device: "cpu", "cuda:NVIDIA H200" */
     char err[512];           /* message of the last failure an op returned */
     mem_account *account;    /* where scratch allocations are counted (as MEM_WORKSPACE) */
@@ -173,7 +183,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 1
+#define BACKEND_ABI_VERSION 2
 
 #ifdef __cplusplus
 extern "C" {

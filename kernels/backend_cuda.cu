@@ -91,6 +91,14 @@ static void cuda_upload(backend *be, void *dst, const void *src, int64_t bytes)
     CUDA_CHECK(cudaStreamSynchronize(x->stream));
 }
 
+static void cuda_upload_values(backend *be, void *dst, int64_t bytes, backend_values_fn make,
+                               void *ctx)
+{
+    void *host = make(ctx);
+    cuda_upload(be, dst, host, bytes);
+    free(host);
+}
+
 static void cuda_download(backend *be, void *dst, const void *src, int64_t bytes)
 {
     cuda_ctx *x = cuda_ctx_of(be);
@@ -181,6 +189,7 @@ extern "C" backend *ampscope_backend_cuda_open(mem_account *account, char *err, 
     be->alloc = cuda_alloc;
     be->free = cuda_free;
     be->upload = cuda_upload;
+    be->upload_values = cuda_upload_values;
     be->download = cuda_download;
     be->mem_available = cuda_mem_available;
     be->synchronize = cuda_synchronize;

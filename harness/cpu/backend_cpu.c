@@ -33,6 +33,14 @@ static void cpu_copy(backend *be, void *dst, const void *src, int64_t bytes)
     memcpy(dst, src, (size_t)bytes);
 }
 
+static void cpu_upload_values(backend *be, void *dst, int64_t bytes, backend_values_fn make,
+                              void *ctx)
+{
+    void *host = make(ctx);
+    cpu_copy(be, dst, host, bytes);
+    free(host);
+}
+
 /* MemAvailable from /proc/meminfo, in bytes; -1 when it cannot be read. */
 static int64_t cpu_mem_available(backend *be)
 {
@@ -136,6 +144,7 @@ backend *backend_cpu_open(mem_account *account)
         .alloc = cpu_alloc,
         .free = cpu_free,
         .upload = cpu_copy,
+        .upload_values = cpu_upload_values,
         .download = cpu_copy,
         .mem_available = cpu_mem_available,
         .synchronize = cpu_synchronize,
