@@ -189,13 +189,15 @@ typedef struct backend_abi {
 extern "C" {
 #endif
 
-/* The CPU backend; always available. */
+/* The CPU backend; always available. NULL when out of host memory, or (with backend_check's
+ * message on stderr) when a build left a function of its table empty. */
 backend *backend_cpu_open(mem_account *account);
-/* The counting backend of the memory preflight (backend_dry.c). */
+/* The counting backend of the memory preflight (backend_dry.c); NULL as backend_cpu_open. */
 backend *backend_dry_open(mem_account *account);
 
 /* Loads lib/libampscope_cuda.so and opens the first GPU. Returns NULL with a message in
- * err ("no usable CUDA device: ...") when that is not possible. */
+ * err when that is not possible: "no usable CUDA device: ...", a library built for another
+ * ABI (both builds' numbers), or a table that fails backend_check(). */
 backend *backend_cuda_load(mem_account *account, const char *lib_dir, char *err, int errlen);
 
 /* What the CUDA library exports (looked up by name with dlsym). */
