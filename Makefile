@@ -89,9 +89,19 @@ $(AMPSCOPE): $(HARNESS_OBJ)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-$(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ)
+# CUDA backend libraries built from other sources, which tests/test_backend.c loads
+TEST_LIBS := $(BUILD)/tests/other-abi/libampscope_cuda.so $(BUILD)/tests/no-abi/libampscope_cuda.so
+$(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ) | $(TEST_LIBS)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
+
+$(BUILD)/tests/test_backend.o: CFLAGS += -DTEST_LIB_DIR='"$(BUILD)/tests"'
+$(BUILD)/tests/other-abi/libampscope_cuda.so: tests/fixtures/backend/other_abi.c harness/backend.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Iharness -fPIC -shared $< -o $@
+$(BUILD)/tests/no-abi/libampscope_cuda.so: tests/fixtures/backend/other_abi.c harness/backend.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Iharness -fPIC -shared -DWITHOUT_ABI $< -o $@
 
 # ---- the CUDA backend: a shared library bin/ampscope dlopens ----
 # its run path: the toolkit it was linked against (found where no ld.so.conf entry names it),

@@ -77,7 +77,7 @@ static void cast_backward(run *r, node *n)
     tensor *g = node_grad_tensor(r, n, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    r->be->cast(r->be, n->grad, g, stp);
+    run_check(r, r->be->cast(r->be, n->grad, g, stp));
     node_give_grad(r, n, 0, g, stp);
 }
 
@@ -89,7 +89,7 @@ tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat)
     y->is_cast = true;
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    r->be->cast(r->be, src, y, stp);
+    run_check(r, r->be->cast(r->be, src, y, stp));
     tape_record(r, "cast", cast_backward, y, &src, 1);
     observe_tensor(r->obs, y, ROLE_CAST, stp);
     return y;

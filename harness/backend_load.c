@@ -1,7 +1,9 @@
 /*
  * backend_load.c: finds and opens the CUDA backend, a shared library next to the binary
  * (bin/../lib/libampscope_cuda.so), with dlopen, so bin/ampscope starts on machines without
- * CUDA libraries.
+ * CUDA libraries. A library built from other sources (another BACKEND_ABI_VERSION or size
+ * of struct backend, backend.h) is refused before anything in it runs, and the table it
+ * fills is checked (backend_check) before it is used.
  */
 #include <dlfcn.h>
 #include <libgen.h>
@@ -33,11 +35,34 @@ backend *backend_cuda_load(mem_account *account, const char *lib_dir, char *err,
     }
     /* The library stays loaded even when no GPU is usable: unloading it would unload the
      * C++ runtime it brought in, with memory that runtime still owns. */
+    backend_abi_fn abi_fn = (backend_abi_fn)dlsym(lib, BACKEND_ABI_SYMBOL);
+    if (!abi_fn) {
+        snprintf(err, (size_t)errlen,
+                 "%s has no %s: it was built from older sources than this binary: rebuild "
+                 "with make",
+                 path, BACKEND_ABI_SYMBOL);
+        return NULL;
+    }
+    backend_abi abi = abi_fn();
+    if (abi.version != BACKEND_ABI_VERSION || abi.table_bytes != (int64_t)sizeof(backend)) {
+        snprintf(err, (size_t)errlen,
+                 "%s was built for backend ABI %d (struct backend of %lld bytes); this binary "
+                 "expects ABI %d (%zu bytes): rebuild with make",
+                 path, (int)abi.version, (long long)abi.table_bytes, BACKEND_ABI_VERSION,
+                 sizeof(backend));
+        return NULL;
+    }
     backend_cuda_open_fn open_fn = (backend_cuda_open_fn)dlsym(lib, BACKEND_CUDA_OPEN_SYMBOL);
     if (!open_fn) {
         snprintf(err, (size_t)errlen, "no usable CUDA device: %s has no %s", path,
                  BACKEND_CUDA_OPEN_SYMBOL);
         return NULL;
     }
-    return open_fn(account, err, errlen); /* NULL with err filled by the library */
+    backend *be = open_fn(account, err, errlen); /* NULL with err filled by the library */
+    if (be && backend_check(be, err, errlen)) {
+        if (be->close)
+            be->close(be);
+        return NULL;
+    }
+    return be;
 }

@@ -300,7 +300,7 @@ static int cmd_run(const cli *c)
     if (!cfgs)
         return 2;
     backend *be = open_backend(c->device, NULL);
-    if (be && c->native_math && strcmp(be->name, "cuda") != 0) {
+    if (be && c->native_math && !be->has_native_math) {
         fprintf(stderr, "ampscope: --gpu-math native needs the CUDA backend (running on %s)\n",
                 be->device);
         be->close(be);

@@ -8,19 +8,36 @@
 
 #include "npy.h"
 
-tensor *run_upload_f32(run *r, const char *name, dtype dt, int ndim, const int64_t *shape,
-                       mem_category cat, const float *host)
+/* What a tensor's values are made from, when the backend asks for them (upload_values:
+ * the counting backend never does): its producer below reads the fields it needs. */
+typedef struct values_job {
+    run *r;
+    model *m;
+    const tensor *t;
+    const init_spec *init; /* a parameter's [init] file, or NULL */
+    uint64_t stream;       /* else the seed's stream and the bound of its uniform */
+    double bound;
+} values_job;
+
+static void upload(const values_job *j, backend_values_fn make)
 {
-    tensor *t = run_tensor(r, name, dt, ndim, shape, cat);
+    j->r->be->upload_values(j->r->be, j->t->data, tensor_bytes(j->t), make, (void *)j);
+}
+
+/* float32 values v (freed) rounded into the job's tensor's dtype, in a new host buffer */
+static void *in_dtype(const values_job *j, float *v)
+{
+    const tensor *t = j->t;
     size_t bytes = (size_t)tensor_bytes(t);
     void *buf = malloc(bytes ? bytes : 1);
-    if (!buf)
-        run_fail(r, "out of host memory for %s (%zu bytes)", name, bytes);
+    if (!buf) {
+        free(v);
+        run_fail(j->r, "out of host memory for %s (%zu bytes)", t->name, bytes);
+    }
     for (int64_t i = 0; i < t->numel; i++)
-        store_from_float(buf, dt, i, host[i]);
-    r->be->upload(r->be, t->data, buf, (int64_t)bytes);
-    free(buf);
-    return t;
+        store_from_float(buf, t->dtype, i, v[i]);
+    free(v);
+    return buf;
 }
 
 /* float32 values of an .npy file that must have `numel` elements and the given shape */
@@ -67,27 +84,30 @@ static float *host_floats(run *r, int64_t n, const char *what)
     return v;
 }
 
+/* a parameter's values: its [init] file's, or the seed's uniform in +-bound */
+static void *param_values(void *ctx)
+{
+    const values_job *j = ctx;
+    const tensor *t = j->t;
+    float *v;
+    if (j->init) {
+        v = read_npy_f32(j->r, j->init->path, j->init->line, t->ndim, t->shape);
+    } else {
+        v = host_floats(j->r, t->numel, t->name);
+        rng_fill_uniform(j->r->cfg->seed, j->stream, v, t->numel, -j->bound, j->bound);
+    }
+    return in_dtype(j, v);
+}
+
 static tensor *make_param(run *r, uint64_t stream, const char *layer, const char *what,
                           int ndim, const int64_t *shape, double bound)
 {
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.%s", layer, what);
-    int64_t n = shape_numel(ndim, shape);
-    const init_spec *init = find_init(r->cfg, name);
-    tensor *p;
-    if (r->be->dry) { /* counting only: the tensor, not its values */
-        p = run_tensor(r, name, r->cfg->params, ndim, shape, MEM_PARAMS);
-    } else {
-        float *v;
-        if (init) {
-            v = read_npy_f32(r, init->path, init->line, ndim, shape);
-        } else {
-            v = host_floats(r, n, name);
-            rng_fill_uniform(r->cfg->seed, stream, v, n, -bound, bound);
-        }
-        p = run_upload_f32(r, name, r->cfg->params, ndim, shape, MEM_PARAMS, v);
-        free(v);
-    }
+    tensor *p = run_tensor(r, name, r->cfg->params, ndim, shape, MEM_PARAMS);
+    upload(&(values_job){.r = r, .t = p, .init = find_init(r->cfg, name), .stream = stream,
+                         .bound = bound},
+           param_values);
     p->is_leaf = true;
     p->requires_grad = true;
     return p;
@@ -129,6 +149,23 @@ static double init_bound(const layer_param *p)
     return 0.0;
 }
 
+/* the input's values (its file's, or the seed's normal), and with them the target's */
+static void *input_values(void *ctx)
+{
+    const values_job *j = ctx;
+    const case_config *cfg = j->r->cfg;
+    const tensor *t = j->t;
+    float *v;
+    if (cfg->input == INPUT_FILE) {
+        v = read_npy_f32(j->r, cfg->input_path, 0, t->ndim, t->shape);
+    } else {
+        v = host_floats(j->r, t->numel, "the input");
+        rng_fill_normal(cfg->seed, STREAM_INPUT, v, t->numel);
+    }
+    draw_target(j->r, j->m);
+    return in_dtype(j, v);
+}
+
 void model_init(run *r, model *m)
 {
     const case_config *cfg = r->cfg;
@@ -148,21 +185,8 @@ void model_init(run *r, model *m)
     for (int i = 0; i < cfg->sample_ndim; i++)
         shape[i + 1] = cfg->sample_shape[i];
     int ndim = cfg->sample_ndim + 1;
-    int64_t n = shape_numel(ndim, shape);
-    if (r->be->dry) {
-        m->input = run_tensor(r, "input", cfg->input_dtype, ndim, shape, MEM_INPUTS);
-        return;
-    }
-    float *v;
-    if (cfg->input == INPUT_FILE) {
-        v = read_npy_f32(r, cfg->input_path, 0, ndim, shape);
-    } else {
-        v = host_floats(r, n, "the input");
-        rng_fill_normal(cfg->seed, STREAM_INPUT, v, n);
-    }
-    m->input = run_upload_f32(r, "input", cfg->input_dtype, ndim, shape, MEM_INPUTS, v);
-    free(v);
-    draw_target(r, m);
+    m->input = run_tensor(r, "input", cfg->input_dtype, ndim, shape, MEM_INPUTS);
+    upload(&(values_job){.r = r, .m = m, .t = m->input}, input_values);
 }
 
 /* int64 class labels of an .npy file (checked when the case was loaded) */
@@ -179,36 +203,37 @@ static int64_t *read_labels(run *r, const char *path, int64_t n)
     return a.data; /* malloc'd by npy_read */
 }
 
+/* the target's values: the labels or values drawn at init, or the target file's */
+static void *target_values(void *ctx)
+{
+    const values_job *j = ctx;
+    const case_config *cfg = j->r->cfg;
+    model *m = j->m;
+    if (j->t->dtype == DTYPE_INT64) {
+        int64_t *l = cfg->target == TARGET_FILE ? read_labels(j->r, cfg->target_path, cfg->batch)
+                                                : m->labels;
+        m->labels = NULL;
+        return l;
+    }
+    float *v = cfg->target == TARGET_FILE
+                   ? read_npy_f32(j->r, cfg->target_path, 0, j->t->ndim, j->t->shape)
+                   : m->target_values;
+    m->target_values = NULL;
+    return in_dtype(j, v);
+}
+
 tensor *model_target(run *r, model *m, const tensor *out)
 {
     const case_config *cfg = r->cfg;
     if (m->target)
         return m->target;
     bool labels = loss_def_of(cfg->loss)->class_target;
-    if (r->be->dry) {
-        dtype dt = labels                             ? DTYPE_INT64
-                   : cfg->target == TARGET_RANDN_LIKE ? out->dtype
-                                                      : DTYPE_FLOAT32;
-        m->target = run_tensor(r, "target", dt, labels ? 1 : out->ndim,
-                               labels ? &cfg->batch : out->shape, MEM_INPUTS);
-        return m->target;
-    }
-    if (labels) {
-        int64_t *l =
-            cfg->target == TARGET_FILE ? read_labels(r, cfg->target_path, cfg->batch) : m->labels;
-        m->labels = NULL;
-        m->target = run_tensor(r, "target", DTYPE_INT64, 1, &cfg->batch, MEM_INPUTS);
-        r->be->upload(r->be, m->target->data, l, (int64_t)sizeof(int64_t) * cfg->batch);
-        free(l);
-        return m->target;
-    }
-    float *v = cfg->target == TARGET_FILE
-                   ? read_npy_f32(r, cfg->target_path, 0, out->ndim, out->shape)
-                   : m->target_values;
-    m->target_values = NULL;
-    dtype dt = cfg->target == TARGET_RANDN_LIKE ? out->dtype : DTYPE_FLOAT32;
-    m->target = run_upload_f32(r, "target", dt, out->ndim, out->shape, MEM_INPUTS, v);
-    free(v);
+    dtype dt = labels                             ? DTYPE_INT64
+               : cfg->target == TARGET_RANDN_LIKE ? out->dtype
+                                                  : DTYPE_FLOAT32;
+    m->target = run_tensor(r, "target", dt, labels ? 1 : out->ndim,
+                           labels ? &cfg->batch : out->shape, MEM_INPUTS);
+    upload(&(values_job){.r = r, .m = m, .t = m->target}, target_values);
     return m->target;
 }
 

@@ -34,8 +34,5 @@ tensor *model_target(run *r, model *m, const tensor *out);
 void model_free_host(model *m);
 /* Runs the layers on the input; returns a new reference to the output. */
 tensor *model_forward(run *r, model *m);
-/* A tensor made from host float32 values, rounded into dt. */
-tensor *run_upload_f32(run *r, const char *name, dtype dt, int ndim, const int64_t *shape,
-                       mem_category cat, const float *host);
 
 #endif

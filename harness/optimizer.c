@@ -26,7 +26,7 @@ void optimizer_init(run *r, optimizer *o, model *m)
         char name[TENSOR_NAME_MAX + 16];
         snprintf(name, sizeof name, "%s@float32", o->param[i]->name);
         tensor *mp = run_tensor_like(r, o->param[i], name, DTYPE_FLOAT32, MEM_MASTER_PARAMS);
-        r->be->cast(r->be, o->param[i], mp, NULL); /* exact: half values widen */
+        run_check(r, r->be->cast(r->be, o->param[i], mp, NULL)); /* exact: half values widen */
         o->master[i] = mp;
     }
 }
@@ -43,7 +43,7 @@ void optimizer_collect_grads(run *r, optimizer *o, tensor **grads)
         tensor *g32 = run_tensor_like(r, g, name, DTYPE_FLOAT32, MEM_GRADS);
         round_stats st;
         round_stats *stp = run_stats(r, &st);
-        r->be->cast(r->be, g, g32, stp);
+        run_check(r, r->be->cast(r->be, g, g32, stp));
         observe_tensor(r->obs, g32, ROLE_GRAD_MASTER, stp);
         grads[i] = g32;
         /* the model's half gradient is no longer needed: Apex zeroes it after the copy */
@@ -68,7 +68,7 @@ int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads)
             char name[TENSOR_NAME_MAX + 32];
             snprintf(name, sizeof name, "%s.%s", o->param[i]->name, optim_state_name(&o->cfg, k));
             o->state[i][k] = run_tensor_like(r, p, name, p->dtype, MEM_OPTIMIZER_STATE);
-            r->be->fill(r->be, o->state[i][k], 0.0f);
+            run_check(r, r->be->fill(r->be, o->state[i][k], 0.0f));
         }
         optim_tensors t = {.param = p, .grad = grads[i], .visible = o->param[i]->dtype};
         for (int k = 0; k < ns; k++)
@@ -79,7 +79,7 @@ int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads)
         round_stats_init(&res.param);
         for (int k = 0; k < ns; k++)
             round_stats_init(&res.state[k]);
-        r->be->optimizer_step(r->be, &o->cfg, &h, &t, &res);
+        run_check(r, r->be->optimizer_step(r->be, &o->cfg, &h, &t, &res));
         lost += res.lost_updates;
         observe_tensor(r->obs, p, o->master[i] ? ROLE_MASTER_PARAM : ROLE_PARAM,
                        res.counting ? &res.param : NULL);
@@ -89,7 +89,7 @@ int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads)
         if (o->master[i]) { /* refresh the half parameter from its master */
             round_stats st;
             round_stats *stp = run_stats(r, &st);
-            r->be->cast(r->be, o->master[i], o->param[i], stp);
+            run_check(r, r->be->cast(r->be, o->master[i], o->param[i], stp));
             observe_tensor(r->obs, o->param[i], ROLE_PARAM, stp);
         }
     }

@@ -18,7 +18,7 @@ static void mul_backward(run *r, node *n)
     tensor *dx = node_grad_tensor(r, n, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    r->be->mul_scalar(r->be, n->grad, (float)n->scalar, dx, stp);
+    run_check(r, r->be->mul_scalar(r->be, n->grad, (float)n->scalar, dx, stp));
     node_give_grad(r, n, 0, dx, stp);
 }
 
@@ -27,7 +27,7 @@ tensor *scaler_scale(run *r, const grad_scaler *s, tensor *loss)
     tensor *y = run_tensor(r, "loss.scaled", DTYPE_FLOAT32, 0, NULL, MEM_ACTIVATIONS);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    r->be->mul_scalar(r->be, loss, s->scale, y, stp);
+    run_check(r, r->be->mul_scalar(r->be, loss, s->scale, y, stp));
     node *n = tape_record(r, "mul", mul_backward, y, &loss, 1);
     if (n)
         n->scalar = s->scale;
@@ -52,7 +52,7 @@ int scaler_unscale(run *r, const grad_scaler *s, tensor *const *grads, int n, bo
             continue;
         round_stats st;
         round_stats *stp = run_stats(r, &st);
-        r->be->unscale(r->be, grads[i], inv_scale, &found_inf, stp);
+        run_check(r, r->be->unscale(r->be, grads[i], inv_scale, &found_inf, stp));
         observe_tensor(r->obs, grads[i], master ? ROLE_GRAD_MASTER : ROLE_GRAD_PARAM, stp);
     }
     return found_inf;

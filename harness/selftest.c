@@ -404,7 +404,7 @@ static void check_rounding_ops(selftest *c, round_stats *st)
             pair dst = make(c, "dst", dd, 1, shape, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                c->s[i].be->cast(c->s[i].be, src.t[i], dst.t[i], &st[i]);
+                op_rc(c, i, c->s[i].be->cast(c->s[i].be, src.t[i], dst.t[i], &st[i]));
             compare(c, "dst", dst, st, EXACT);
             report(c, "cast", "%s->%s", dtype_name(sd), dtype_name(dd));
 
@@ -414,7 +414,7 @@ static void check_rounding_ops(selftest *c, round_stats *st)
             dst = make(c, "dst", dd, 1, shape, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                c->s[i].be->mul_scalar(c->s[i].be, src.t[i], s, dst.t[i], &st[i]);
+                op_rc(c, i, c->s[i].be->mul_scalar(c->s[i].be, src.t[i], s, dst.t[i], &st[i]));
             compare(c, "dst", dst, st, EXACT);
             report(c, "mul_scalar", "%s->%s by %g", dtype_name(sd), dtype_name(dd), s);
         }
@@ -423,7 +423,7 @@ static void check_rounding_ops(selftest *c, round_stats *st)
         pair t = make_random(c, "t", dt, 1, shape, GEN_WIDE, 1.0f);
         stats_init2(st);
         for (int i = 0; ready(c) && i < 2; i++)
-            c->s[i].be->mul_scalar(c->s[i].be, t.t[i], 65536.0f, t.t[i], &st[i]);
+            op_rc(c, i, c->s[i].be->mul_scalar(c->s[i].be, t.t[i], 65536.0f, t.t[i], &st[i]));
         compare(c, "t", t, st, EXACT);
         report(c, "mul_scalar", "%s in place by 65536", dtype_name(dt));
 
@@ -431,7 +431,7 @@ static void check_rounding_ops(selftest *c, round_stats *st)
         for (int k = 0; k < 4; k++) {
             t = make(c, "t", dt, 1, shape, NULL);
             for (int i = 0; ready(c) && i < 2; i++)
-                c->s[i].be->fill(c->s[i].be, t.t[i], values[k]);
+                op_rc(c, i, c->s[i].be->fill(c->s[i].be, t.t[i], values[k]));
             compare(c, "t", t, NULL, EXACT);
             report(c, "fill", "%s with %g", dtype_name(dt), values[k]);
         }
@@ -439,7 +439,7 @@ static void check_rounding_ops(selftest *c, round_stats *st)
         t = make_random(c, "t", dt, 1, shape, GEN_WIDE, 1.0f);
         stats_init2(st);
         for (int i = 0; ready(c) && i < 2; i++)
-            c->s[i].be->observe(c->s[i].be, t.t[i], &st[i]);
+            op_rc(c, i, c->s[i].be->observe(c->s[i].be, t.t[i], &st[i]));
         compare(c, "t", t, st, EXACT);
         report(c, "observe", "%s", dtype_name(dt));
     }
@@ -454,7 +454,7 @@ static void check_relu(selftest *c, round_stats *st)
         pair y = make(c, "y", dt, 2, shape, NULL);
         stats_init2(st);
         for (int i = 0; ready(c) && i < 2; i++)
-            c->s[i].be->relu_forward(c->s[i].be, x.t[i], y.t[i], &st[i]);
+            op_rc(c, i, c->s[i].be->relu_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
         compare(c, "y", y, st, EXACT);
         report(c, "relu_forward", "%s", dtype_name(dt));
 
@@ -463,7 +463,7 @@ static void check_relu(selftest *c, round_stats *st)
         pair dx = make(c, "dx", dt, 2, shape, NULL);
         stats_init2(st);
         for (int i = 0; ready(c) && i < 2; i++)
-            c->s[i].be->relu_backward(c->s[i].be, dy.t[i], y.t[i], dx.t[i], &st[i]);
+            op_rc(c, i, c->s[i].be->relu_backward(c->s[i].be, dy.t[i], y.t[i], dx.t[i], &st[i]));
         compare(c, "dx", dx, st, EXACT);
         report(c, "relu_backward", "%s", dtype_name(dt));
     }
@@ -642,7 +642,7 @@ static void check_losses(selftest *c, round_stats *st)
             pair y = make(c, "y", yd, 2, s, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                c->s[i].be->log_softmax_forward(c->s[i].be, x.t[i], y.t[i], &st[i]);
+                op_rc(c, i, c->s[i].be->log_softmax_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
             compare(c, "y", y, st, CLOSE);
             report(c, "log_softmax_forward", "%s->%s [%lld, %lld]", dtype_name(xd), dtype_name(yd),
                    (long long)s[0], (long long)s[1]);
@@ -657,7 +657,9 @@ static void check_losses(selftest *c, round_stats *st)
             pair dx = make(c, "dx", xd, 2, s, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                c->s[i].be->log_softmax_backward(c->s[i].be, dy.t[i], y.t[i], dx.t[i], &st[i]);
+                op_rc(
+                    c, i,
+                    c->s[i].be->log_softmax_backward(c->s[i].be, dy.t[i], y.t[i], dx.t[i], &st[i]));
             compare(c, "dx", dx, st, CLOSE);
             report(c, "log_softmax_backward", "dy %s, y %s [%lld, %lld]", dtype_name(xd),
                    dtype_name(yd), (long long)s[0], (long long)s[1]);
@@ -671,7 +673,9 @@ static void check_losses(selftest *c, round_stats *st)
         pair loss = make(c, "loss", dt, 0, scalar_shape, NULL);
         stats_init2(st);
         for (int i = 0; ready(c) && i < 2; i++)
-            c->s[i].be->nll_loss_forward(c->s[i].be, logp.t[i], target.t[i], loss.t[i], &st[i]);
+            op_rc(c, i,
+                  c->s[i].be->nll_loss_forward(c->s[i].be, logp.t[i], target.t[i], loss.t[i],
+                                               &st[i]));
         compare(c, "loss", loss, st, CLOSE);
         report(c, "nll_loss_forward", "%s", dtype_name(dt));
 
@@ -682,8 +686,9 @@ static void check_losses(selftest *c, round_stats *st)
             pair dlogp = make(c, "dlogp", dt, 2, ns, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                c->s[i].be->nll_loss_backward(c->s[i].be, dloss.t[i], target.t[i], dlogp.t[i],
-                                              &st[i]);
+                op_rc(c, i,
+                      c->s[i].be->nll_loss_backward(c->s[i].be, dloss.t[i], target.t[i], dlogp.t[i],
+                                                    &st[i]));
             compare(c, "dlogp", dlogp, st, EXACT);
             report(c, "nll_loss_backward", "%s, dloss %g", dtype_name(dt), seeds[k]);
         }
@@ -703,7 +708,7 @@ static void check_losses(selftest *c, round_stats *st)
         pair y = make(c, "y", yd, 2, ms, NULL);
         stats_init2(st);
         for (int i = 0; ready(c) && i < 2; i++)
-            c->s[i].be->mse_forward(c->s[i].be, pa.t[i], pb.t[i], y.t[i], &st[i]);
+            op_rc(c, i, c->s[i].be->mse_forward(c->s[i].be, pa.t[i], pb.t[i], y.t[i], &st[i]));
         compare(c, "y", y, st, EXACT);
         report(c, "mse_forward", "a %s, b %s, out %s", dtype_name(ad), dtype_name(bd),
                dtype_name(yd));
@@ -717,8 +722,9 @@ static void check_losses(selftest *c, round_stats *st)
             pair da = make(c, "da", yd, 2, ms, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                c->s[i].be->mse_backward(c->s[i].be, dy.t[i], pa.t[i], pb.t[i], alpha, da.t[i],
-                                         &st[i]);
+                op_rc(c, i,
+                      c->s[i].be->mse_backward(c->s[i].be, dy.t[i], pa.t[i], pb.t[i], alpha,
+                                               da.t[i], &st[i]));
             compare(c, "da", da, st, EXACT);
             report(c, "mse_backward", "a %s, b %s, out %s, %s dy", dtype_name(ad), dtype_name(bd),
                    dtype_name(yd), full ? "elementwise" : "scalar");
@@ -733,7 +739,7 @@ static void check_losses(selftest *c, round_stats *st)
             pair y = make(c, "y", dt, 0, scalar_shape, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                c->s[i].be->mean_forward(c->s[i].be, x.t[i], y.t[i], &st[i]);
+                op_rc(c, i, c->s[i].be->mean_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
             compare(c, "y", y, st, CLOSE);
             report(c, "mean_forward", "%s [%lld]", dtype_name(dt), (long long)mean_n[k]);
         }
@@ -741,7 +747,7 @@ static void check_losses(selftest *c, round_stats *st)
         pair dx = make(c, "dx", dt, 1, &mean_n[0], NULL);
         stats_init2(st);
         for (int i = 0; ready(c) && i < 2; i++)
-            c->s[i].be->mean_backward(c->s[i].be, dy.t[i], dx.t[i], &st[i]);
+            op_rc(c, i, c->s[i].be->mean_backward(c->s[i].be, dy.t[i], dx.t[i], &st[i]));
         compare(c, "dx", dx, st, EXACT);
         report(c, "mean_backward", "%s", dtype_name(dt));
     }
@@ -762,7 +768,8 @@ static void check_unscale(selftest *c, round_stats *st)
             int found[2] = {0, 0};
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                c->s[i].be->unscale(c->s[i].be, g.t[i], 1.0f / 65536.0f, &found[i], &st[i]);
+                op_rc(c, i,
+                      c->s[i].be->unscale(c->s[i].be, g.t[i], 1.0f / 65536.0f, &found[i], &st[i]));
             compare(c, "g", g, st, EXACT);
             if (ready(c) && (found[0] != found[1] || found[0] != (k != 0)))
                 differ(c, "found_inf: ref %d dut %d, expected %d", found[0], found[1], k != 0);
@@ -822,7 +829,7 @@ static void check_optimizers(selftest *c)
                 snprintf(name, sizeof name, "state%d", s);
                 state[s] = make(c, name, dt, 1, &n, NULL);
                 for (int i = 0; ready(c) && i < 2; i++)
-                    c->s[i].be->fill(c->s[i].be, state[s].t[i], 0.0f);
+                    op_rc(c, i, c->s[i].be->fill(c->s[i].be, state[s].t[i], 0.0f));
             }
             for (int64_t step = 1; step <= 3 && ready(c) && !c->detail[0]; step++) {
                 float *gv = gen(c, n, GEN_NORMAL, 1e-2f);
@@ -841,7 +848,7 @@ static void check_optimizers(selftest *c)
                     round_stats_init(&res[i].param);
                     for (int s = 0; s < ns; s++)
                         round_stats_init(&res[i].state[s]);
-                    c->s[i].be->optimizer_step(c->s[i].be, cfg, &h, &t, &res[i]);
+                    op_rc(c, i, c->s[i].be->optimizer_step(c->s[i].be, cfg, &h, &t, &res[i]));
                 }
                 if (!ready(c))
                     break;

@@ -99,11 +99,11 @@ void tape_backward(run *r, tensor *root, float seed)
     char name[TENSOR_NAME_MAX + 8];
     snprintf(name, sizeof name, "%s.grad", root->name);
     tensor *g = run_tensor_like(r, root, name, root->dtype, MEM_GRADS);
-    r->be->fill(r->be, g, seed); /* torch.ones_like(loss) */
+    run_check(r, r->be->fill(r->be, g, seed)); /* torch.ones_like(loss) */
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     if (stp)
-        r->be->observe(r->be, g, stp);
+        run_check(r, r->be->observe(r->be, g, stp));
     observe_tensor(r->obs, g, ROLE_GRAD_ACTIVATION, stp);
     last->grad = g;
     for (int k = root->grad_fn; k >= 0; k--) {

@@ -54,7 +54,7 @@ static void observe_as_is(run *r, tensor *t, tensor_role role)
     round_stats st;
     round_stats *stp = t->dtype == DTYPE_INT64 ? NULL : run_stats(r, &st); /* labels: no counts */
     if (stp && r->obs->recording)
-        r->be->observe(r->be, t, stp);
+        run_check(r, r->be->observe(r->be, t, stp));
     observe_tensor(r->obs, t, role, stp);
 }
 
@@ -87,7 +87,7 @@ static void train_step(trainer *t, int64_t s)
     const case_config *cfg = r->cfg;
     double t0 = now_ms();
     /* a dry pass counts what every step would hold and dump */
-    observe_begin_step(r->obs, s, r->be->dry || case_observes_step(cfg, s));
+    observe_begin_step(r->obs, s, r->be->observe_every_step || case_observes_step(cfg, s));
 
     /* forward (and the loss, inside or outside the autocast region) */
     if (s == 0) { /* the batch and the initial parameters, once: later steps reuse the batch,

@@ -9,6 +9,12 @@
  */
 #include "cuda.cuh"
 
+/* the sources this library was built from, checked by backend_load.c before it opens it */
+extern "C" backend_abi ampscope_backend_abi(void)
+{
+    return backend_abi{BACKEND_ABI_VERSION, (int64_t)sizeof(struct backend)};
+}
+
 int64_t cuda_free_bytes(void)
 {
     size_t fr = 0, total = 0;
@@ -101,6 +107,14 @@ static void cuda_upload(backend *be, void *dst, const void *src, int64_t bytes)
     cuda_ctx *x = cuda_ctx_of(be);
     CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyHostToDevice, x->stream));
     CUDA_CHECK(cudaStreamSynchronize(x->stream));
+}
+
+static void cuda_upload_values(backend *be, void *dst, int64_t bytes, backend_values_fn make,
+                               void *ctx)
+{
+    void *host = make(ctx);
+    cuda_upload(be, dst, host, bytes);
+    free(host);
 }
 
 static void cuda_download(backend *be, void *dst, const void *src, int64_t bytes)
@@ -244,38 +258,21 @@ extern "C" backend *ampscope_backend_cuda_open(mem_account *account, char *err, 
     }
 
     be->name = "cuda";
+    be->has_native_math = true;
     snprintf(be->device, sizeof be->device, "cuda:%.120s", x->device_name);
     be->account = account;
     be->ctx = x;
     be->alloc = cuda_alloc;
     be->free = cuda_free;
     be->upload = cuda_upload;
+    be->upload_values = cuda_upload_values;
     be->download = cuda_download;
     be->mem_available = cuda_mem_available;
     be->synchronize = cuda_synchronize;
     be->close = cuda_close;
-    be->cast = cuda_cast;
-    be->mul_scalar = cuda_mul_scalar;
-    be->fill = cuda_fill;
-    be->observe = cuda_observe;
-    be->relu_forward = cuda_relu_forward;
-    be->relu_backward = cuda_relu_backward;
-    be->linear_forward = cuda_linear_forward;
-    be->linear_backward_input = cuda_linear_backward_input;
-    be->linear_backward_weight = cuda_linear_backward_weight;
-    be->channel_sum = cuda_channel_sum;
-    be->conv2d_forward = cuda_conv2d_forward;
-    be->conv2d_backward_input = cuda_conv2d_backward_input;
-    be->conv2d_backward_weight = cuda_conv2d_backward_weight;
-    be->log_softmax_forward = cuda_log_softmax_forward;
-    be->log_softmax_backward = cuda_log_softmax_backward;
-    be->nll_loss_forward = cuda_nll_loss_forward;
-    be->nll_loss_backward = cuda_nll_loss_backward;
-    be->mse_forward = cuda_mse_forward;
-    be->mse_backward = cuda_mse_backward;
-    be->mean_forward = cuda_mean_forward;
-    be->mean_backward = cuda_mean_backward;
-    be->unscale = cuda_unscale;
-    be->optimizer_step = cuda_optimizer_step;
+    /* cuda_<op> for every op of backend.h's list (declared in cuda.cuh) */
+#define CUDA_ENTRY(name, params) be->name = cuda_##name;
+    BACKEND_OPS(CUDA_ENTRY)
+#undef CUDA_ENTRY
     return be;
 }

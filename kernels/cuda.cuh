@@ -12,8 +12,7 @@
  *    output calls in the same pass (tally_begin / tally_store / tally_flush), the generic
  *    elementwise store kernel built on it (store_kernel, launch_store), and the host side
  *    of the device counters (cuda_stats_begin / cuda_stats_end);
- *  - the entry points of the ops, one group per file, as the table in backend_cuda.cu
- *    lists them.
+ *  - the entry points of the ops: cuda_<op> for every op of backend.h's list.
  *
  * Counting: each thread tallies its elements in registers (half.h's round_counts) and adds
  * log2|pre| bins to a per-block histogram in shared memory (one shared atomic per bin a warp's
@@ -338,49 +337,10 @@ struct f32_op {
     __device__ float operator()(int64_t i) const { return src[i]; }
 };
 
-/* ---- the ops ---- */
-/* round.cu */
-void cuda_cast(backend *be, const tensor *src, tensor *dst, round_stats *st);
-void cuda_mul_scalar(backend *be, const tensor *src, float s, tensor *dst, round_stats *st);
-void cuda_fill(backend *be, tensor *dst, float value);
-void cuda_observe(backend *be, const tensor *t, round_stats *st);
-/* relu.cu */
-void cuda_relu_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
-void cuda_relu_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
-                        round_stats *st);
-/* linear.cu */
-int cuda_linear_forward(backend *be, const tensor *x, const tensor *w, const tensor *b, tensor *y,
-                        round_stats *st);
-int cuda_linear_backward_input(backend *be, const tensor *dy, const tensor *w, tensor *dx,
-                               round_stats *st);
-int cuda_linear_backward_weight(backend *be, const tensor *dy, const tensor *x, tensor *dw,
-                                round_stats *st);
-int cuda_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
-                     round_stats *st);
-/* conv2d.cu */
-int cuda_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,
-                        const tensor *b, tensor *y, round_stats *st);
-int cuda_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *dy,
-                               const tensor *w, tensor *dx, round_stats *st);
-int cuda_conv2d_backward_weight(backend *be, const conv2d_geom *g, const tensor *dy,
-                                const tensor *x, tensor *dw, round_stats *st);
-/* loss.cu */
-void cuda_log_softmax_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
-void cuda_log_softmax_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
-                               round_stats *st);
-void cuda_nll_loss_forward(backend *be, const tensor *logp, const tensor *target, tensor *loss,
-                           round_stats *st);
-void cuda_nll_loss_backward(backend *be, const tensor *dloss, const tensor *target,
-                            tensor *dlogp, round_stats *st);
-void cuda_mse_forward(backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st);
-void cuda_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b,
-                       double alpha, tensor *da, round_stats *st);
-void cuda_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
-void cuda_mean_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st);
-/* scaler.cu */
-void cuda_unscale(backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st);
-/* optim.cu */
-void cuda_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper *h,
-                         optim_tensors *t, optim_result *out);
+/* ---- the ops: cuda_<op> for every op of backend.h's list, each in the file named after its
+ * concern (round.cu, relu.cu, linear.cu, conv2d.cu, loss.cu, scaler.cu, optim.cu) ---- */
+#define CUDA_OP_DECL(name, params) int cuda_##name params;
+BACKEND_OPS(CUDA_OP_DECL)
+#undef CUDA_OP_DECL
 
 #endif

@@ -77,7 +77,7 @@ static int row_grid(const cuda_ctx *x, int64_t rows)
     return rows < 1 ? 1 : rows < x->max_blocks ? (int)rows : x->max_blocks;
 }
 
-void cuda_log_softmax_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
+int cuda_log_softmax_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     int64_t rows, cols;
@@ -87,10 +87,11 @@ void cuda_log_softmax_forward(backend *be, const tensor *x, tensor *y, round_sta
         x->data, x->dtype, y->data, y->dtype, rows, cols, ds);
     LAUNCH_CHECK();
     cuda_stats_end(be, 0, st, y->numel);
+    return 0;
 }
 
-void cuda_log_softmax_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
-                               round_stats *st)
+int cuda_log_softmax_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
+                              round_stats *st)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     int64_t rows, cols;
@@ -100,6 +101,7 @@ void cuda_log_softmax_backward(backend *be, const tensor *dy, const tensor *y, t
         dy->data, dy->dtype, y->data, y->dtype, dx->data, dx->dtype, rows, cols, ds);
     LAUNCH_CHECK();
     cuda_stats_end(be, 0, st, dx->numel);
+    return 0;
 }
 
 /* one block: loss = -(sum_r logp[r, target[r]]) / rows */
@@ -119,8 +121,8 @@ __global__ void nll_forward_kernel(const void *logp, dtype dt, const int64_t *ta
     tally_flush(&t);
 }
 
-void cuda_nll_loss_forward(backend *be, const tensor *logp, const tensor *target, tensor *loss,
-                           round_stats *st)
+int cuda_nll_loss_forward(backend *be, const tensor *logp, const tensor *target, tensor *loss,
+                          round_stats *st)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     int64_t rows, cols;
@@ -131,6 +133,7 @@ void cuda_nll_loss_forward(backend *be, const tensor *logp, const tensor *target
         loss->dtype, ds);
     LAUNCH_CHECK();
     cuda_stats_end(be, 0, st, 1);
+    return 0;
 }
 
 /* dlogp[r, target[r]] = -(dloss / rows) in dlogp's dtype (NLLLoss2d/LossNLL.cu), 0 elsewhere */
@@ -147,8 +150,8 @@ struct nll_grad_op {
     }
 };
 
-void cuda_nll_loss_backward(backend *be, const tensor *dloss, const tensor *target,
-                            tensor *dlogp, round_stats *st)
+int cuda_nll_loss_backward(backend *be, const tensor *dloss, const tensor *target, tensor *dlogp,
+                           round_stats *st)
 {
     int64_t rows, cols;
     rows_cols(dlogp, &rows, &cols);
@@ -156,6 +159,7 @@ void cuda_nll_loss_backward(backend *be, const tensor *dloss, const tensor *targ
                  nll_grad_op{dloss->data, dloss->dtype, dlogp->dtype,
                              (const int64_t *)target->data, rows, cols},
                  dlogp, st);
+    return 0;
 }
 
 struct mse_op {
@@ -167,9 +171,10 @@ struct mse_op {
     }
 };
 
-void cuda_mse_forward(backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st)
+int cuda_mse_forward(backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st)
 {
     launch_store(be, mse_op{a->data, b->data, a->dtype, b->dtype, y->dtype}, y, st);
+    return 0;
 }
 
 struct mse_grad_op {
@@ -184,13 +189,14 @@ struct mse_grad_op {
     }
 };
 
-void cuda_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b,
-                       double alpha, tensor *da, round_stats *st)
+int cuda_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b, double alpha,
+                      tensor *da, round_stats *st)
 {
     launch_store(be,
                  mse_grad_op{dy->data, a->data, b->data, dy->dtype, a->dtype, b->dtype, da->dtype,
                              dy->numel == 1, round_to((float)alpha, da->dtype)},
                  da, st);
+    return 0;
 }
 
 /* first pass of a whole-tensor sum: one double per block */
@@ -217,7 +223,7 @@ __global__ void mean_final_kernel(const double *partial, int parts, float factor
     tally_flush(&t);
 }
 
-void cuda_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
+int cuda_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     int64_t blocks = (x->numel + CUDA_THREADS - 1) / CUDA_THREADS;
@@ -230,6 +236,7 @@ void cuda_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
         c->scratch->partial, parts, 1.0f / (float)x->numel, y->data, y->dtype, ds);
     LAUNCH_CHECK();
     cuda_stats_end(be, 0, st, 1);
+    return 0;
 }
 
 /* MeanBackward: dy / numel, the division by a scalar being a product with its float32
@@ -241,7 +248,8 @@ struct mean_grad_op {
     __device__ float operator()(int64_t) const { return load_as_float(dy, dy_dt, 0) * factor; }
 };
 
-void cuda_mean_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st)
+int cuda_mean_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st)
 {
     launch_store(be, mean_grad_op{dy->data, dy->dtype, 1.0f / (float)dx->numel}, dx, st);
+    return 0;
 }

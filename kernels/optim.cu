@@ -56,8 +56,8 @@ __global__ void optim_kernel(optim_config cfg, optim_hyper h, dtype dt, dtype vi
 }
 static_assert(OPTIM_MAX_STATE == 3, "cuda_optimizer_step launches optim_kernel<0..3>");
 
-void cuda_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper *h,
-                         optim_tensors *t, optim_result *out)
+int cuda_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper *h,
+                        optim_tensors *t, optim_result *out)
 {
     cuda_ctx *x = cuda_ctx_of(be);
     int ns = optim_state_count(cfg);
@@ -98,4 +98,5 @@ void cuda_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper
     for (int k = 0; k < ns; k++)
         cuda_stats_end(be, 1 + k, out->counting ? &out->state[k] : NULL, p->numel);
     out->lost_updates += (int64_t)cuda_counter_end(be);
+    return 0;
 }

@@ -22,7 +22,7 @@ __global__ void unscale_kernel(void *g, dtype dt, float inv_scale, int64_t n,
         *found = 1;
 }
 
-void cuda_unscale(backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st)
+int cuda_unscale(backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st)
 {
     cuda_ctx *x = cuda_ctx_of(be);
     unsigned long long *found = cuda_counter_begin(be);
@@ -33,4 +33,5 @@ void cuda_unscale(backend *be, tensor *g, float inv_scale, int *found_inf, round
     cuda_stats_end(be, 0, st, g->numel);
     if (cuda_counter_end(be))
         *found_inf = 1;
+    return 0;
 }

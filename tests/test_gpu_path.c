@@ -168,6 +168,11 @@ Test(gpu_path, a_library_that_fails_to_open_leaves_auto_on_the_cpu, .timeout = 1
     make_temp_dir(dir, sizeof dir);
     write_file(dir, "fake.c",
                "#include <stdio.h>\n"
+               "#include \"backend.h\"\n"
+               "backend_abi ampscope_backend_abi(void)\n"
+               "{\n"
+               "    return (backend_abi){BACKEND_ABI_VERSION, (int64_t)sizeof(struct backend)};\n"
+               "}\n"
                "void *ampscope_backend_cuda_open(void *account, char *err, int errlen)\n"
                "{\n"
                "    (void)account;\n"
@@ -176,7 +181,8 @@ Test(gpu_path, a_library_that_fails_to_open_leaves_auto_on_the_cpu, .timeout = 1
                "    return NULL;\n"
                "}\n",
                src, sizeof src);
-    snprintf(cmd, sizeof cmd, "cc -shared -fPIC %s -o %s/libampscope_cuda.so", src, dir);
+    snprintf(cmd, sizeof cmd, "cc -std=c11 -Iharness -shared -fPIC %s -o %s/libampscope_cuda.so",
+             src, dir);
     cr_assert_eq(system(cmd), 0, "could not build the failing library");
     const char *note = "ampscope: no usable CUDA device: cuDNN could not be initialised: "
                        "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED; running on the CPU\n";

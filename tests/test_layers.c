@@ -290,35 +290,35 @@ Test(layers, relu_log_softmax_nll_mse_mean_backward_match_finite_differences)
     double *in[2] = {widen(a, RN), widen(b, RN)};
     double want[RN];
 
-    e.be->relu_forward(e.be, ta, y, NULL);
-    e.be->relu_backward(e.be, dy, y, dx, NULL);
+    cr_assert_eq(e.be->relu_forward(e.be, ta, y, NULL), 0);
+    cr_assert_eq(e.be->relu_backward(e.be, dy, y, dx, NULL), 0);
     fd_grad(relu_loss, NULL, in, 0, RN, want);
     expect_close("relu dx", dx, want);
 
-    e.be->log_softmax_forward(e.be, ta, y, NULL);
-    e.be->log_softmax_backward(e.be, dy, y, dx, NULL);
+    cr_assert_eq(e.be->log_softmax_forward(e.be, ta, y, NULL), 0);
+    cr_assert_eq(e.be->log_softmax_backward(e.be, dy, y, dx, NULL), 0);
     fd_grad(log_softmax_loss, NULL, in, 0, RN, want);
     expect_close("log_softmax dx", dx, want);
 
     tensor *loss = env_zeros(&e, "loss", DTYPE_FLOAT32, 0, NULL);
-    e.be->nll_loss_forward(e.be, ta, target, loss, NULL);
+    cr_assert_eq(e.be->nll_loss_forward(e.be, ta, target, loss, NULL), 0);
     cr_expect(fabs(tensor_at(loss, 0) - nll_loss((const double *const *)in, NULL)) < 1e-6);
-    e.be->nll_loss_backward(e.be, d1, target, dx, NULL);
+    cr_assert_eq(e.be->nll_loss_backward(e.be, d1, target, dx, NULL), 0);
     fd_grad(nll_loss, NULL, in, 0, RN, want);
     expect_close("nll dx", dx, want);
 
-    e.be->mse_backward(e.be, dy, ta, tb, 2.0, dx, NULL);
+    cr_assert_eq(e.be->mse_backward(e.be, dy, ta, tb, 2.0, dx, NULL), 0);
     fd_grad(mse_none_loss, NULL, in, 0, RN, want);
     expect_close("mse(reduction=none) dx", dx, want);
 
-    e.be->mse_backward(e.be, d1, ta, tb, 2.0 / RN, dx, NULL);
+    cr_assert_eq(e.be->mse_backward(e.be, d1, ta, tb, 2.0 / RN, dx, NULL), 0);
     fd_grad(mse_mean_loss, NULL, in, 0, RN, want);
     expect_close("mse(reduction=mean) dx", dx, want);
-    e.be->mse_forward(e.be, ta, tb, y, NULL);
-    e.be->mean_forward(e.be, y, loss, NULL);
+    cr_assert_eq(e.be->mse_forward(e.be, ta, tb, y, NULL), 0);
+    cr_assert_eq(e.be->mean_forward(e.be, y, loss, NULL), 0);
     cr_expect(fabs(tensor_at(loss, 0) - mse_mean_loss((const double *const *)in, NULL)) < 1e-5);
 
-    e.be->mean_backward(e.be, d1, dx, NULL);
+    cr_assert_eq(e.be->mean_backward(e.be, d1, dx, NULL), 0);
     fd_grad(mean_loss, NULL, in, 0, RN, want);
     expect_close("mean dx", dx, want);
     env_close(&e);

@@ -271,7 +271,10 @@ static void counting_cost(const void *arg, void *result)
             round_stats_init(&st);
             double t0 = now_ms();
             for (int r = 0; r < REPS; r++)
-                be->cast(be, src, dst, k == 0 ? &st : NULL);
+                if (be->cast(be, src, dst, k == 0 ? &st : NULL)) {
+                    fprintf(stderr, "bench: cast: %s\n", be->err);
+                    exit(2);
+                }
             double ns = (now_ms() - t0) * 1e6 / ((double)REPS * CPU_COUNT_N);
             out[k] = ns < out[k] ? ns : out[k];
         }

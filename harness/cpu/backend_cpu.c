@@ -1,6 +1,7 @@
 /*
  * backend_cpu.c: the CPU backend's table and its memory (host malloc). The ops live in the
- * files named after their concern (round.c, linear.c, conv2d.c, ...), twins of kernels/.
+ * files named after their concern (round.c, linear.c, conv2d.c, ...), twins of kernels/;
+ * the table takes cpu_<op> for every op of backend.h's list.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -30,6 +31,14 @@ static void cpu_copy(backend *be, void *dst, const void *src, int64_t bytes)
 {
     (void)be;
     memcpy(dst, src, (size_t)bytes);
+}
+
+static void cpu_upload_values(backend *be, void *dst, int64_t bytes, backend_values_fn make,
+                              void *ctx)
+{
+    void *host = make(ctx);
+    cpu_copy(be, dst, host, bytes);
+    free(host);
 }
 
 /* MemAvailable from /proc/meminfo, in bytes; -1 when it cannot be read. */
@@ -135,33 +144,20 @@ backend *backend_cpu_open(mem_account *account)
         .alloc = cpu_alloc,
         .free = cpu_free,
         .upload = cpu_copy,
+        .upload_values = cpu_upload_values,
         .download = cpu_copy,
         .mem_available = cpu_mem_available,
         .synchronize = cpu_synchronize,
         .close = cpu_close,
-        .cast = cpu_cast,
-        .mul_scalar = cpu_mul_scalar,
-        .fill = cpu_fill,
-        .observe = cpu_observe,
-        .relu_forward = cpu_relu_forward,
-        .relu_backward = cpu_relu_backward,
-        .linear_forward = cpu_linear_forward,
-        .linear_backward_input = cpu_linear_backward_input,
-        .linear_backward_weight = cpu_linear_backward_weight,
-        .channel_sum = cpu_channel_sum,
-        .conv2d_forward = cpu_conv2d_forward,
-        .conv2d_backward_input = cpu_conv2d_backward_input,
-        .conv2d_backward_weight = cpu_conv2d_backward_weight,
-        .log_softmax_forward = cpu_log_softmax_forward,
-        .log_softmax_backward = cpu_log_softmax_backward,
-        .nll_loss_forward = cpu_nll_loss_forward,
-        .nll_loss_backward = cpu_nll_loss_backward,
-        .mse_forward = cpu_mse_forward,
-        .mse_backward = cpu_mse_backward,
-        .mean_forward = cpu_mean_forward,
-        .mean_backward = cpu_mean_backward,
-        .unscale = cpu_unscale,
-        .optimizer_step = cpu_optimizer_step,
+#define CPU_ENTRY(name, params) .name = cpu_##name,
+        BACKEND_OPS(CPU_ENTRY)
+#undef CPU_ENTRY
     };
+    char err[512];
+    if (backend_check(be, err, sizeof err)) {
+        fprintf(stderr, "ampscope: %s\n", err);
+        free(be);
+        return NULL;
+    }
     return be;
 }

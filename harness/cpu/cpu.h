@@ -56,41 +56,9 @@ const float *cpu_view(const tensor *t, int64_t off, int64_t n, float *buf);
  * (*owned set to it, to give to cpu_scratch_free). NULL when out of memory. */
 const float *cpu_as_f32(backend *be, const tensor *t, float **owned);
 
-/* the ops, as the table in backend_cpu.c lists them */
-void cpu_cast(backend *be, const tensor *src, tensor *dst, round_stats *st);
-void cpu_mul_scalar(backend *be, const tensor *src, float s, tensor *dst, round_stats *st);
-void cpu_fill(backend *be, tensor *dst, float value);
-void cpu_observe(backend *be, const tensor *t, round_stats *st);
-void cpu_relu_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
-void cpu_relu_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st);
-int cpu_linear_forward(backend *be, const tensor *x, const tensor *w, const tensor *b, tensor *y,
-                       round_stats *st);
-int cpu_linear_backward_input(backend *be, const tensor *dy, const tensor *w, tensor *dx,
-                              round_stats *st);
-int cpu_linear_backward_weight(backend *be, const tensor *dy, const tensor *x, tensor *dw,
-                               round_stats *st);
-int cpu_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
-                    round_stats *st);
-int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,
-                       const tensor *b, tensor *y, round_stats *st);
-int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *dy, const tensor *w,
-                              tensor *dx, round_stats *st);
-int cpu_conv2d_backward_weight(backend *be, const conv2d_geom *g, const tensor *dy, const tensor *x,
-                               tensor *dw, round_stats *st);
-void cpu_log_softmax_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
-void cpu_log_softmax_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
-                              round_stats *st);
-void cpu_nll_loss_forward(backend *be, const tensor *logp, const tensor *target, tensor *loss,
-                          round_stats *st);
-void cpu_nll_loss_backward(backend *be, const tensor *dloss, const tensor *target, tensor *dlogp,
-                           round_stats *st);
-void cpu_mse_forward(backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st);
-void cpu_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b, double alpha,
-                      tensor *da, round_stats *st);
-void cpu_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st);
-void cpu_mean_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st);
-void cpu_unscale(backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st);
-void cpu_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper *h,
-                        optim_tensors *t, optim_result *out);
+/* the ops, cpu_<op> for every op of backend.h's list (the table in backend_cpu.c) */
+#define CPU_OP_DECL(name, params) int cpu_##name params;
+BACKEND_OPS(CPU_OP_DECL)
+#undef CPU_OP_DECL
 
 #endif

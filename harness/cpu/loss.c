@@ -62,12 +62,13 @@ static void log_softmax_row(const void *p, int64_t r, int64_t cols, round_stats 
     }
 }
 
-void cpu_log_softmax_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
+int cpu_log_softmax_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
 {
     (void)be;
     int64_t cols = x->shape[x->ndim - 1];
     row_ctx c = {.x = x, .out = y};
     for_rows(x->numel / cols, cols, log_softmax_row, &c, st);
+    return 0;
 }
 
 static void log_softmax_backward_row(const void *p, int64_t r, int64_t cols, round_stats *st)
@@ -89,17 +90,18 @@ static void log_softmax_backward_row(const void *p, int64_t r, int64_t cols, rou
     }
 }
 
-void cpu_log_softmax_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
-                              round_stats *st)
+int cpu_log_softmax_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
+                             round_stats *st)
 {
     (void)be;
     int64_t cols = y->shape[y->ndim - 1];
     row_ctx c = {.dy = dy, .y = y, .out = dx};
     for_rows(y->numel / cols, cols, log_softmax_backward_row, &c, st);
+    return 0;
 }
 
-void cpu_nll_loss_forward(backend *be, const tensor *logp, const tensor *target, tensor *loss,
-                          round_stats *st)
+int cpu_nll_loss_forward(backend *be, const tensor *logp, const tensor *target, tensor *loss,
+                         round_stats *st)
 {
     (void)be;
     int64_t cols = logp->shape[logp->ndim - 1], rows = logp->numel / cols;
@@ -109,6 +111,7 @@ void cpu_nll_loss_forward(backend *be, const tensor *logp, const tensor *target,
         sum += load_as_float(logp->data, logp->dtype, r * cols + t[r]);
     float v = (float)(-sum / (double)rows);
     cpu_store(&v, loss->data, loss->dtype, 0, 1, st);
+    return 0;
 }
 
 static void nll_backward_row(const void *p, int64_t r, int64_t cols, round_stats *st)
@@ -124,8 +127,8 @@ static void nll_backward_row(const void *p, int64_t r, int64_t cols, round_stats
     }
 }
 
-void cpu_nll_loss_backward(backend *be, const tensor *dloss, const tensor *target, tensor *dlogp,
-                           round_stats *st)
+int cpu_nll_loss_backward(backend *be, const tensor *dloss, const tensor *target, tensor *dlogp,
+                          round_stats *st)
 {
     (void)be;
     int64_t cols = dlogp->shape[dlogp->ndim - 1], rows = dlogp->numel / cols;
@@ -133,6 +136,7 @@ void cpu_nll_loss_backward(backend *be, const tensor *dloss, const tensor *targe
     row_ctx c = {.target = target, .out = dlogp};
     c.g = -round_to(load_as_float(dloss->data, dloss->dtype, 0) / (float)rows, dlogp->dtype);
     for_rows(rows, cols, nll_backward_row, &c, st);
+    return 0;
 }
 
 typedef struct mse_ctx {
@@ -155,11 +159,12 @@ static void mse_forward_chunk(void *p, int64_t off, int64_t n, round_stats *st)
     cpu_store(buf, c->out->data, c->out->dtype, off, n, st);
 }
 
-void cpu_mse_forward(backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st)
+int cpu_mse_forward(backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st)
 {
     (void)be;
     mse_ctx c = {.a = a, .b = b, .out = y};
     cpu_parallel_chunks(a->numel, mse_forward_chunk, &c, st);
+    return 0;
 }
 
 /* mse_grad_elem (loss_math.h) a chunk at a time: d = round(a - b), t = round(alpha * d),
@@ -188,15 +193,16 @@ static void mse_backward_chunk(void *p, int64_t off, int64_t n, round_stats *st)
     cpu_store(buf, c->out->data, dt, off, n, st);
 }
 
-void cpu_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b, double alpha,
-                      tensor *da, round_stats *st)
+int cpu_mse_backward(backend *be, const tensor *dy, const tensor *a, const tensor *b, double alpha,
+                     tensor *da, round_stats *st)
 {
     (void)be;
     mse_ctx c = {.a = a, .b = b, .dy = dy, .out = da, .alpha = round_to((float)alpha, da->dtype)};
     cpu_parallel_chunks(a->numel, mse_backward_chunk, &c, st);
+    return 0;
 }
 
-void cpu_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
+int cpu_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
 {
     (void)be;
     /* partial sums of at most MAX_PARTS fixed blocks, added in block order: the same result
@@ -229,12 +235,14 @@ void cpu_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
     /* Reduce.cuh's MeanOps: acc * factor, factor = float(1) / float(numel) */
     float v = (float)sum * (1.0f / (float)x->numel);
     cpu_store(&v, y->data, y->dtype, 0, 1, st);
+    return 0;
 }
 
-void cpu_mean_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st)
+int cpu_mean_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st)
 {
     (void)be;
     /* MeanBackward: grad.expand(sizes) / numel; dividing by a scalar multiplies by its
      * float32 reciprocal (BinaryDivTrueKernel.cu) */
     cpu_fill_counted(dx, load_as_float(dy->data, dy->dtype, 0) * (1.0f / (float)dx->numel), st);
+    return 0;
 }

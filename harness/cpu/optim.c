@@ -117,8 +117,8 @@ static void optim_chunk(const optim_config *cfg, const optim_hyper *h, optim_ten
         cpu_store(b->s[k], t->state[k]->data, dt, off, n, out->counting ? &out->state[k] : NULL);
 }
 
-void cpu_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper *h,
-                        optim_tensors *t, optim_result *out)
+int cpu_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper *h, optim_tensors *t,
+                       optim_result *out)
 {
     (void)be;
     int64_t total = t->param->numel, chunks = (total + CPU_CHUNK - 1) / CPU_CHUNK;
@@ -143,4 +143,5 @@ void cpu_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper 
             out->lost_updates += local.lost_updates;
         }
     }
+    return 0;
 }

@@ -30,16 +30,18 @@ static void relu_backward_chunk(void *p, int64_t off, int64_t n, round_stats *st
     cpu_store(buf, c->out->data, c->out->dtype, off, n, st);
 }
 
-void cpu_relu_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
+int cpu_relu_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
 {
     (void)be;
     relu_ctx c = {.x = x, .out = y};
     cpu_parallel_chunks(x->numel, relu_forward_chunk, &c, st);
+    return 0;
 }
 
-void cpu_relu_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st)
+int cpu_relu_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st)
 {
     (void)be;
     relu_ctx c = {.dy = dy, .y = y, .out = dx};
     cpu_parallel_chunks(dy->numel, relu_backward_chunk, &c, st);
+    return 0;
 }

@@ -27,11 +27,12 @@ static void unscale_chunk(void *p, int64_t off, int64_t n, round_stats *st)
     cpu_store(v, c->g->data, c->g->dtype, off, n, st);
 }
 
-void cpu_unscale(backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st)
+int cpu_unscale(backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st)
 {
     (void)be;
     unscale_ctx c = {g, inv_scale, 0};
     cpu_parallel_chunks(g->numel, unscale_chunk, &c, st);
     if (c.found_inf)
         *found_inf = 1;
+    return 0;
 }

@@ -12,7 +12,7 @@ static void log_softmax_backward(run *r, node *n)
     tensor *dx = node_grad_tensor(r, n, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    r->be->log_softmax_backward(r->be, n->grad, n->saved[0], dx, stp);
+    run_check(r, r->be->log_softmax_backward(r->be, n->grad, n->saved[0], dx, stp));
     node_give_grad(r, n, 0, dx, stp);
 }
 
@@ -21,7 +21,7 @@ static void nll_loss_backward(run *r, node *n)
     tensor *dx = node_grad_tensor(r, n, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    r->be->nll_loss_backward(r->be, n->grad, n->saved[1], dx, stp);
+    run_check(r, r->be->nll_loss_backward(r->be, n->grad, n->saved[1], dx, stp));
     node_give_grad(r, n, 0, dx, stp);
 }
 
@@ -31,7 +31,7 @@ static tensor *cross_entropy_forward(run *r, const case_config *cfg, tensor *log
     tensor *logp = run_tensor_like(r, xa, "log_softmax.out", xa->dtype, MEM_ACTIVATIONS);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    r->be->log_softmax_forward(r->be, xa, logp, stp);
+    run_check(r, r->be->log_softmax_forward(r->be, xa, logp, stp));
     node *n = tape_record(r, "log_softmax", log_softmax_backward, logp, &xa, 1);
     tape_save(n, 0, logp);
     observe_tensor(r->obs, logp, ROLE_ACTIVATION, stp);
@@ -40,7 +40,7 @@ static tensor *cross_entropy_forward(run *r, const case_config *cfg, tensor *log
     tensor *lp = autocast_arg(r, "nll_loss", logp);
     tensor *loss = run_tensor(r, "loss", lp->dtype, 0, NULL, MEM_ACTIVATIONS);
     stp = run_stats(r, &st);
-    r->be->nll_loss_forward(r->be, lp, target, loss, stp);
+    run_check(r, r->be->nll_loss_forward(r->be, lp, target, loss, stp));
     tensor *in[2] = {lp, target};
     n = tape_record(r, "nll_loss", nll_loss_backward, loss, in, 2);
     tape_save(n, 1, target);

@@ -19,7 +19,7 @@ static void flatten_backward(run *r, node *n)
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     if (stp)
-        r->be->observe(r->be, dx, stp);
+        run_check(r, r->be->observe(r->be, dx, stp));
     node_give_grad(r, n, 0, dx, stp);
 }
 
@@ -35,7 +35,7 @@ static tensor *flatten_forward(run *r, const layer_spec *l, tensor *const *in,
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     if (stp)
-        r->be->observe(r->be, y, stp);
+        run_check(r, r->be->observe(r->be, y, stp));
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
     return y;
 }

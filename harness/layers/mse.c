@@ -22,11 +22,13 @@ static void mse_backward(run *r, node *n)
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     if (n->in[0].dtype == n->out.dtype) {
-        r->be->mse_backward(r->be, n->grad, n->saved[0], n->saved[1], n->scalar, dx, stp);
+        run_check(
+            r, r->be->mse_backward(r->be, n->grad, n->saved[0], n->saved[1], n->scalar, dx, stp));
     } else { /* computed in the promoted dtype, then cast to the input's */
         tensor *wide = run_tensor_like(r, dx, dx->name, n->out.dtype, MEM_GRADS);
-        r->be->mse_backward(r->be, n->grad, n->saved[0], n->saved[1], n->scalar, wide, NULL);
-        r->be->cast(r->be, wide, dx, stp);
+        run_check(r, r->be->mse_backward(r->be, n->grad, n->saved[0], n->saved[1], n->scalar, wide,
+                                         NULL));
+        run_check(r, r->be->cast(r->be, wide, dx, stp));
         tensor_release(&r->pool, wide);
     }
     node_give_grad(r, n, 0, dx, stp);
@@ -37,7 +39,7 @@ static void mean_backward(run *r, node *n)
     tensor *dx = node_grad_tensor(r, n, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    r->be->mean_backward(r->be, n->grad, dx, stp);
+    run_check(r, r->be->mean_backward(r->be, n->grad, dx, stp));
     node_give_grad(r, n, 0, dx, stp);
 }
 
@@ -46,7 +48,7 @@ static tensor *mean_forward(run *r, tensor *x, const char *name)
     tensor *y = run_tensor(r, name, x->dtype, 0, NULL, MEM_ACTIVATIONS);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    r->be->mean_forward(r->be, x, y, stp);
+    run_check(r, r->be->mean_forward(r->be, x, y, stp));
     tape_record(r, "mean", mean_backward, y, &x, 1);
     observe_tensor(r->obs, y, ROLE_LOSS, stp);
     return y;
@@ -60,12 +62,12 @@ static tensor *mse_loss_forward(run *r, tensor *pred, tensor *target, bool reduc
     tensor *elem = run_tensor_like(r, pa, "mse.out", dt, MEM_ACTIVATIONS);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    r->be->mse_forward(r->be, pa, ta, elem, stp);
+    run_check(r, r->be->mse_forward(r->be, pa, ta, elem, stp));
     tensor *out = elem;
     if (!reduction_none) { /* apply_loss_reduction: the elementwise loss, then its mean */
         out = run_tensor(r, "loss", dt, 0, NULL, MEM_ACTIVATIONS);
         stp = run_stats(r, &st);
-        r->be->mean_forward(r->be, elem, out, stp);
+        run_check(r, r->be->mean_forward(r->be, elem, out, stp));
         tensor_release(&r->pool, elem);
     }
     tensor *in[2] = {pa, ta};

@@ -1,0 +1,165 @@
+/*
+ * test_backend.c: the backend contract (harness/backend.h): every open path checks that
+ * its table is filled and names what is missing; the CUDA loader refuses a library built
+ * from other sources, with both builds' ABI numbers, before anything in it runs, and
+ * accepts the one make built here (with no GPU it then stops at the device); the counting
+ * backend never makes a tensor's values; supports() answers from the table.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../harness/backend.h"
+
+/* a filled table to take functions out of: the CPU backend's, copied */
+static backend cpu_table(void)
+{
+    backend *cpu = backend_cpu_open(NULL);
+    cr_assert_not_null(cpu);
+    backend copy = *cpu;
+    cpu->close(cpu);
+    return copy;
+}
+
+Test(backend, every_open_path_fills_its_table)
+{
+    char err[512] = "";
+    backend *cpu = backend_cpu_open(NULL), *dry = backend_dry_open(NULL);
+    cr_assert(cpu && dry);
+    cr_expect_eq(backend_check(cpu, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(backend_check(dry, err, sizeof err), 0, "%s", err);
+    cpu->close(cpu);
+    dry->close(dry);
+}
+
+Test(backend, an_op_left_empty_is_named)
+{
+    backend t = cpu_table();
+    t.relu_backward = NULL;
+    char err[512] = "";
+    cr_assert_neq(backend_check(&t, err, sizeof err), 0);
+    cr_expect(strstr(err, "cpu backend") != NULL, "got: %s", err);
+    cr_expect(strstr(err, ": relu_backward") != NULL, "got: %s", err);
+    /* relu_forward, filled, is not named */
+    cr_expect(strstr(err, "relu_forward") == NULL, "got: %s", err);
+}
+
+Test(backend, every_function_left_empty_is_named)
+{
+    backend t = cpu_table();
+    t.upload_values = NULL;
+    t.cast = NULL;
+    t.optimizer_step = NULL;
+    char err[512] = "";
+    cr_assert_neq(backend_check(&t, err, sizeof err), 0);
+    cr_expect(strstr(err, "3 functions") != NULL, "got: %s", err);
+    cr_expect(strstr(err, "upload_values, cast, optimizer_step") != NULL, "got: %s", err);
+}
+
+Test(backend, op_names_are_the_list)
+{
+    cr_expect_str_eq(backend_op_name(BACKEND_OP_cast), "cast");
+    cr_expect_str_eq(backend_op_name(BACKEND_OP_linear_backward_weight), "linear_backward_weight");
+    cr_expect_str_eq(backend_op_name(BACKEND_OP_optimizer_step), "optimizer_step");
+    cr_expect_str_eq(backend_op_name(BACKEND_OP_COUNT), "(no such op)");
+}
+
+static bool no_bfloat16_relu(const backend *be, backend_op op, dtype dt)
+{
+    (void)be;
+    return !(dt == DTYPE_BFLOAT16 &&
+             (op == BACKEND_OP_relu_forward || op == BACKEND_OP_relu_backward));
+}
+
+Test(backend, supports_asks_the_table)
+{
+    backend t = cpu_table();
+    cr_expect(backend_supports(&t, BACKEND_OP_relu_forward, DTYPE_BFLOAT16)); /* no callback */
+    t.supports = no_bfloat16_relu;
+    cr_expect_not(backend_supports(&t, BACKEND_OP_relu_forward, DTYPE_BFLOAT16));
+    cr_expect(backend_supports(&t, BACKEND_OP_relu_forward, DTYPE_FLOAT16));
+    cr_expect(backend_supports(&t, BACKEND_OP_cast, DTYPE_BFLOAT16));
+}
+
+Test(backend, only_the_gpu_offers_native_math)
+{
+    backend *cpu = backend_cpu_open(NULL), *dry = backend_dry_open(NULL);
+    cr_assert(cpu && dry);
+    cr_expect_not(cpu->has_native_math);
+    cr_expect_not(dry->has_native_math);
+    cpu->close(cpu);
+    dry->close(dry);
+}
+
+typedef struct maker {
+    int calls;
+    unsigned char values[4];
+} maker;
+
+static void *make_four(void *ctx)
+{
+    maker *m = ctx;
+    m->calls++;
+    unsigned char *p = malloc(4);
+    cr_assert_not_null(p);
+    memcpy(p, m->values, 4);
+    return p;
+}
+
+Test(backend, only_a_backend_holding_values_makes_them)
+{
+    backend *cpu = backend_cpu_open(NULL), *dry = backend_dry_open(NULL);
+    cr_assert(cpu && dry);
+    maker m = {0, {1, 2, 3, 250}};
+    unsigned char dst[4] = {0};
+    dry->upload_values(dry, dst, 4, make_four, &m);
+    cr_expect_eq(m.calls, 0);
+    cpu->upload_values(cpu, dst, 4, make_four, &m);
+    cr_expect_eq(m.calls, 1);
+    cr_expect(dst[0] == 1 && dst[1] == 2 && dst[2] == 3 && dst[3] == 250);
+    /* the preflight's pass observes every step; a real run only the case's steps */
+    cr_expect(dry->observe_every_step);
+    cr_expect_not(cpu->observe_every_step);
+    cpu->close(cpu);
+    dry->close(dry);
+}
+
+Test(backend, a_library_of_another_abi_is_refused)
+{
+    char err[1024] = "", want[256];
+    backend *be = backend_cuda_load(NULL, TEST_LIB_DIR "/other-abi", err, sizeof err);
+    cr_assert_null(be);
+    cr_expect(strstr(err, "other-abi/libampscope_cuda.so was built for backend ABI 999 (struct "
+                          "backend of 4242 bytes)") != NULL,
+              "got: %s", err);
+    snprintf(want, sizeof want, "this binary expects ABI %d (%zu bytes): rebuild with make",
+             BACKEND_ABI_VERSION, sizeof(backend));
+    cr_expect(strstr(err, want) != NULL, "got: %s", err);
+    cr_expect(strstr(err, "was opened") == NULL, "its open ran: %s", err);
+}
+
+Test(backend, a_library_without_an_abi_is_refused)
+{
+    char err[1024] = "";
+    backend *be = backend_cuda_load(NULL, TEST_LIB_DIR "/no-abi", err, sizeof err);
+    cr_assert_null(be);
+    cr_expect(strstr(err, "has no ampscope_backend_abi") != NULL, "got: %s", err);
+    cr_expect(strstr(err, "was opened") == NULL, "its open ran: %s", err);
+}
+
+Test(backend, the_library_make_built_passes_the_abi_check)
+{
+    if (access("lib/libampscope_cuda.so", F_OK) != 0)
+        cr_skip_test("lib/libampscope_cuda.so not built (no CUDA toolkit, or CUDA=0)");
+    char err[1024] = "";
+    backend *be = backend_cuda_load(NULL, "lib", err, sizeof err);
+    if (be) { /* a GPU: the table it filled passed the check too */
+        cr_expect_eq(backend_check(be, err, sizeof err), 0, "%s", err);
+        cr_expect(be->has_native_math);
+        be->close(be);
+        return;
+    }
+    cr_expect(strncmp(err, "no usable CUDA device: ", 23) == 0, "got: %s", err);
+    cr_expect(strstr(err, "ABI") == NULL && strstr(err, "has no") == NULL, "got: %s", err);
+}
