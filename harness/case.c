@@ -159,7 +159,7 @@ static void set_defaults(case_config *cfg, const char *path, int n_sets)
     cfg->growth_factor = 2.0;
     cfg->backoff_factor = 0.5;
     cfg->growth_interval = 2000;
-    cfg->optim = optim_default(OPTIM_SGD);
+    cfg->optim = optim_default(OPTIM_CASE_DEFAULT);
     cfg->steps = 1;
     if (strlen(path) >= CASE_PATH_MAX)
         return;

@@ -11,8 +11,8 @@
  *     optim_state_count (switches without default: -Wswitch names each one missing);
  *   - optimizers.c: its row in optim_defs (name, options, defaults, states; its check if
  *     some options exclude others); the compiler checks the array's length, and
- *     optim_registry_check (tests/test_optim.c) that the row is filled and that its states
- *     agree with optim_state_count;
+ *     optim_registry_check (at start-up and in tests/test_optim.c) that the row is filled
+ *     and that its states agree with optim_state_count;
  *   - harness/cpu/optim.c: its case in update() (the switch without default);
  *   - tests/test_optim.c: three steps against PyTorch's numbers.
  * Nothing else names an optimizer kind.
@@ -78,6 +78,8 @@ static inline const char *optim_name(optim_kind kind) { return optim_defs[kind].
 int optim_find(const char *name);
 /* The kind's defaults (PyTorch's) with kind set. */
 optim_config optim_default(optim_kind kind);
+/* A case without an `optimizer` key: SGD with its defaults. */
+#define OPTIM_CASE_DEFAULT OPTIM_SGD
 /* Name of state slot k (0 <= k < optim_state_count(c)): "exp_avg", ... */
 const char *optim_state_name(const optim_config *c, int k);
 /* "sgd lr=0.1 momentum=0.9": the kind, lr, and momentum and weight_decay when non-zero,

@@ -219,10 +219,25 @@ static void dump_init(trainer *t, const char *dir)
         run_fail(r, "%s", err);
 }
 
+/* Every op in every dtype the case's tensors take (parameters, input, autocast's), as the
+ * backend answers backend_supports(): a case it cannot run ends before its first tensor. */
+static void check_support(run *r)
+{
+    const case_config *cfg = r->cfg;
+    dtype used[] = {cfg->params, cfg->input_dtype,
+                    cfg->autocast ? cfg->autocast_dtype : cfg->params};
+    for (size_t d = 0; d < sizeof used / sizeof used[0]; d++)
+        for (int op = 0; op < BACKEND_OP_COUNT; op++)
+            if (!backend_supports(r->be, (backend_op)op, used[d]))
+                run_fail(r, "the %s backend cannot run %s on %s tensors", r->be->name,
+                         backend_op_name((backend_op)op), dtype_name(used[d]));
+}
+
 static void train_steps(trainer *t)
 {
     run *r = t->r;
     char err[512];
+    check_support(r);
     model_init(r, &t->m);
     optimizer_init(r, &t->opt, &t->m);
     scaler_init(&t->scaler, r->cfg);

@@ -3,14 +3,17 @@
  * its table is filled and names what is missing; the CUDA loader refuses a library built
  * from other sources, with both builds' ABI numbers, before anything in it runs, and
  * accepts the one make built here (with no GPU it then stops at the device); the counting
- * backend never makes a tensor's values; supports() answers from the table.
+ * backend never makes a tensor's values; supports() answers from the table, and a case the
+ * backend refuses an op of ends before it starts, naming the op and the dtype.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../harness/backend.h"
+#include "../harness/train.h"
 
 /* a filled table to take functions out of: the CPU backend's, copied */
 static backend cpu_table(void)
@@ -162,4 +165,34 @@ Test(backend, the_library_make_built_passes_the_abi_check)
     }
     cr_expect(strncmp(err, "no usable CUDA device: ", 23) == 0, "got: %s", err);
     cr_expect(strstr(err, "ABI") == NULL && strstr(err, "has no") == NULL, "got: %s", err);
+}
+
+/* A case whose tensors take a dtype the backend refuses for one of its ops ends before its
+ * first tensor, with the op and the dtype named; the same case runs where nothing is
+ * refused. */
+Test(backend, a_case_the_backend_cannot_run_names_the_op)
+{
+    static case_config cfg;
+    err_list errs = {0};
+    const char *sets[] = {"precision.autocast=bfloat16"};
+    cr_assert_eq(case_load("tests/cases/small-fp32.case", sets, 1, &cfg, &errs), 0);
+    err_list_free(&errs);
+    mem_account account = {0};
+    backend *be = backend_cpu_open(&account);
+    cr_assert_not_null(be);
+    char dir[] = "/tmp/ampscope-test-supports-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    train_options opt = {.quiet = true};
+    case_result res;
+    be->supports = no_bfloat16_relu;
+    cr_expect_eq(train_case(&cfg, be, &opt, dir, &res), 0);
+    cr_expect_not(res.ok);
+    cr_expect_str_eq(res.error, "the cpu backend cannot run relu_forward on bfloat16 tensors");
+    be->supports = NULL;
+    cr_expect_eq(train_case(&cfg, be, &opt, dir, &res), 0);
+    cr_expect(res.ok, "%s", res.error);
+    be->close(be);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
 }

@@ -58,11 +58,19 @@ update(const optim_config *cfg, const optim_hyper *h, dtype dt, int ns, int64_t 
     /* copies the compiler knows the buffers' stores cannot change: hoisted out of the loop */
     optim_config c = *cfg;
     optim_hyper hc = *h;
-    bool f32 = dt == DTYPE_FLOAT32;
-    if (dt == DTYPE_BFLOAT16) {
+    switch (dt) {
+    case DTYPE_FLOAT32:
+    case DTYPE_FLOAT16:
+        break; /* the dtypes with loops of their own, below */
+    case DTYPE_BFLOAT16:
         update_loop(cfg, h, dt, ns, n, b); /* the rarer dtype */
         return;
+    case DTYPE_INT64:
+    case DTYPE_COUNT:
+        not_a_format("optimizer step", dt);
+        return;
     }
+    bool f32 = dt == DTYPE_FLOAT32;
     switch (cfg->kind) {
     case OPTIM_SGD:
         if (ns == 0 && f32)
