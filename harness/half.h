@@ -155,6 +155,23 @@ static inline AMP_HD float round_to(float x, dtype dt)
     return not_a_format("round_to", dt);
 }
 
+/* The value of a stored bit pattern p of dtype dt (float16 and bfloat16 in its low 16 bits). */
+static inline AMP_HD float float_from_pattern(uint32_t p, dtype dt)
+{
+    switch (dt) {
+    case DTYPE_FLOAT32:
+        return bits_float(p);
+    case DTYPE_FLOAT16:
+        return float_from_half((uint16_t)p);
+    case DTYPE_BFLOAT16:
+        return float_from_bf16((uint16_t)p);
+    case DTYPE_INT64:
+    case DTYPE_COUNT:
+        break;
+    }
+    return not_a_format("float_from_pattern", dt);
+}
+
 /* Element i of a buffer of dtype dt (float32, float16 or bfloat16), as float32 (exact). */
 static inline AMP_HD float load_as_float(const void *p, dtype dt, int64_t i)
 {

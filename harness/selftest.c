@@ -234,22 +234,6 @@ static int64_t ordinal(uint32_t b, dtype dt)
     return (b & ~mask) ? -mag : mag;
 }
 
-static double bits_value(uint32_t b, dtype dt)
-{
-    switch (dt) {
-    case DTYPE_FLOAT32:
-        return bits_float(b);
-    case DTYPE_FLOAT16:
-        return float_from_half((uint16_t)b);
-    case DTYPE_BFLOAT16:
-        return float_from_bf16((uint16_t)b);
-    case DTYPE_INT64:
-    case DTYPE_COUNT:
-        break;
-    }
-    return not_a_format("selftest bits_value", dt);
-}
-
 /* the element rule of selftest.h for one pair of stored values */
 static bool values_agree(uint32_t a, uint32_t b, dtype dt, cmp_mode mode, double atol)
 {
@@ -260,7 +244,7 @@ static bool values_agree(uint32_t a, uint32_t b, dtype dt, cmp_mode mode, double
         return false;
     if (llabs(ordinal(a, dt) - ordinal(b, dt)) <= 1)
         return true;
-    double fa = bits_value(a, dt), fb = bits_value(b, dt);
+    double fa = float_from_pattern(a, dt), fb = float_from_pattern(b, dt);
     if (!isfinite(fa) || !isfinite(fb))
         return false;
     return fabs(fa - fb) <= REL_TOL * fmax(fabs(fa), fabs(fb)) + atol;
@@ -1027,9 +1011,9 @@ static void check_exact_conv2d(selftest *c, round_stats *st)
             const int64_t ys[4] = {g->n, g->c_out, g->h_out, g->w_out};
             char what[192];
             snprintf(what, sizeof what, "%s -> %s x [%lld,%lld,%lld,%lld] k %lld stride %lld at %s",
-                     dtype_name(ec->in), dtype_name(ec->out), (long long)g->n,
-                     (long long)g->c_in, (long long)g->h_in, (long long)g->w_in,
-                     (long long)g->kh, (long long)g->stride, ec->at);
+                     dtype_name(ec->in), dtype_name(ec->out), (long long)g->n, (long long)g->c_in,
+                     (long long)g->h_in, (long long)g->w_in, (long long)g->kh, (long long)g->stride,
+                     ec->at);
             pair x = make_pow2(c, "x", ec->in, 4, xs, ec->m);
             pair w = make_pow2(c, "w", ec->in, 4, ws, ec->m);
             pair y = make(c, "y", ec->out, 4, ys, NULL);

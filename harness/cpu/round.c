@@ -267,22 +267,6 @@ hist_bytes(const uint8_t *ex, int n, uint32_t *he)
         he[ex[i]]++;
 }
 
-static float pattern_value(uint32_t p, dtype dt)
-{
-    switch (dt) {
-    case DTYPE_FLOAT32:
-        return bits_float(p);
-    case DTYPE_FLOAT16:
-        return float_from_half((uint16_t)p);
-    case DTYPE_BFLOAT16:
-        return float_from_bf16((uint16_t)p);
-    case DTYPE_INT64:
-    case DTYPE_COUNT:
-        break;
-    }
-    return not_a_format("pattern_value", dt);
-}
-
 /* the bookkeeping of n <= CPU_CHUNK stored values: counts, then the histogram of pre */
 static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int n, round_stats *st)
 {
@@ -296,8 +280,9 @@ static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int 
                       b.subnormal,
                       b.overflow,
                       b.nan,
-                      pattern_value(b.pmax, dt),
-                      b.pmin == UINT32_MAX ? bits_float(0x7f800000u) : pattern_value(b.pmin, dt)};
+                      float_from_pattern(b.pmax, dt),
+                      b.pmin == UINT32_MAX ? bits_float(0x7f800000u)
+                                           : float_from_pattern(b.pmin, dt)};
     round_counts_merge(&st->counts, &c);
     /* Byte 0 holds zeros (counted above) and float32 subnormals, byte 255 inf and NaN: when
      * there are any of the latter, they are binned one by one. */
