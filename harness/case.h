@@ -29,6 +29,7 @@
 #define CASE_MAX_EXPECTS 128
 #define CASE_MAX_OBSERVE 256
 #define LAYER_NAME_MAX 64
+#define LAYER_SPEC_SLOTS 4 /* option slots of each type in a layer_spec */
 
 #define LAYER_MAX_RANK 3 /* dims of a per-sample shape (the batch dim excluded) */
 
@@ -41,6 +42,12 @@ typedef struct layer_spec {
     int64_t in, out;                           /* linear: features; conv2d: channels */
     bool bias;                                 /* linear, conv2d: bias=yes|no, default yes */
     int64_t kernel, stride, padding, dilation; /* conv2d: defaults -, 1, 0, 1 */
+    /* options of kinds that have no named field above: a kind's file names the slots it
+     * uses (layer.h's kind_opt points at them), so a new kind needs no field here */
+    int64_t opt_int[LAYER_SPEC_SLOTS];
+    double opt_real[LAYER_SPEC_SLOTS];
+    int opt_choice[LAYER_SPEC_SLOTS];
+    bool opt_bool[LAYER_SPEC_SLOTS];
     /* filled by validation: per-sample output shape (batch dim excluded) */
     int out_ndim;
     int64_t out_shape[LAYER_MAX_RANK];

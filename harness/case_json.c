@@ -76,6 +76,10 @@ static void json_layer(FILE *f, const layer_spec *l)
         case KIND_OPT_INT:
             fprintf(f, ", \"%s\": %" PRId64, o->name, *(const int64_t *)field);
             break;
+        case KIND_OPT_REAL:
+            fprintf(f, ", \"%s\": ", o->name);
+            json_real(f, *(const double *)field);
+            break;
         case KIND_OPT_BOOL:
             fprintf(f, ", \"%s\": ", o->name);
             json_bool(f, *(const bool *)field);

@@ -153,7 +153,6 @@ bool kind_option_values(parse_ctx *c, entry *e, const char *owner, const kind_op
 int scan_i64(const char *s, int64_t *out);
 /* Parses an integer >= min (0 or 1) into *out. */
 bool parse_int(parse_ctx *c, entry *e, const char *s, const char *what, int64_t min, int64_t *out);
-typedef enum real_range { ANY, NONNEG, POSITIVE, ABOVE_ONE, UNIT_OPEN, UNIT_HALF } real_range;
 bool parse_real(parse_ctx *c, entry *e, const char *s, const char *what, real_range r, double *out);
 bool parse_bool(parse_ctx *c, entry *e, const char *s, const char *what, bool *out);
 /* Index of s in names, or -1 after "bad value 's' for what: expected a, b or c". */

@@ -231,6 +231,9 @@ void kind_option_defaults(const kind_opt *opts, int n, void *base)
         case KIND_OPT_INT:
             *(int64_t *)field = opts[i].def;
             break;
+        case KIND_OPT_REAL:
+            *(double *)field = opts[i].real_def;
+            break;
         case KIND_OPT_BOOL:
             *(bool *)field = opts[i].def != 0;
             break;
@@ -270,6 +273,9 @@ bool kind_option_values(parse_ctx *c, entry *e, const char *owner, const kind_op
         switch (o->type) {
         case KIND_OPT_INT:
             ok = parse_int(c, e, vals[i], o->name, o->min, (int64_t *)field) && ok;
+            break;
+        case KIND_OPT_REAL:
+            ok = parse_real(c, e, vals[i], o->name, o->range, (double *)field) && ok;
             break;
         case KIND_OPT_BOOL:
             ok = parse_bool(c, e, vals[i], o->name, (bool *)field) && ok;

@@ -45,10 +45,14 @@
 
 typedef enum kind_opt_type {
     KIND_OPT_INT,    /* an int64_t >= min */
+    KIND_OPT_REAL,   /* a double in range (eps=1e-5, p=0.1) */
     KIND_OPT_BOOL,   /* a bool: yes/no, true/false, on/off, 1/0 */
     KIND_OPT_CHOICE, /* an int: the index of the value in choices */
     KIND_OPT_REFUSED /* accepted by PyTorch, not by the harness: any value is refused */
 } kind_opt_type;
+
+/* The values a real option (and the case parser's numbers) may take. */
+typedef enum real_range { ANY, NONNEG, POSITIVE, ABOVE_ONE, UNIT_OPEN, UNIT_HALF } real_range;
 
 typedef struct kind_opt {
     const char *name; /* as written: bias=no */
@@ -56,6 +60,8 @@ typedef struct kind_opt {
     size_t offset;              /* the field it fills in the kind's spec */
     int64_t min;                /* INT: the smallest value (0 or 1) */
     int64_t def;                /* the default: INT's value, BOOL's 0/1, CHOICE's index */
+    real_range range;           /* REAL: the values allowed */
+    double real_def;            /* REAL: the default */
     const char *const *choices; /* CHOICE */
     int n_choices;              /* CHOICE */
     const char *required;       /* non-NULL: a layer's option that must be
