@@ -28,6 +28,7 @@
 #define CASE_MAX_INITS 128
 #define CASE_MAX_EXPECTS 128
 #define CASE_MAX_OBSERVE 256
+#define CASE_MAX_ACCUMULATE 1024 /* [train] accumulate: micro-batches per step */
 #define LAYER_NAME_MAX 64
 #define LAYER_SPEC_SLOTS 4 /* option slots of each type in a layer_spec */
 
@@ -121,6 +122,14 @@ typedef struct case_config {
     double eta_min; /* cosine: default 0 */
     int64_t steps;  /* default 1 */
     uint64_t seed;  /* default 0 */
+    /* gradient accumulation and clipping (README.md's [train]; train.c, clip.c) */
+    int64_t accumulate;       /* micro-batches per optimizer step; default 1 */
+    bool delay_unscale;       /* master weights: accumulate in the half .grad, unscale once */
+    double clip_grad_norm;    /* max_norm of clip_grad_norm_; 0: no clipping */
+    double norm_type;         /* default 2; INFINITY for inf */
+    bool error_if_nonfinite;  /* default no */
+    double clip_grad_value;   /* clip_value of clip_grad_value_; 0: none */
+    bool clip_before_unscale; /* clip the scaled gradients (the common mistake) */
     /* [init] */
     init_spec inits[CASE_MAX_INITS];
     int n_inits;

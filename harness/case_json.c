@@ -7,6 +7,7 @@
 #include "optimizers.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +123,25 @@ static void json_train(FILE *f, const case_config *cfg)
         fprintf(f, ", \"T_max\": %" PRId64 ", \"eta_min\": ", cfg->t_max);
         json_real(f, cfg->eta_min);
     }
-    fprintf(f, "}, \"steps\": %" PRId64 ", \"seed\": %" PRIu64 "},\n", cfg->steps, cfg->seed);
+    fprintf(f, "}, \"steps\": %" PRId64 ", \"seed\": %" PRIu64, cfg->steps, cfg->seed);
+    fprintf(f, ", \"accumulate\": %" PRId64 ", \"delay_unscale\": %s, \"clip_grad_norm\": ",
+            cfg->accumulate, cfg->delay_unscale ? "true" : "false");
+    if (cfg->clip_grad_norm > 0)
+        json_real(f, cfg->clip_grad_norm);
+    else
+        fputs("null", f);
+    fputs(", \"norm_type\": ", f);
+    if (isinf(cfg->norm_type))
+        fputs("\"inf\"", f);
+    else
+        json_real(f, cfg->norm_type);
+    fprintf(f, ", \"error_if_nonfinite\": %s, \"clip_grad_value\": ",
+            cfg->error_if_nonfinite ? "true" : "false");
+    if (cfg->clip_grad_value > 0)
+        json_real(f, cfg->clip_grad_value);
+    else
+        fputs("null", f);
+    fprintf(f, ", \"clip_before_unscale\": %s},\n", cfg->clip_before_unscale ? "true" : "false");
 }
 
 static void json_init_expect(FILE *f, const case_config *cfg)

@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,8 +33,8 @@ typedef struct key_def {
 /* Sections with a fixed set of keys: each entry goes to its key's function. */
 static void parse_keyed(parse_ctx *c, int sec, const key_def *defs, int n)
 {
-    const char *names[8];
-    for (int i = 0; i < n; i++)
+    const char *names[16]; /* the most keys a section has ([train]'s 12) */
+    for (int i = 0; i < n && i < 16; i++)
         names[i] = defs[i].key;
     for (int i = 0; i < c->n_entries; i++) {
         entry *e = &c->entries[i];
@@ -317,14 +318,97 @@ static void key_seed(parse_ctx *c, entry *e)
     err_at(c, e, "bad number '%s' for seed: expected an integer from 0 to 2^64-1", s);
 }
 
+static void key_accumulate(parse_ctx *c, entry *e)
+{
+    if (parse_int(c, e, e->value, "accumulate", 1, &c->cfg->accumulate) &&
+        c->cfg->accumulate > CASE_MAX_ACCUMULATE)
+        err_at(c, e, "accumulate = %lld: at most %d micro-batches per step",
+               (long long)c->cfg->accumulate, CASE_MAX_ACCUMULATE);
+}
+
+static void key_delay_unscale(parse_ctx *c, entry *e)
+{
+    parse_bool(c, e, e->value, "delay_unscale", &c->cfg->delay_unscale);
+}
+
+static void key_clip_grad_norm(parse_ctx *c, entry *e)
+{
+    parse_real(c, e, e->value, "clip_grad_norm", POSITIVE, &c->cfg->clip_grad_norm);
+}
+
+/* clip_grad_norm_'s norm_type: a positive number or inf */
+static void key_norm_type(parse_ctx *c, entry *e)
+{
+    if (strcmp(e->value, "inf") == 0)
+        c->cfg->norm_type = INFINITY;
+    else
+        parse_real(c, e, e->value, "norm_type", POSITIVE, &c->cfg->norm_type);
+}
+
+static void key_error_if_nonfinite(parse_ctx *c, entry *e)
+{
+    parse_bool(c, e, e->value, "error_if_nonfinite", &c->cfg->error_if_nonfinite);
+}
+
+static void key_clip_grad_value(parse_ctx *c, entry *e)
+{
+    parse_real(c, e, e->value, "clip_grad_value", POSITIVE, &c->cfg->clip_grad_value);
+}
+
+static void key_clip_before_unscale(parse_ctx *c, entry *e)
+{
+    parse_bool(c, e, e->value, "clip_before_unscale", &c->cfg->clip_before_unscale);
+}
+
+/* the [train] keys that need another key or section ([precision] is parsed before) */
+static void train_checks(parse_ctx *c)
+{
+    const case_config *cfg = c->cfg;
+    entry *e = find_entry(c, SEC_TRAIN, "delay_unscale");
+    if (e && cfg->delay_unscale && !cfg->master_weights)
+        err_at(c, e, "delay_unscale = yes needs [precision] master_weights = yes (without "
+                     "master weights .grad always accumulates in its own dtype)");
+    e = find_entry(c, SEC_TRAIN, "accumulate");
+    if (e && cfg->accumulate > 1 && cfg->input == INPUT_FILE)
+        err_at(c, e, "accumulate > 1 with [data] input = file is not supported: the micro-batches "
+                     "are drawn from the seed");
+    if (e && cfg->accumulate > 1 && cfg->target == TARGET_FILE)
+        err_at(c, e, "accumulate > 1 with [data] target = file is not supported: the "
+                     "micro-batches are drawn from the seed");
+    static const char *const needs_clip[] = {"norm_type", "error_if_nonfinite"};
+    for (int i = 0; i < 2; i++)
+        if ((e = find_entry(c, SEC_TRAIN, needs_clip[i])) && cfg->clip_grad_norm == 0)
+            err_at(c, e, "%s is an option of clip_grad_norm: set clip_grad_norm = MAX",
+                   needs_clip[i]);
+    e = find_entry(c, SEC_TRAIN, "clip_before_unscale");
+    if (e && cfg->clip_before_unscale && cfg->clip_grad_norm == 0 && cfg->clip_grad_value == 0)
+        err_at(c, e, "clip_before_unscale = yes needs clip_grad_norm or clip_grad_value");
+    if (e && cfg->clip_before_unscale && !cfg->scaler)
+        err_at(c, e, "clip_before_unscale = yes needs a [scaler]: without one nothing is scaled");
+    if (e && cfg->clip_before_unscale && cfg->master_weights && !cfg->delay_unscale &&
+        cfg->accumulate > 1)
+        err_at(c, e, "clip_before_unscale = yes with master weights and accumulate > 1 needs "
+                     "delay_unscale = yes: else each micro-batch is unscaled as it is added");
+}
+
 void parse_train_section(parse_ctx *c)
 {
     static const key_def defs[] = {{"loss", key_loss},
                                    {"optimizer", key_optimizer},
                                    {"schedule", key_schedule},
                                    {"steps", key_steps},
-                                   {"seed", key_seed}};
-    parse_keyed(c, SEC_TRAIN, defs, 5);
+                                   {"seed", key_seed},
+                                   {"accumulate", key_accumulate},
+                                   {"delay_unscale", key_delay_unscale},
+                                   {"clip_grad_norm", key_clip_grad_norm},
+                                   {"norm_type", key_norm_type},
+                                   {"error_if_nonfinite", key_error_if_nonfinite},
+                                   {"clip_grad_value", key_clip_grad_value},
+                                   {"clip_before_unscale", key_clip_before_unscale}};
+    c->cfg->accumulate = 1; /* the defaults of the keys below (set_defaults' are the others') */
+    c->cfg->norm_type = 2.0;
+    parse_keyed(c, SEC_TRAIN, defs, (int)(sizeof defs / sizeof defs[0]));
+    train_checks(c);
 }
 
 /* Whether layer `name` exists and has parameter `param` ("weight" or "bias"). */

@@ -3,9 +3,11 @@
 #include "optimizer.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "autocast.h"
+#include "host_values.h"
 #include "optimizers.h"
 
 void optimizer_init(run *r, optimizer *o, model *m)
@@ -31,25 +33,88 @@ void optimizer_init(run *r, optimizer *o, model *m)
     }
 }
 
+/* parameter i's half gradient g copied up into a new float32 one (*out); g released */
+static void optimizer_collect_grads_one(run *r, optimizer *o, int i, tensor *g, tensor **out)
+{
+    char name[TENSOR_NAME_MAX + 16];
+    snprintf(name, sizeof name, "%s@float32", g->name);
+    tensor *g32 = run_tensor_like(r, g, name, DTYPE_FLOAT32, MEM_GRADS);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->cast(r->be, g, g32, stp));
+    observe_tensor(r->obs, g32, ROLE_GRAD_MASTER, stp);
+    *out = g32;
+    /* the model's half gradient is no longer needed: Apex zeroes it after the copy */
+    tensor_release(&r->pool, g);
+    o->param[i]->grad = NULL;
+}
+
 void optimizer_collect_grads(run *r, optimizer *o, tensor **grads)
 {
     for (int i = 0; i < o->n; i++) {
         tensor *g = o->param[i]->grad;
         grads[i] = g;
-        if (!g || !o->master_weights)
-            continue;
-        char name[TENSOR_NAME_MAX + 16];
-        snprintf(name, sizeof name, "%s@float32", g->name);
-        tensor *g32 = run_tensor_like(r, g, name, DTYPE_FLOAT32, MEM_GRADS);
-        round_stats st;
-        round_stats *stp = run_stats(r, &st);
-        run_check(r, r->be->cast(r->be, g, g32, stp));
-        observe_tensor(r->obs, g32, ROLE_GRAD_MASTER, stp);
-        grads[i] = g32;
-        /* the model's half gradient is no longer needed: Apex zeroes it after the copy */
-        tensor_release(&r->pool, g);
-        o->param[i]->grad = NULL;
+        if (g && o->master_weights)
+            optimizer_collect_grads_one(r, o, i, g, &grads[i]);
     }
+}
+
+int64_t grad_accumulate_add(run *r, tensor *acc, const tensor *g, tensor_role role)
+{
+    float *a = host_values_get(r, acc), *b = host_values_get(r, g);
+    int64_t lost = 0;
+    for (int64_t i = 0; i < acc->numel; i++) {
+        float before = a[i];
+        a[i] = before + b[i]; /* float32 opmath; host_values_put rounds it into acc's dtype */
+        if (b[i] != 0.0f && round_to(a[i], acc->dtype) == before)
+            lost++;
+    }
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    host_values_put(r, acc, a, stp);
+    free(a), free(b);
+    observe_tensor(r->obs, acc, role, stp);
+    return lost;
+}
+
+int64_t optimizer_accumulate(run *r, optimizer *o, const grad_scaler *s, int64_t k,
+                             int *found_inf)
+{
+    bool into_master = o->master_weights && !r->cfg->delay_unscale;
+    o->acc_unscaled = into_master;
+    int64_t lost = 0;
+    for (int i = 0; i < o->n; i++) {
+        tensor *g = o->param[i]->grad;
+        if (!g)
+            continue;
+        o->param[i]->grad = NULL;
+        if (into_master) { /* copy up, unscale, add into the master gradient */
+            tensor *one[1];
+            optimizer_collect_grads_one(r, o, i, g, one);
+            if (s->enabled)
+                *found_inf |= scaler_unscale(r, s, one, 1, true);
+            g = one[0];
+        }
+        if (k == 0 || !o->acc[i]) {
+            o->acc[i] = g;
+            continue;
+        }
+        lost += grad_accumulate_add(r, o->acc[i], g, into_master ? ROLE_GRAD_MASTER : ROLE_GRAD_PARAM);
+        tensor_release(&r->pool, g);
+    }
+    return lost;
+}
+
+bool optimizer_accumulated(optimizer *o, tensor **grads)
+{
+    for (int i = 0; i < o->n; i++) {
+        if (o->acc_unscaled)
+            grads[i] = o->acc[i];
+        else
+            o->param[i]->grad = o->acc[i];
+        o->acc[i] = NULL;
+    }
+    return o->acc_unscaled;
 }
 
 int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads)

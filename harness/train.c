@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include "autocast.h"
+#include "clip.h"
 #include "columns.h"
 #include "dump.h"
+#include "host_values.h"
 #include "layers/layer.h"
+#include "microbatch.h"
 #include "optimizer.h"
 
 typedef struct trainer {
@@ -26,6 +29,9 @@ typedef struct trainer {
     int64_t init_dump_bytes; /* dry pass: what DUMP/init/ takes */
     float last_loss;
     const train_options *opt_in;
+    /* accumulation: micro-batches per step, their data (index 0: the model's own) */
+    int64_t n_micro;
+    tensor *micro_input[CASE_MAX_ACCUMULATE], *micro_target[CASE_MAX_ACCUMULATE];
 } trainer;
 
 static double now_ms(void)
@@ -81,19 +87,73 @@ static void progress(const trainer *t, int64_t s, double start)
             tty ? (s + 1 == t->steps ? "\n" : "") : "\n");
 }
 
-static void train_step(trainer *t, int64_t s)
+/* loss / N for accumulation: its node's backward divides the gradient likewise (PyTorch's
+ * div by a Python number: float(x) / N rounded into x's dtype); one element, on the host */
+static void div_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    float *v = host_values_get(r, n->grad);
+    v[0] = v[0] / (float)n->scalar;
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    host_values_put(r, dx, v, stp);
+    free(v);
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+static tensor *loss_div(run *r, tensor *loss, int64_t n_micro)
+{
+    tensor *y = run_tensor(r, "loss.div", loss->dtype, 0, NULL, MEM_ACTIVATIONS);
+    float *v = host_values_get(r, loss);
+    v[0] = v[0] / (float)n_micro;
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    host_values_put(r, y, v, stp);
+    free(v);
+    node *n = tape_record(r, "div", div_backward, y, &loss, 1);
+    if (n)
+        n->scalar = (double)n_micro;
+    observe_tensor(r->obs, y, ROLE_LOSS, stp);
+    return y;
+}
+
+/* micro-batch k's data: the model's own for k = 0, else drawn at step 0 and kept */
+static void use_micro_batch(trainer *t, int64_t k)
+{
+    if (t->n_micro == 1)
+        return;
+    if (!t->micro_input[0]) {
+        t->micro_input[0] = t->m.input;
+        for (int64_t j = 1; j < t->n_micro; j++)
+            t->micro_input[j] = microbatch_input(t->r, j, t->m.input);
+    }
+    if (k == 1 && !t->micro_target[0])
+        t->micro_target[0] = t->m.target; /* made by micro-batch 0's loss */
+    t->m.input = t->micro_input[k];
+    t->m.target = t->micro_target[k];
+}
+
+static tensor *micro_target(trainer *t, int64_t k, const tensor *out)
+{
+    if (k == 0 || t->micro_target[k])
+        return model_target(t->r, &t->m, out);
+    t->micro_target[k] = t->m.target = microbatch_target(t->r, k, out);
+    return t->m.target;
+}
+
+/* One micro-batch's forward and backward (the whole step's when accumulate = 1): its
+ * gradients are left in the parameters' .grad. Returns the loss's value (divided by N). */
+static float forward_backward(trainer *t, int64_t s, int64_t k)
 {
     run *r = t->r;
     const case_config *cfg = r->cfg;
-    double t0 = now_ms();
-    /* a dry pass counts what every step would hold and dump */
-    observe_begin_step(r->obs, s, r->be->observe_every_step || case_observes_step(cfg, s));
-
+    use_micro_batch(t, k);
     /* forward (and the loss, inside or outside the autocast region) */
+    observe_begin_pass(r->obs, PASS_FORWARD);
     if (s == 0) { /* the batch and the initial parameters, once: later steps reuse the batch,
                    * and each step's optimizer pass records the parameters it writes */
         observe_as_is(r, t->m.input, ROLE_INPUT);
-        for (int i = 0; i < t->m.n_params; i++)
+        for (int i = 0; k == 0 && i < t->m.n_params; i++)
             observe_as_is(r, t->m.params[i], ROLE_PARAM);
     }
     r->autocast = cfg->autocast;
@@ -102,16 +162,20 @@ static void train_step(trainer *t, int64_t s)
     if (!cfg->loss_in_autocast)
         autocast_exit(r);
     bool new_target = !t->m.target;
-    tensor *target = model_target(r, &t->m, out);
+    tensor *target = micro_target(t, k, out);
     if (new_target)
         observe_as_is(r, target, ROLE_TARGET);
     tensor *loss = loss_def_of(cfg->loss)->forward(r, cfg, out, target);
     autocast_exit(r);
+    if (t->n_micro > 1) { /* loss = loss / N */
+        tensor *div = loss_div(r, loss, t->n_micro);
+        tensor_release(&r->pool, loss);
+        loss = div;
+    }
     tensor *root = loss;
-    float scale = t->scaler.scale;
     if (t->scaler.enabled)
         root = scaler_scale(r, &t->scaler, loss);
-    t->last_loss = read_scalar(r, loss);
+    float value = read_scalar(r, loss);
 
     int64_t saved = tape_saved_bytes(r);
     if (saved > t->saved_bytes)
@@ -124,15 +188,58 @@ static void train_step(trainer *t, int64_t s)
         tensor_release(&r->pool, root);
     tensor_release(&r->pool, loss);
     tensor_release(&r->pool, out);
+    return value;
+}
 
-    /* GradScaler and optimizer */
-    observe_begin_pass(r->obs, PASS_OPTIMIZER);
-    tensor *grads[2 * CASE_MAX_LAYERS];
-    optimizer_collect_grads(r, &t->opt, grads);
+/* clip_grad_norm_ / clip_grad_value_ on the step's gradients (clip.h) */
+static clip_result clip_grads(run *r, tensor *const *grads, int n, bool master)
+{
+    const case_config *cfg = r->cfg;
+    tensor_role role = master ? ROLE_GRAD_MASTER : ROLE_GRAD_PARAM;
+    clip_result c = {.total_norm = NAN, .clip_coef = NAN};
+    if (cfg->clip_grad_norm > 0)
+        c = clip_grad_norm(r, grads, n, role);
+    if (cfg->clip_grad_value > 0)
+        clip_grad_value(r, grads, n, role);
+    return c;
+}
+
+static void train_step(trainer *t, int64_t s)
+{
+    run *r = t->r;
+    const case_config *cfg = r->cfg;
+    double t0 = now_ms();
+    /* a dry pass counts what every step would hold and dump */
+    observe_begin_step(r->obs, s, r->be->observe_every_step || case_observes_step(cfg, s));
+    float scale = t->scaler.scale;
     int found_inf = 0;
+    int64_t lost_acc = 0;
+    double loss_sum = 0.0; /* accumulation: the micro-batches' loss / N, summed as .item()s */
+    tensor *grads[2 * CASE_MAX_LAYERS];
+    bool unscaled = false;
+    if (t->n_micro == 1) {
+        t->last_loss = forward_backward(t, s, 0);
+    } else {
+        for (int64_t k = 0; k < t->n_micro; k++) {
+            loss_sum += (double)forward_backward(t, s, k);
+            lost_acc += optimizer_accumulate(r, &t->opt, &t->scaler, k, &found_inf);
+        }
+        t->last_loss = (float)loss_sum;
+        unscaled = optimizer_accumulated(&t->opt, grads);
+    }
+
+    /* GradScaler, clipping and optimizer */
+    observe_begin_pass(r->obs, PASS_OPTIMIZER);
+    if (!unscaled)
+        optimizer_collect_grads(r, &t->opt, grads);
     int64_t lost = 0, steps_before = t->opt.steps_taken;
-    if (t->scaler.enabled)
+    clip_result clip = {.total_norm = NAN, .clip_coef = NAN};
+    if (cfg->clip_before_unscale) /* the mistake: clipping the scaled gradients */
+        clip = clip_grads(r, grads, t->opt.n, cfg->master_weights);
+    if (t->scaler.enabled && !unscaled)
         found_inf = scaler_unscale(r, &t->scaler, grads, t->opt.n, cfg->master_weights);
+    if (!cfg->clip_before_unscale) /* scaler.unscale_(optimizer); clip_grad_norm_(...) */
+        clip = clip_grads(r, grads, t->opt.n, cfg->master_weights);
     if (!found_inf) /* scaler.step(optimizer): optimizer.step() unless an inf/NaN was found */
         lost = optimizer_step(r, &t->opt, grads);
     /* skipped: whether optimizer.step() did not run, as the optimizer counts its steps */
@@ -145,11 +252,18 @@ static void train_step(trainer *t, int64_t s)
     r->be->synchronize(r->be);
     t->step_ms[s] = now_ms() - t0;
 
-    if (t->steps_csv)
-        fprintf(t->steps_csv, "%s,%lld,%.9g,%.9g,%d,%d,%.6f,%.9g,%lld,%s\n", cfg->name,
-                (long long)s, (double)t->last_loss, t->scaler.enabled ? (double)scale : 1.0,
-                found_inf, skipped, t->step_ms[s], lr, (long long)lost,
-                found_inf ? r->obs->first_nonfinite : "");
+    if (!t->steps_csv)
+        return;
+    fprintf(t->steps_csv, "%s,%lld,%.9g,%.9g,%d,%d,%.6f,%.9g,%lld,%s,", cfg->name, (long long)s,
+            (double)t->last_loss, t->scaler.enabled ? (double)scale : 1.0, found_inf, skipped,
+            t->step_ms[s], lr, (long long)lost, found_inf ? r->obs->first_nonfinite : "");
+    /* the columns appended for accumulation and clipping: empty where the case has none */
+    if (t->n_micro > 1)
+        fprintf(t->steps_csv, "%lld", (long long)lost_acc);
+    if (cfg->clip_grad_norm > 0)
+        fprintf(t->steps_csv, ",%.9g,%.9g\n", clip.total_norm, clip.clip_coef);
+    else
+        fputs(",,\n", t->steps_csv);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -241,6 +355,7 @@ static void train_steps(trainer *t)
     model_init(r, &t->m);
     optimizer_init(r, &t->opt, &t->m);
     scaler_init(&t->scaler, r->cfg);
+    t->n_micro = r->cfg->accumulate;
     if (t->opt_in->dump_dir) {
         dump_init(t, t->opt_in->dump_dir);
         t->init_dump_bytes = r->obs->dump_bytes;

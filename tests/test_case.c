@@ -492,7 +492,8 @@ Test(case_load, did_you_mean)
     load_bad(MODEL DATA "[precision]\nparms = float16\n", "did you mean 'params'?", 6);
     load_bad(MODEL DATA "[train]\nwhatever = 1\n",
              "unknown key 'whatever' in [train]; allowed keys: loss, optimizer, schedule, steps, "
-             "seed",
+             "seed, accumulate, delay_unscale, clip_grad_norm, norm_type, error_if_nonfinite, "
+             "clip_grad_value, clip_before_unscale",
              6);
     load_bad(MODEL DATA "[scalar]\n", "unknown section [scalar]; did you mean 'scaler'?", 5);
     load_bad(MODEL DATA "[train]\noptimizer = adam beta=0.9,0.99\n",

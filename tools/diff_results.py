@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """diff_results.py: are two results folders the same run?
 
-Usage: tools/diff_results.py OLD NEW [CASE...]
+Usage: tools/diff_results.py [--common-columns] OLD NEW [CASE...]
 
 For every case folder in OLD (or the CASEs named), compares NEW's tensors.csv, hist.csv,
 memory.csv and steps.csv with OLD's, byte for byte, except steps.csv's step_ms column (a
@@ -9,6 +9,10 @@ timing). A refactoring that changes no behaviour leaves them identical on the sa
 (the GEMM kernels OpenBLAS picks, and so the float32 summation order, depend on the CPU).
 Prints one line per case and per differing file (with the first differing line), and
 exits 1 when anything differs or is missing, 0 when all are identical.
+
+--common-columns compares only the columns both files have (by name, in OLD's order), so
+NEW may append columns (results/README.md lists those appended since) and still be the
+same run; without it a file with another set of columns differs.
 """
 import csv
 import os
@@ -18,12 +22,18 @@ FILES = ("tensors.csv", "hist.csv", "memory.csv", "steps.csv")
 TIMINGS = {"steps.csv": ("step_ms",)}
 
 
-def rows(path, drop):
+def read(path):
     with open(path, newline="") as f:
-        table = list(csv.reader(f))
+        return list(csv.reader(f))
+
+
+def rows(table, drop, only=None):
+    """table's columns not in drop (and, when only is given, in it), in only's order"""
     if not table:
         return table
-    keep = [i for i, name in enumerate(table[0]) if name not in drop]
+    names = table[0]
+    order = [n for n in (only if only is not None else names) if n not in drop]
+    keep = [names.index(n) for n in order]
     return [[r[i] if i < len(r) else "" for i in keep] for r in table]
 
 
@@ -36,6 +46,8 @@ def first_difference(a, b):
 
 
 def main(argv):
+    common = "--common-columns" in argv[1:]
+    argv = [a for a in argv if a != "--common-columns"]
     if len(argv) < 3:
         sys.stderr.write(__doc__)
         return 2
@@ -57,7 +69,11 @@ def main(argv):
                 problems.append(f"  {fname}: missing in {new}")
                 continue
             drop = TIMINGS.get(fname, ())
-            a, b = rows(a_path, drop), rows(b_path, drop)
+            ta, tb = read(a_path), read(b_path)
+            only = None
+            if common and ta and tb:
+                only = [n for n in ta[0] if n in tb[0]]
+            a, b = rows(ta, drop, only), rows(tb, drop, only)
             if a != b:
                 line, x, y = first_difference(a, b)
                 problems.append(f"  {fname}: differs from line {line}:\n    - {x}\n    + {y}")

@@ -1,0 +1,76 @@
+/* microbatch.c: accumulation's extra micro-batches (see microbatch.h). */
+#include "microbatch.h"
+
+#include <stdlib.h>
+
+#include "layers/layer.h"
+#include "rng.h"
+
+/* the streams of micro-batch k: apart from model.c's (parameters 1.., data 1 << 20 ..) */
+enum { STREAM_MICRO = 2 << 20, STREAM_MICRO_INPUT = 0, STREAM_MICRO_TARGET, STREAM_MICRO_LABELS };
+
+static uint64_t micro_stream(int64_t k, int which)
+{
+    return STREAM_MICRO + 4u * (uint64_t)k + (uint64_t)which;
+}
+
+typedef struct micro_job {
+    run *r;
+    const tensor *t;
+    int64_t k;
+    int which;       /* STREAM_MICRO_INPUT, _TARGET or _LABELS */
+    int64_t classes; /* STREAM_MICRO_LABELS: the number of classes */
+} micro_job;
+
+static void *micro_values(void *ctx)
+{
+    const micro_job *j = ctx;
+    const tensor *t = j->t;
+    uint64_t seed = j->r->cfg->seed;
+    float *v = malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1));
+    void *buf = malloc((size_t)(tensor_bytes(t) ? tensor_bytes(t) : 1));
+    if (!v || !buf) {
+        free(v), free(buf);
+        run_fail(j->r, "out of host memory for micro-batch %lld's %s", (long long)j->k, t->name);
+    }
+    if (j->which == STREAM_MICRO_LABELS) { /* as model.c draws labels: floor(u * classes) */
+        rng_fill_uniform(seed, micro_stream(j->k, j->which), v, t->numel, 0.0, 1.0);
+        for (int64_t i = 0; i < t->numel; i++) {
+            int64_t c = (int64_t)((double)v[i] * (double)j->classes);
+            ((int64_t *)buf)[i] = c < j->classes ? c : j->classes - 1;
+        }
+    } else {
+        rng_fill_normal(seed, micro_stream(j->k, j->which), v, t->numel);
+        for (int64_t i = 0; i < t->numel; i++)
+            store_from_float(buf, t->dtype, i, v[i]);
+    }
+    free(v);
+    return buf;
+}
+
+tensor *microbatch_input(run *r, int64_t k, const tensor *like)
+{
+    tensor *x = run_tensor(r, "input", like->dtype, like->ndim, like->shape, MEM_INPUTS);
+    micro_job j = {.r = r, .t = x, .k = k, .which = STREAM_MICRO_INPUT};
+    r->be->upload_values(r->be, x->data, tensor_bytes(x), micro_values, &j);
+    return x;
+}
+
+/* the target's dtype and shape as model_target() makes them */
+tensor *microbatch_target(run *r, int64_t k, const tensor *out)
+{
+    const case_config *cfg = r->cfg;
+    bool labels = loss_def_of(cfg->loss)->class_target;
+    dtype dt = labels                             ? DTYPE_INT64
+               : cfg->target == TARGET_RANDN_LIKE ? out->dtype
+                                                  : DTYPE_FLOAT32;
+    tensor *y = run_tensor(r, "target", dt, labels ? 1 : out->ndim,
+                           labels ? &cfg->batch : out->shape, MEM_INPUTS);
+    micro_job j = {.r = r,
+                   .t = y,
+                   .k = k,
+                   .which = labels ? STREAM_MICRO_LABELS : STREAM_MICRO_TARGET,
+                   .classes = labels ? out->shape[out->ndim - 1] : 0};
+    r->be->upload_values(r->be, y->data, tensor_bytes(y), micro_values, &j);
+    return y;
+}

@@ -1,0 +1,177 @@
+/*
+ * test_accumulate.c: gradient accumulation ([train] accumulate = N). The float16 add of
+ * accumulation against a sequence worked out by hand (the sums and the lost accumulations
+ * exact), the [train] keys' checks, and cases run with accumulation: steps.csv's
+ * lost_accumulations column, float16 .grad against float32 master gradients.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/optimizer.h"
+#include "helpers.h"
+
+/* a run on the CPU backend, enough for grad_accumulate_add (no results files) */
+static void run_open(test_env *e, run *r, observer *obs, case_config *cfg)
+{
+    env_open(e);
+    memset(r, 0, sizeof *r);
+    memset(obs, 0, sizeof *obs);
+    memset(cfg, 0, sizeof *cfg);
+    obs->case_name = "t";
+    obs->be = e->be;
+    r->cfg = cfg;
+    r->be = e->be;
+    r->obs = obs;
+    r->counting = true;
+    r->pool = e->pool;
+}
+
+/* Seven float16 micro-gradients added into a float16 .grad that holds the first, per element
+ * (float16's spacing is 2^-10 in [1, 2)):
+ *   [0] 1.0, then 2^-12 seven times: 1 + 2^-12 rounds back to 1 (a quarter of a spacing):
+ *       7 lost, the sum stays 1.0 (the exact sum is 1 + 7 * 2^-12).
+ *   [1] 1 + 2^-10, then 2^-11 seven times: the first add is a tie, to even: 1 + 2^-9
+ *       (changed); from there every add is a tie back to 1 + 2^-9: 6 lost.
+ *   [2] 0.5, then 0 seven times: nothing to add, nothing lost.
+ *   [3] 0.25, then 0.25 seven times: exact, 2.0, nothing lost.
+ * 13 lost in all. */
+Test(accumulate, float16_adds_against_a_hand_calculation)
+{
+    test_env e;
+    run r;
+    observer obs;
+    case_config cfg;
+    run_open(&e, &r, &obs, &cfg);
+    if (setjmp(r.fail))
+        cr_assert_fail("the run failed: %s", r.error);
+    int64_t n = 4;
+    float first[4] = {1.0f, 1.0f + ldexpf(1, -10), 0.5f, 0.25f};
+    float next[4] = {ldexpf(1, -12), ldexpf(1, -11), 0.0f, 0.25f};
+    tensor *acc = env_tensor(&e, "w.grad", DTYPE_FLOAT16, 1, &n, first);
+    tensor *g = env_tensor(&e, "w.grad", DTYPE_FLOAT16, 1, &n, next);
+    int64_t lost = 0, lost_first = -1;
+    for (int k = 1; k < 8; k++) {
+        lost += grad_accumulate_add(&r, acc, g, ROLE_GRAD_PARAM);
+        if (k == 1)
+            lost_first = lost;
+    }
+    cr_expect_eq(lost_first, 1, "the first add loses element 0 only, got %lld",
+                 (long long)lost_first);
+    cr_expect_eq(lost, 13, "lost accumulations: %lld, expected 7 + 6 + 0 + 0", (long long)lost);
+    float want[4] = {1.0f, 1.0f + ldexpf(1, -9), 0.5f, 2.0f};
+    for (int i = 0; i < 4; i++)
+        cr_expect_eq(tensor_at(acc, i), want[i], "element %d: %.9g, expected %.9g", i,
+                     (double)tensor_at(acc, i), (double)want[i]);
+    observe_free(&obs);
+    env_close(&e);
+}
+
+/* the same adds in float32 lose nothing: float32's spacing at 1 is 2^-23 */
+Test(accumulate, float32_adds_keep_them)
+{
+    test_env e;
+    run r;
+    observer obs;
+    case_config cfg;
+    run_open(&e, &r, &obs, &cfg);
+    if (setjmp(r.fail))
+        cr_assert_fail("the run failed: %s", r.error);
+    int64_t n = 2;
+    float first[2] = {1.0f, 1.0f + ldexpf(1, -10)};
+    float next[2] = {ldexpf(1, -12), ldexpf(1, -11)};
+    tensor *acc = env_tensor(&e, "w.grad@float32", DTYPE_FLOAT32, 1, &n, first);
+    tensor *g = env_tensor(&e, "g", DTYPE_FLOAT32, 1, &n, next);
+    int64_t lost = 0;
+    for (int k = 1; k < 8; k++)
+        lost += grad_accumulate_add(&r, acc, g, ROLE_GRAD_MASTER);
+    cr_expect_eq(lost, 0);
+    cr_expect_eq(tensor_at(acc, 0), 1.0f + 7 * ldexpf(1, -12));
+    cr_expect_eq(tensor_at(acc, 1), 1.0f + ldexpf(1, -10) + 7 * ldexpf(1, -11));
+    observe_free(&obs);
+    env_close(&e);
+}
+
+#define SMALL                                                                                      \
+    "[model]\nfc1 = linear 8 -> 16\nrelu = relu\nfc2 = linear 16 -> 4\n[data]\nbatch = 4\n"        \
+    "target = classes\n"
+
+static int load_errors(const char *text, const char *want)
+{
+    char dir[256], path[512];
+    make_temp_dir(dir, sizeof dir);
+    write_file(dir, "t.case", text, path, sizeof path);
+    case_config *cfg = calloc(1, sizeof *cfg);
+    err_list errs = {0};
+    int n = case_load(path, NULL, 0, cfg, &errs);
+    bool found = false;
+    for (int i = 0; i < errs.n; i++)
+        found |= strstr(errs.msgs[i], want) != NULL;
+    cr_expect(n == 0 || found, "no error contains \"%s\" (%d errors, first: %s)", want, n,
+              n ? errs.msgs[0] : "");
+    err_list_free(&errs);
+    free(cfg);
+    rm_rf(dir);
+    return n;
+}
+
+Test(accumulate, keys_are_checked)
+{
+    cr_expect_eq(load_errors(SMALL "[train]\naccumulate = 0\n", "bad number '0' for accumulate"),
+                 1);
+    cr_expect_eq(load_errors(SMALL "[train]\naccumulate = 1025\n", "at most 1024"), 1);
+    cr_expect_eq(load_errors(SMALL "[train]\ndelay_unscale = yes\n",
+                             "delay_unscale = yes needs [precision] master_weights = yes"),
+                 1);
+    cr_expect_eq(load_errors(SMALL "[precision]\nparams = float16\nmaster_weights = yes\n"
+                                   "[train]\naccumulate = 4\ndelay_unscale = yes\n",
+                             ""),
+                 0);
+}
+
+/* steps.csv: lost_accumulations per step where the case accumulates, empty where not */
+static void steps_column(const char *out, const char *name, const char *col, char *buf, int len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/steps.csv", out, name);
+    csv c;
+    cr_assert(csv_read(path, &c), "no %s", path);
+    snprintf(buf, (size_t)len, "%s", c.rows[0][csv_col(&c, col)]);
+    csv_free(&c);
+}
+
+Test(accumulate, half_grads_lose_what_master_grads_keep, .timeout = 120)
+{
+    char dir[256], path[512], out[512], lost[3][64];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    const char *common = "[model]\nfc1 = linear 64 -> 128\nrelu = relu\nfc2 = linear 128 -> 16\n"
+                         "[data]\nbatch = 8\ntarget = classes\n";
+    static const struct {
+        const char *name, *extra;
+    } runs[] = {
+        {"half", "[precision]\nparams = float16\nautocast = float16\n[train]\noptimizer = sgd\naccumulate = 8\n"},
+        {"master", "[precision]\nparams = float16\nmaster_weights = yes\nautocast = float16\n"
+                   "[scaler]\n"
+                   "[train]\noptimizer = sgd\naccumulate = 8\n"},
+        {"plain", "[precision]\nparams = float16\nautocast = float16\n[train]\noptimizer = sgd\n"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char text[2048], file[64];
+        snprintf(text, sizeof text, "[case]\nname = %s\n%s%s", runs[i].name, common, runs[i].extra);
+        snprintf(file, sizeof file, "%s.case", runs[i].name);
+        write_file(dir, file, text, path, sizeof path);
+        case_result res;
+        run_case_file(path, out, &res, NULL);
+        cr_assert(res.ok, "%s: %s", runs[i].name, res.error);
+        steps_column(out, runs[i].name, "lost_accumulations", lost[i], sizeof lost[i]);
+    }
+    /* the float16 .grad's adds lose some of the 8 contributions; the float32 master
+     * gradients' adds lose (far) fewer; without accumulation the column is empty */
+    cr_expect(atoll(lost[0]) > 0, "half: float16 adds lose some: %s", lost[0]);
+    cr_expect(lost[1][0] && atoll(lost[1]) < atoll(lost[0]), "master %s, half %s", lost[1],
+              lost[0]);
+    cr_expect_str_eq(lost[2], "", "no accumulation: the column is empty");
+    rm_rf(dir);
+}
