@@ -422,6 +422,56 @@ static void put_scaler(FILE *f, const case_report *cr)
             grew, grew == 1 ? "" : "s", backed_off, backed_off == 1 ? "" : "s");
 }
 
+/* accumulation's and clipping's columns of steps.csv, in words */
+static void put_accumulation_and_clipping(FILE *f, const case_report *cr)
+{
+    const case_files *c = cr->c;
+    const case_config *cfg = cr->cfg;
+    if (cfg->accumulate > 1) {
+        int64_t lost = 0, lo = INT64_MAX, hi = 0;
+        for (int i = 0; i < c->n_steps; i++) {
+            int64_t v = atoll(c->steps[i].lost_accumulations);
+            lost += v;
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        bool master = cfg->master_weights && !cfg->delay_unscale;
+        fprintf(f,
+                "Gradient accumulation: %lld micro-batches of %lld samples per optimizer step "
+                "(`loss / %lld` each), %s. Lost accumulations (elements where adding a "
+                "micro-batch's non-zero gradient left the sum as it was): %lld in all, %lld to "
+                "%lld per step.\n\n",
+                (long long)cfg->accumulate, (long long)cfg->batch, (long long)cfg->accumulate,
+                master ? "each backward's half gradients copied up, unscaled and added into the "
+                         "float32 master gradients (Apex O2's default)"
+                : cfg->master_weights
+                    ? "accumulated in the half `.grad` and unscaled once (delay_unscale)"
+                    : "accumulated in each `.grad`'s own dtype (`grad += new`, rounded at each add)",
+                (long long)lost, (long long)lo, (long long)hi);
+    }
+    if (cfg->clip_grad_norm > 0 && c->n_steps > 0) {
+        int clipped = 0;
+        for (int i = 0; i < c->n_steps; i++)
+            clipped += strtod(c->steps[i].clip_coef, NULL) < 1.0;
+        fprintf(f,
+                "Clipping: `clip_grad_norm_(max_norm=%g, norm_type=%g)` %s; total norm before "
+                "clipping %s in step %lld and %s in step %lld; clip coefficient %s and %s; "
+                "%d of %d steps clipped (coefficient below 1).\n\n",
+                cfg->clip_grad_norm, cfg->norm_type,
+                cfg->clip_before_unscale ? "**before** `scaler.unscale_()`, on the scaled "
+                                           "gradients (their norm is the loss scale times the "
+                                           "true one)"
+                                         : "after `scaler.unscale_()`",
+                c->steps[0].total_norm, (long long)c->steps[0].step,
+                c->steps[c->n_steps - 1].total_norm, (long long)c->steps[c->n_steps - 1].step,
+                c->steps[0].clip_coef, c->steps[c->n_steps - 1].clip_coef, clipped, c->n_steps);
+    }
+    if (cfg->clip_grad_value > 0)
+        fprintf(f, "Clipping: `clip_grad_value_(clip_value=%g)` %s.\n\n", cfg->clip_grad_value,
+                cfg->clip_before_unscale ? "before `scaler.unscale_()`"
+                                         : "after `scaler.unscale_()`");
+}
+
 static void put_steps(FILE *f, const case_report *cr)
 {
     const case_files *c = cr->c;
@@ -442,6 +492,7 @@ static void put_steps(FILE *f, const case_report *cr)
             "; median step time %.3f ms; lost updates (parameter elements a step meant to "
             "change and rounding left as they were): %lld in all.\n\n",
             cr->res->step_ms, (long long)lost);
+    put_accumulation_and_clipping(f, cr);
     if (c->n_steps > STEPS_TABLE_MAX) {
         fputs("Every step is in steps.csv.\n\n", f);
         return;

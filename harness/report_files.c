@@ -62,7 +62,8 @@ static int parse_steps(case_files *c, char *err, int errlen)
     const csv_table *t = &c->steps_csv;
     static const int want[] = {STEPS_COL_STEP,           STEPS_COL_LOSS,    STEPS_COL_LOSS_SCALE,
                                STEPS_COL_FOUND_INF,      STEPS_COL_SKIPPED, STEPS_COL_LOST_UPDATES,
-                               STEPS_COL_FIRST_NONFINITE};
+                               STEPS_COL_FIRST_NONFINITE, STEPS_COL_LOST_ACCUMULATIONS,
+                               STEPS_COL_TOTAL_NORM,     STEPS_COL_CLIP_COEF};
     int k[STEPS_N_COLS];
     if (csv_table_find(t, &csv_steps, want, (int)(sizeof want / sizeof *want), k, err, errlen))
         return -1;
@@ -75,7 +76,10 @@ static int parse_steps(case_files *c, char *err, int errlen)
         int64_t found_inf, skipped;
         *s = (step_row){.loss = f[k[STEPS_COL_LOSS]],
                         .loss_scale = f[k[STEPS_COL_LOSS_SCALE]],
-                        .first_nonfinite = f[k[STEPS_COL_FIRST_NONFINITE]]};
+                        .first_nonfinite = f[k[STEPS_COL_FIRST_NONFINITE]],
+                        .lost_accumulations = f[k[STEPS_COL_LOST_ACCUMULATIONS]],
+                        .total_norm = f[k[STEPS_COL_TOTAL_NORM]],
+                        .clip_coef = f[k[STEPS_COL_CLIP_COEF]]};
         if (!csv_parse_i64(f[k[STEPS_COL_STEP]], &s->step) ||
             !csv_parse_f64(s->loss_scale, &s->scale) ||
             !csv_parse_i64(f[k[STEPS_COL_FOUND_INF]], &found_inf) ||

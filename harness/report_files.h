@@ -26,6 +26,8 @@ typedef struct tensor_row {
 typedef struct step_row {
     int64_t step, lost_updates;
     const char *loss, *loss_scale, *first_nonfinite;
+    /* the appended columns: "" where the case does not accumulate or clip */
+    const char *lost_accumulations, *total_norm, *clip_coef;
     double scale;
     bool found_inf, skipped;
 } step_row;
