@@ -64,10 +64,12 @@ typedef struct csv_columns {
     X(STEPS_COL_LR, "lr")                                                                          \
     X(STEPS_COL_LOST_UPDATES, "lost_updates")                                                      \
     X(STEPS_COL_FIRST_NONFINITE, "first_nonfinite")                                                \
-    /* appended (results/README.md): empty where the case does not accumulate or clip */         \
+    /* appended (results/README.md): empty where the case does not accumulate, clip, skip */         \
     X(STEPS_COL_LOST_ACCUMULATIONS, "lost_accumulations")                                          \
     X(STEPS_COL_TOTAL_NORM, "total_norm")                                                          \
-    X(STEPS_COL_CLIP_COEF, "clip_coef")
+    X(STEPS_COL_CLIP_COEF, "clip_coef")                                                            \
+    X(STEPS_COL_FIRST_NONFINITE_OP, "first_nonfinite_op")                                          \
+    X(STEPS_COL_FIRST_NONFINITE_INPUT, "first_nonfinite_input")
 
 #define MEMORY_CSV_COLUMNS(X)                                                                      \
     X(MEMORY_COL_CASE, "case")                                                                     \

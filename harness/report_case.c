@@ -422,6 +422,33 @@ static void put_scaler(FILE *f, const case_report *cr)
             grew, grew == 1 ? "" : "s", backed_off, backed_off == 1 ? "" : "s");
 }
 
+/* The first skipped step's first non-finite tensor, the op that made it, its forward
+ * input, and what tensors.csv counted in it when the step was observed. */
+static void put_first_nonfinite(FILE *f, const case_report *cr)
+{
+    const case_files *c = cr->c;
+    const step_row *s = NULL;
+    for (int i = 0; i < c->n_steps && !s; i++)
+        if (c->steps[i].skipped && c->steps[i].first_nonfinite[0])
+            s = &c->steps[i];
+    if (!s)
+        return;
+    fprintf(f, "**First non-finite value** (step %lld, the first skipped): `%s`", (long long)s->step,
+            s->first_nonfinite);
+    if (s->first_nonfinite_op[0])
+        fprintf(f, ", made by the `%s`; its forward input `%s`", s->first_nonfinite_op,
+                s->first_nonfinite_input);
+    for (int i = 0; i < c->n_rows; i++) {
+        const tensor_row *r = &c->rows[i];
+        if (r->step != s->step || !r->counted || strcmp(r->name, s->first_nonfinite) != 0)
+            continue;
+        fprintf(f, " (%s pass: %lld of %lld overflowed to inf, %lld NaN)", r->pass,
+                (long long)r->overflow, (long long)r->numel, (long long)r->nan);
+        break;
+    }
+    fputs(".\n\n", f);
+}
+
 /* accumulation's and clipping's columns of steps.csv, in words */
 static void put_accumulation_and_clipping(FILE *f, const case_report *cr)
 {
@@ -635,6 +662,7 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
         put_nonfinite(f, cr);
     }
     put_scaler(f, cr);
+    put_first_nonfinite(f, cr);
     put_steps(f, cr);
     int64_t first = -1, last = -1;
     for (int i = 0; i < c->n_rows; i++) {

@@ -57,16 +57,24 @@ static int parse_tensors(case_files *c, char *err, int errlen)
     return 0;
 }
 
+/* a field of an appended column, "" when the file has no such column */
+static const char *appended_field(char **f, int k) { return k < 0 ? "" : f[k]; }
+
 static int parse_steps(case_files *c, char *err, int errlen)
 {
     const csv_table *t = &c->steps_csv;
     static const int want[] = {STEPS_COL_STEP,           STEPS_COL_LOSS,    STEPS_COL_LOSS_SCALE,
                                STEPS_COL_FOUND_INF,      STEPS_COL_SKIPPED, STEPS_COL_LOST_UPDATES,
-                               STEPS_COL_FIRST_NONFINITE, STEPS_COL_LOST_ACCUMULATIONS,
-                               STEPS_COL_TOTAL_NORM,     STEPS_COL_CLIP_COEF};
+                               STEPS_COL_FIRST_NONFINITE};
+    /* appended later (results/README.md): results written before them read as empty */
+    static const int appended[] = {STEPS_COL_LOST_ACCUMULATIONS, STEPS_COL_TOTAL_NORM,
+                                   STEPS_COL_CLIP_COEF, STEPS_COL_FIRST_NONFINITE_OP,
+                                   STEPS_COL_FIRST_NONFINITE_INPUT};
     int k[STEPS_N_COLS];
     if (csv_table_find(t, &csv_steps, want, (int)(sizeof want / sizeof *want), k, err, errlen))
         return -1;
+    for (size_t i = 0; i < sizeof appended / sizeof *appended; i++)
+        k[appended[i]] = csv_table_col(t, csv_steps.names[appended[i]]);
     c->steps = calloc((size_t)t->n_rows + 1, sizeof *c->steps);
     if (!c->steps)
         return report_fail(err, errlen, "out of memory reading %s", t->path);
@@ -77,9 +85,12 @@ static int parse_steps(case_files *c, char *err, int errlen)
         *s = (step_row){.loss = f[k[STEPS_COL_LOSS]],
                         .loss_scale = f[k[STEPS_COL_LOSS_SCALE]],
                         .first_nonfinite = f[k[STEPS_COL_FIRST_NONFINITE]],
-                        .lost_accumulations = f[k[STEPS_COL_LOST_ACCUMULATIONS]],
-                        .total_norm = f[k[STEPS_COL_TOTAL_NORM]],
-                        .clip_coef = f[k[STEPS_COL_CLIP_COEF]]};
+                        .lost_accumulations = appended_field(f, k[STEPS_COL_LOST_ACCUMULATIONS]),
+                        .total_norm = appended_field(f, k[STEPS_COL_TOTAL_NORM]),
+                        .clip_coef = appended_field(f, k[STEPS_COL_CLIP_COEF]),
+                        .first_nonfinite_op = appended_field(f, k[STEPS_COL_FIRST_NONFINITE_OP]),
+                        .first_nonfinite_input =
+                            appended_field(f, k[STEPS_COL_FIRST_NONFINITE_INPUT])};
         if (!csv_parse_i64(f[k[STEPS_COL_STEP]], &s->step) ||
             !csv_parse_f64(s->loss_scale, &s->scale) ||
             !csv_parse_i64(f[k[STEPS_COL_FOUND_INF]], &found_inf) ||

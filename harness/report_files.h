@@ -28,6 +28,7 @@ typedef struct step_row {
     const char *loss, *loss_scale, *first_nonfinite;
     /* the appended columns: "" where the case does not accumulate or clip */
     const char *lost_accumulations, *total_norm, *clip_coef;
+    const char *first_nonfinite_op, *first_nonfinite_input; /* "cast backward", "fc3.out" */
     double scale;
     bool found_inf, skipped;
 } step_row;

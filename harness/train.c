@@ -32,6 +32,10 @@ typedef struct trainer {
     /* accumulation: micro-batches per step, their data (index 0: the model's own) */
     int64_t n_micro;
     tensor *micro_input[CASE_MAX_ACCUMULATE], *micro_target[CASE_MAX_ACCUMULATE];
+    /* the step's first non-finite tensor: the op that made it and that op's forward input
+     * (steps.csv's first_nonfinite_op and first_nonfinite_input), from a copy of the tape */
+    node tape_copy[RUN_MAX_NODES];
+    char nonfinite_op[64], nonfinite_input[TENSOR_NAME_MAX];
 } trainer;
 
 static double now_ms(void)
@@ -117,6 +121,32 @@ static tensor *loss_div(run *r, tensor *loss, int64_t n_micro)
     return y;
 }
 
+/* Names what made the step's first non-finite tensor, once it is known: a gradient "X.grad"
+ * was made by the backward of the node that read X in the forward pass (X is its forward
+ * input); a forward tensor by the node whose output it is (its first input named). */
+static void name_nonfinite_origin(trainer *t, int n_nodes)
+{
+    const char *name = t->r->obs->first_nonfinite;
+    if (!name[0] || t->nonfinite_op[0])
+        return;
+    size_t len = strlen(name);
+    bool grad = len > 5 && strcmp(name + len - 5, ".grad") == 0;
+    for (int k = n_nodes - 1; k >= 0; k--) {
+        const node *n = &t->tape_copy[k];
+        for (int i = 0; grad && i < n->n_in; i++)
+            if (strlen(n->in[i].name) == len - 5 && strncmp(n->in[i].name, name, len - 5) == 0) {
+                snprintf(t->nonfinite_op, sizeof t->nonfinite_op, "%s backward", n->op);
+                snprintf(t->nonfinite_input, sizeof t->nonfinite_input, "%s", n->in[i].name);
+                return;
+            }
+        if (!grad && strcmp(n->out.name, name) == 0) {
+            snprintf(t->nonfinite_op, sizeof t->nonfinite_op, "%s forward", n->op);
+            snprintf(t->nonfinite_input, sizeof t->nonfinite_input, "%s", n->in[0].name);
+            return;
+        }
+    }
+}
+
 /* micro-batch k's data: the model's own for k = 0, else drawn at step 0 and kept */
 static void use_micro_batch(trainer *t, int64_t k)
 {
@@ -183,7 +213,10 @@ static float forward_backward(trainer *t, int64_t s, int64_t k)
 
     /* backward */
     observe_begin_pass(r->obs, PASS_BACKWARD);
+    int n_nodes = r->n_nodes;
+    memcpy(t->tape_copy, r->nodes, sizeof(node) * (size_t)n_nodes);
     tape_backward(r, root, 1.0f);
+    name_nonfinite_origin(t, n_nodes);
     if (root != loss)
         tensor_release(&r->pool, root);
     tensor_release(&r->pool, loss);
@@ -211,6 +244,7 @@ static void train_step(trainer *t, int64_t s)
     double t0 = now_ms();
     /* a dry pass counts what every step would hold and dump */
     observe_begin_step(r->obs, s, r->be->observe_every_step || case_observes_step(cfg, s));
+    t->nonfinite_op[0] = t->nonfinite_input[0] = '\0';
     float scale = t->scaler.scale;
     int found_inf = 0;
     int64_t lost_acc = 0;
@@ -261,9 +295,11 @@ static void train_step(trainer *t, int64_t s)
     if (t->n_micro > 1)
         fprintf(t->steps_csv, "%lld", (long long)lost_acc);
     if (cfg->clip_grad_norm > 0)
-        fprintf(t->steps_csv, ",%.9g,%.9g\n", clip.total_norm, clip.clip_coef);
+        fprintf(t->steps_csv, ",%.9g,%.9g", clip.total_norm, clip.clip_coef);
     else
-        fputs(",,\n", t->steps_csv);
+        fputs(",,", t->steps_csv);
+    fprintf(t->steps_csv, ",%s,%s\n", found_inf ? t->nonfinite_op : "",
+            found_inf ? t->nonfinite_input : "");
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -533,7 +569,9 @@ int train_preflight(const case_config *cfg, const train_options *opt, int64_t *b
     r->obs = obs;
     r->pool = (tensor_pool){.be = be, .account = &r->account};
     be->account = &r->account;
-    *t = (trainer){.r = r, .steps = dry_steps, .step_ms = step_ms, .opt_in = opt};
+    t->r = r; /* field by field: a trainer is too large for a compound literal's stack copy */
+    t->steps = dry_steps;
+    t->step_ms = step_ms;
     train_options quiet = *opt;
     quiet.quiet = true;
     t->opt_in = &quiet;

@@ -32,7 +32,8 @@ Test(csv, columns_are_exactly_the_documented_ones)
     snprintf(path, sizeof path, "%s/small-autocast-fp16-scaler/steps.csv", out);
     first_line(path, line, sizeof line);
     cr_expect_str_eq(line, "case,step,loss,loss_scale,found_inf,skipped,step_ms,lr,"
-                           "lost_updates,first_nonfinite,lost_accumulations,total_norm,clip_coef");
+                           "lost_updates,first_nonfinite,lost_accumulations,total_norm,clip_coef,"
+                           "first_nonfinite_op,first_nonfinite_input");
     snprintf(path, sizeof path, "%s/small-autocast-fp16-scaler/memory.csv", out);
     first_line(path, line, sizeof line);
     cr_expect_str_eq(line, "case,category,peak_bytes,end_bytes");
@@ -131,7 +132,7 @@ Test(csv, every_writer_prints_the_columns_of_columns_h)
         const csv_columns *cols;
         const char *dir;
         int n; /* the number of columns README.md documents */
-    } files[] = {{&csv_tensors, dir, 17}, {&csv_hist, dir, 6},    {&csv_steps, dir, 13},
+    } files[] = {{&csv_tensors, dir, 17}, {&csv_hist, dir, 6},    {&csv_steps, dir, 15},
                  {&csv_memory, dir, 4},   {&csv_config, dir, 17}, {&csv_summary, out, 19}};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         const csv_columns *c = files[i].cols;
