@@ -19,3 +19,4 @@ CSV_FILE(csv_memory, "memory.csv", MEMORY_CSV_COLUMNS, MEMORY_N_COLS);
 CSV_FILE(csv_config, "config.csv", CONFIG_CSV_COLUMNS, CONFIG_N_COLS);
 CSV_FILE(csv_summary, "summary.csv", SUMMARY_CSV_COLUMNS, SUMMARY_N_COLS);
 CSV_FILE(csv_bench, "bench.csv", BENCH_CSV_COLUMNS, BENCH_N_COLS);
+CSV_FILE(csv_sweep, "sweep.csv", SWEEP_CSV_COLUMNS, SWEEP_N_COLS);

@@ -15,6 +15,7 @@
  *   OUT/<case>/config.csv   the configuration REPORT.md needs (report_config.c)
  *   OUT/summary.csv         one row per case (results.c)
  *   results/bench.csv       `make bench`'s figures (tools/bench.c)
+ *   OUT/<case>.sweep/sweep.csv  one row per variant of `run --sweep` (sweep.c)
  */
 #ifndef AMPSCOPE_COLUMNS_H
 #define AMPSCOPE_COLUMNS_H
@@ -136,6 +137,19 @@ typedef struct csv_columns {
     X(BENCH_COL_ACCOUNT_PEAK_MIB, "account_peak_mib")                                              \
     X(BENCH_COL_WORKSPACE_PEAK_MIB, "workspace_peak_mib")
 
+#define SWEEP_CSV_COLUMNS(X)                                                                       \
+    X(SWEEP_COL_CASE, "case")                                                                      \
+    X(SWEEP_COL_VARIANT, "variant")                                                                \
+    X(SWEEP_COL_SETTINGS, "settings")                                                              \
+    X(SWEEP_COL_STATUS, "status")                                                                  \
+    X(SWEEP_COL_STEPS, "steps")                                                                    \
+    X(SWEEP_COL_STEPS_SKIPPED, "steps_skipped")                                                    \
+    X(SWEEP_COL_GRAD_UNDERFLOW, "grad_underflow")                                                  \
+    X(SWEEP_COL_GRAD_SUBNORMAL, "grad_subnormal")                                                  \
+    X(SWEEP_COL_GRAD_OVERFLOW, "grad_overflow")                                                    \
+    X(SWEEP_COL_GRAD_NUMEL, "grad_numel")                                                          \
+    X(SWEEP_COL_FINAL_LOSS, "final_loss")
+
 #define CSV_COLUMN_ID(id, name) id,
 enum tensors_csv_col { TENSORS_CSV_COLUMNS(CSV_COLUMN_ID) TENSORS_N_COLS };
 enum hist_csv_col { HIST_CSV_COLUMNS(CSV_COLUMN_ID) HIST_N_COLS };
@@ -144,9 +158,10 @@ enum memory_csv_col { MEMORY_CSV_COLUMNS(CSV_COLUMN_ID) MEMORY_N_COLS };
 enum config_csv_col { CONFIG_CSV_COLUMNS(CSV_COLUMN_ID) CONFIG_N_COLS };
 enum summary_csv_col { SUMMARY_CSV_COLUMNS(CSV_COLUMN_ID) SUMMARY_N_COLS };
 enum bench_csv_col { BENCH_CSV_COLUMNS(CSV_COLUMN_ID) BENCH_N_COLS };
+enum sweep_csv_col { SWEEP_CSV_COLUMNS(CSV_COLUMN_ID) SWEEP_N_COLS };
 #undef CSV_COLUMN_ID
 
 extern const csv_columns csv_tensors, csv_hist, csv_steps, csv_memory, csv_config, csv_summary,
-    csv_bench;
+    csv_bench, csv_sweep;
 
 #endif

@@ -2,7 +2,7 @@
  * main.c: the ampscope command line.
  *   ampscope run CASE... [--device cpu|cuda|auto] [--out DIR] [--steps N] [--dump DIR]
  *                        [--dump-only PATTERN] [--set SECTION.KEY=VALUE]... [--observe off]
- *                        [--quiet | --progress]
+ *                        [--quiet | --progress] [--sweep SECTION.KEY=V1,V2,...]...
  *   ampscope check CASE... [--json] [--set SECTION.KEY=VALUE]...
  *   ampscope compare CASE... [--out DIR]
  *   ampscope selftest [--device cpu|cuda|auto]
@@ -25,6 +25,7 @@
 #include "report.h"
 #include "selftest.h"
 #include "results.h"
+#include "sweep.h"
 
 #define AMPSCOPE_VERSION "0.1.0"
 #define MAX_SETS 32
@@ -43,6 +44,9 @@ static const char usage[] =
     "  --steps N                override every case's steps\n"
     "  --set SECTION.KEY=VALUE  override a case key (repeatable); the run is named\n"
     "                           <case>+SECTION.KEY=VALUE and its expectations do not fail it\n"
+    "  --sweep SECTION.KEY=V1,V2,...  run every value as --set does (repeatable: every\n"
+    "                           combination); 2^A..2^B: the powers of two from 2^A to 2^B;\n"
+    "                           the table in OUT/<case>.sweep/ (sweep.csv, report.md)\n"
     "  --dump DIR               write initial parameters, input, target and observed\n"
     "                           tensors as .npy files under DIR\n"
     "  --dump-only PATTERN      only tensors whose name matches PATTERN (shell glob)\n"
@@ -66,6 +70,8 @@ typedef struct cli {
     int64_t steps; /* --steps N, applied as train.steps=N; 0 when not given */
     train_options train;
     bool json;
+    sweep_axis axes[SWEEP_MAX_AXES]; /* --sweep */
+    int n_axes;
 } cli;
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -79,7 +85,8 @@ static int bad_usage(const char *fmt, const char *arg)
 static bool is_value_option(const char *a)
 {
     static const char *const names[] = {"--device",    "--out",     "--steps", "--dump",
-                                        "--dump-only", "--observe", "--set",   "--gpu-math"};
+                                        "--dump-only", "--observe", "--set",   "--gpu-math",
+                                        "--sweep"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(a, names[i]) == 0)
             return true;
@@ -135,6 +142,12 @@ static int parse_cli(int argc, char **argv, cli *c)
             if (strcmp(v, "exact") && strcmp(v, "native"))
                 return bad_usage("--gpu-math takes exact or native, not '%s'", v);
             c->native_math = strcmp(v, "native") == 0;
+        } else if (strcmp(a, "--sweep") == 0) {
+            char err[512];
+            if (c->n_axes == SWEEP_MAX_AXES)
+                return bad_usage("at most %s --sweep options", "4");
+            if (sweep_parse(argv[++i], &c->axes[c->n_axes++], err, sizeof err))
+                return bad_usage("%s", err);
         } else if (strcmp(a, "--set") == 0) {
             if (c->n_sets == MAX_SETS)
                 return bad_usage("at most %s --set options", "32");
@@ -150,38 +163,50 @@ static int parse_cli(int argc, char **argv, cli *c)
     return 0;
 }
 
-/* Loads every case; prints every error; returns the configs or NULL (exit 2). */
-static case_config *load_cases(const cli *c)
+/* Loads every case, and with --sweep every variant of each (case-major, sweep_variant's
+ * order); prints every error; returns the configs (*n of them) or NULL (exit 2). */
+static case_config *load_cases(const cli *c, int *n_out)
 {
-    case_config *cfgs = calloc((size_t)c->n_cases, sizeof *cfgs);
+    int64_t n_var = sweep_count(c->axes, c->n_axes);
+    if (n_var * c->n_cases > 100000) {
+        fprintf(stderr, "ampscope: --sweep makes %lld runs; at most 100000\n",
+                (long long)(n_var * c->n_cases));
+        return NULL;
+    }
+    int n = (int)(n_var * c->n_cases);
+    case_config *cfgs = calloc((size_t)n, sizeof *cfgs);
     if (!cfgs) {
         fprintf(stderr, "ampscope: out of memory\n");
         return NULL;
     }
     /* --steps N is applied as train.steps=N, and only so (the observed steps follow it),
-     * without renaming the run as --set does */
-    const char *sets[MAX_SETS + 1];
-    char steps_set[64];
+     * without renaming the run as --set does; a variant's --sweep values are --set ones */
+    const char *sets[MAX_SETS + SWEEP_MAX_AXES + 1];
+    char steps_set[64], variant[SWEEP_MAX_AXES][192];
     memcpy(sets, c->sets, sizeof(char *) * (size_t)c->n_sets);
-    int n_sets = c->n_sets;
+    for (int a = 0; a < c->n_axes; a++)
+        sets[c->n_sets + a] = variant[a];
+    int n_named = c->n_sets + c->n_axes, n_sets = n_named;
     if (c->steps > 0) {
         snprintf(steps_set, sizeof steps_set, "train.steps=%lld", (long long)c->steps);
         sets[n_sets++] = steps_set;
     }
     int errors = 0;
-    for (int i = 0; i < c->n_cases; i++) {
+    for (int k = 0; k < n; k++) {
+        int i = (int)(k / n_var);
+        sweep_variant(c->axes, c->n_axes, k % n_var, variant);
         err_list errs = {0};
-        errors += case_load(c->cases[i], sets, n_sets, &cfgs[i], &errs);
-        for (int k = 0; k < errs.n; k++)
-            fprintf(stderr, "%s\n", errs.msgs[k]);
+        errors += case_load(c->cases[i], sets, n_sets, &cfgs[k], &errs);
+        for (int e = 0; e < errs.n; e++)
+            fprintf(stderr, "%s\n", errs.msgs[e]);
         err_list_free(&errs);
-        if (c->n_sets) {
+        if (n_named) {
             char base[CASE_NAME_MAX];
-            snprintf(base, sizeof base, "%s", cfgs[i].name);
-            results_variant_name(base, c->sets, c->n_sets, cfgs[i].name, sizeof cfgs[i].name);
+            snprintf(base, sizeof base, "%s", cfgs[k].name);
+            results_variant_name(base, sets, n_named, cfgs[k].name, sizeof cfgs[k].name);
         }
     }
-    for (int i = 0; i < c->n_cases && !errors; i++)
+    for (int i = 0; i < n && !errors; i++)
         for (int j = 0; j < i; j++)
             if (strcmp(cfgs[i].name, cfgs[j].name) == 0) {
                 fprintf(stderr, "%s:0: case name '%s' is also the name of %s\n", cfgs[i].path,
@@ -194,6 +219,7 @@ static case_config *load_cases(const cli *c)
         free(cfgs);
         return NULL;
     }
+    *n_out = n;
     return cfgs;
 }
 
@@ -215,10 +241,11 @@ static backend *open_backend(const char *device, mem_account *account)
 
 static int cmd_check(const cli *c)
 {
-    case_config *cfgs = load_cases(c);
+    int n;
+    case_config *cfgs = load_cases(c, &n);
     if (!cfgs)
         return 2;
-    for (int i = 0; i < c->n_cases; i++) {
+    for (int i = 0; i < n; i++) {
         if (c->json)
             case_write_json(&cfgs[i], stdout);
         else
@@ -230,16 +257,17 @@ static int cmd_check(const cli *c)
 
 static int cmd_compare(const cli *c)
 {
-    case_config *cfgs = load_cases(c);
+    int n;
+    case_config *cfgs = load_cases(c, &n);
     if (!cfgs)
         return 2;
-    int rc = compare_cases(cfgs, c->n_cases, c->out, stdout);
+    int rc = compare_cases(cfgs, n, c->out, stdout);
     free(cfgs);
     return rc;
 }
 
 /* The memory preflight of every case (train_preflight); returns the number that cannot fit. */
-static int preflight(const cli *c, const case_config *cfgs, backend *be)
+static int preflight(const cli *c, const case_config *cfgs, int n_cfgs, backend *be)
 {
     const double gib = 1024.0 * 1024.0 * 1024.0;
     int64_t avail = be->mem_available(be), disk = -1;
@@ -253,7 +281,7 @@ static int preflight(const cli *c, const case_config *cfgs, backend *be)
             disk = (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
     }
     int refused = 0;
-    for (int i = 0; i < c->n_cases; i++) {
+    for (int i = 0; i < n_cfgs; i++) {
         int64_t need = 0, dump = 0;
         char err[1024];
         /* a case that ends in an error still counted what it held until then */
@@ -294,9 +322,60 @@ static int cmd_selftest(const cli *c)
     return failed ? 1 : 0;
 }
 
+/* --sweep: each case's table from its variants' results (all of them ran) */
+static int write_sweeps(const cli *c, const case_config *cfgs, const case_result *res)
+{
+    int64_t n_var = sweep_count(c->axes, c->n_axes);
+    sweep_row *rows = calloc((size_t)n_var, sizeof *rows);
+    if (!rows) {
+        fprintf(stderr, "ampscope: out of memory\n");
+        return 2;
+    }
+    char err[1024], variant[SWEEP_MAX_AXES][192];
+    int status = 0;
+    for (int i = 0; i < c->n_cases && !status; i++) {
+        case_config *base = calloc(1, sizeof *base);
+        err_list errs = {0};
+        if (!base || case_load(c->cases[i], c->sets, c->n_sets, base, &errs)) {
+            fprintf(stderr, "ampscope: cannot load %s again\n", c->cases[i]);
+            status = 2;
+        }
+        err_list_free(&errs);
+        char name[CASE_NAME_MAX + 512];
+        if (base && !status)
+            results_variant_name(base->name, c->sets, c->n_sets, name, sizeof name);
+        free(base);
+        for (int64_t v = 0; v < n_var && !status; v++) {
+            int64_t k = i * n_var + v;
+            sweep_row *r = &rows[v];
+            memset(r, 0, sizeof *r);
+            snprintf(r->variant, sizeof r->variant, "%s", cfgs[k].name);
+            sweep_variant(c->axes, c->n_axes, v, variant);
+            for (int a = 0, off = 0; a < c->n_axes; a++)
+                off += snprintf(r->settings + off, sizeof r->settings - (size_t)off, "%s%s",
+                                a ? " " : "", variant[a]);
+            char dir[4096];
+            snprintf(dir, sizeof dir, "%s/%s", c->out, cfgs[k].name);
+            if (sweep_collect(dir, &res[k], r, err, sizeof err))
+                status = 2;
+        }
+        if (!status && sweep_write(c->out, name, c->axes, c->n_axes, rows, (int)n_var, err,
+                                   sizeof err))
+            status = 2;
+        if (status)
+            fprintf(stderr, "ampscope: sweep of %s: %s\n", c->cases[i], err);
+        else
+            printf("sweep of %s: %lld variants, the table in %s/%s.sweep/\n", name,
+                   (long long)n_var, c->out, name);
+    }
+    free(rows);
+    return status;
+}
+
 static int cmd_run(const cli *c)
 {
-    case_config *cfgs = load_cases(c);
+    int n_cfgs;
+    case_config *cfgs = load_cases(c, &n_cfgs);
     if (!cfgs)
         return 2;
     backend *be = open_backend(c->device, NULL);
@@ -308,8 +387,8 @@ static int cmd_run(const cli *c)
     }
     if (be)
         be->native_math = c->native_math;
-    case_result *res = calloc((size_t)c->n_cases, sizeof *res);
-    if (!be || !res || preflight(c, cfgs, be)) {
+    case_result *res = calloc((size_t)n_cfgs, sizeof *res);
+    if (!be || !res || preflight(c, cfgs, n_cfgs, be)) {
         free(cfgs);
         free(res);
         if (be)
@@ -318,7 +397,8 @@ static int cmd_run(const cli *c)
     }
     interrupt_install();
     int status = 0, done = 0;
-    for (int i = 0; i < c->n_cases; i++) {
+    bool variants = c->n_sets || c->n_axes; /* --set and --sweep runs report, never fail */
+    for (int i = 0; i < n_cfgs; i++) {
         char tmp[4096], err[1024];
         case_result *r = &res[done];
         if (results_begin(c->out, cfgs[i].name, tmp, sizeof tmp, err, sizeof err)) {
@@ -347,14 +427,14 @@ static int cmd_run(const cli *c)
             break;
         }
         done++;
-        bool passed = r->passed || c->n_sets; /* --set runs report, never fail */
+        bool passed = r->passed || variants;
         printf("%s %s on %s: %s%s, %d/%d expectations held%s\n",
                r->passed ? "PASS"
                : passed  ? "----"
                          : "FAIL",
                r->name, r->device, r->ok ? "ran" : "ended in error: ", r->ok ? "" : r->error,
                r->expect_passed, r->expect_total,
-               c->n_sets ? " (--set run: reported, not judged)" : "");
+               variants ? " (--set run: reported, not judged)" : "");
         if (!r->passed)
             fputs(r->failures, stdout);
         fflush(stdout);
@@ -366,6 +446,10 @@ static int cmd_run(const cli *c)
                  report_all(c->out, err, sizeof err))) {
         fprintf(stderr, "ampscope: %s\n", err);
         status = 2;
+    }
+    if (c->n_axes && done == n_cfgs && status != 2) {
+        int rc = write_sweeps(c, cfgs, res);
+        status = rc ? rc : status;
     }
     be->close(be);
     free(res);

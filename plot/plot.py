@@ -20,6 +20,9 @@ Per case folder (RESULTS_DIR/<case>/):
   memory.png       peak bytes of each memory category (memory.csv), stacked, and the bytes
                    held at the end of the run; the peak of the total marked.
   loss_scale.png   loss and loss scale over the steps (steps.csv), for cases with 2+ steps.
+Per sweep folder (RESULTS_DIR/<case>.sweep/, `ampscope run --sweep`) of scaler.init_scale:
+  sweep.png        the gradients' underflow and overflow counts (sweep.csv) against log2 of
+                   the initial loss scale, the skipped steps marked.
 In RESULTS_DIR:
   memory.png       every case's category peaks, stacked, one bar a case.
   underflow.png    underflow % of every gradient tensor (rows) in every case (columns).
@@ -379,6 +382,50 @@ def draw_underflow(results_dir, series):
     plt.close(fig)
 
 
+def sweep_dirs(results_dir):
+    """(name, folder) of every sweep folder (with sweep.csv) in results_dir, sorted."""
+    return [(n[:-len(".sweep")], os.path.join(results_dir, n))
+            for n in sorted(os.listdir(results_dir))
+            if n.endswith(".sweep") and os.path.isfile(os.path.join(results_dir, n, "sweep.csv"))]
+
+
+def sweep_series(sweep_dir):
+    """log2 init_scale, underflow, overflow, skipped of a sweep of scaler.init_scale alone,
+    in the order of the scale; None for other sweeps."""
+    points = []
+    for r in read_csv(os.path.join(sweep_dir, "sweep.csv")):
+        settings = r["settings"].split()
+        if len(settings) != 1 or not settings[0].startswith("scaler.init_scale="):
+            return None
+        scale = float(settings[0].split("=", 1)[1])
+        points.append((math.log2(scale), int(r["grad_underflow"]), int(r["grad_overflow"]),
+                       int(r["steps_skipped"])))
+    points.sort()
+    if not points:
+        return None
+    return {"log2_scale": [p[0] for p in points], "underflow": [p[1] for p in points],
+            "overflow": [p[2] for p in points], "skipped": [p[3] for p in points]}
+
+
+def draw_sweep(case, sweep_dir, series):
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    x = series["log2_scale"]
+    ax.plot(x, series["underflow"], "o-", color="tab:blue", label="gradient values underflowed")
+    ax.plot(x, series["overflow"], "s-", color="tab:red", label="gradient values overflowed")
+    skipped = [xi for xi, s in zip(x, series["skipped"]) if s]
+    if skipped:
+        ax.axvspan(min(skipped) - 0.5, max(skipped) + 0.5, color="tab:red", alpha=0.08,
+                   label="a step skipped")
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xlabel("log2 of scaler.init_scale")
+    ax.set_ylabel("values (backward passes)")
+    ax.set_title("%s: underflow and overflow against the loss scale" % case, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(sweep_dir, "sweep.png"), dpi=110)
+    plt.close(fig)
+
+
 def draw_all(results_dir, ranges):
     per_case_memory = []
     for case, path in case_dirs(results_dir):
@@ -396,6 +443,10 @@ def draw_all(results_dir, ranges):
     under = underflow_series(results_dir)
     if under["cases"]:
         draw_underflow(results_dir, under)
+    for case, path in sweep_dirs(results_dir):
+        sweep = sweep_series(path)
+        if sweep:
+            draw_sweep(case, path, sweep)
 
 
 # ---- the arrays, as text ----
@@ -410,7 +461,8 @@ def series_lines(results_dir, ranges):
         hist CASE computed|divided DTYPE BIN COUNT   (BIN: log2 exponent, or zero/inf/nan)
         memory CASE CATEGORY PEAK_BYTES END_BYTES    (CATEGORY total: the marked total)
         loss_scale CASE STEP LOSS SCALE|- SKIPPED
-        underflow CASE TENSOR UNDERFLOW NUMEL PCT"""
+        underflow CASE TENSOR UNDERFLOW NUMEL PCT
+        sweep CASE LOG2_SCALE UNDERFLOW OVERFLOW SKIPPED"""
     lines = ["limits %s %d %d %s %d" % (d, r["subnormal"], r["normal"], num(r["max"]), r["zero"])
              for d, r in ranges.items()]
     for case, path in case_dirs(results_dir):
@@ -440,6 +492,12 @@ def series_lines(results_dir, ranges):
                 lines.append("underflow %s %s %d %d %s" % (c, t, under["underflow"][i][j],
                                                            under["numel"][i][j],
                                                            num(under["pct"][i][j])))
+    for case, path in sweep_dirs(results_dir):
+        sweep = sweep_series(path)
+        for i in range(len(sweep["log2_scale"]) if sweep else 0):
+            lines.append("sweep %s %s %d %d %d" % (case, num(sweep["log2_scale"][i]),
+                                                   sweep["underflow"][i], sweep["overflow"][i],
+                                                   sweep["skipped"][i]))
     return lines
 
 
