@@ -1,8 +1,8 @@
 # ampscope: build, test, run the cases.
 #   make              bin/ampscope (CPU) and, when the CUDA toolkit is found, lib/libampscope_cuda.so
 #   make test         the Criterion suite (GPU tests skip themselves without a GPU)
-#   make run-cases    every case in cases/, the loss-scale sweep of question 000's small
-#                     model, then the plots; fails when a case did not pass
+#   make run-cases    every case in cases/, the loss-scale sweep and the precision matrix of
+#                     question 000's small model, then the plots; fails when a case did not pass
 #   make gpu-bundle   the build to carry to a GPU machine (build/gpu-bundle/, docs/gpu-check.md)
 #   make gpu-rehearsal  scripts/gpu-check.sh --quick --carried here, as on a GPU machine
 #   make plots | bench | fuzz | conformance | clean
@@ -151,11 +151,13 @@ test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
 	AMPSCOPE=$(AMPSCOPE) OMP_WAIT_POLICY=passive LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	    $(TESTS_BIN) --jobs 2
 
-# and the loss-scale sweep of question 000's small model (tests/cases/, seconds)
+# and the loss-scale sweep and the precision matrix of question 000's small model
+# (tests/cases/, seconds)
 SWEEP_CASE := tests/cases/small-autocast-fp16-scaler.case
 run-cases: all
 	$(AMPSCOPE) run $(CASES); rc=$$?; \
 	$(AMPSCOPE) run $(SWEEP_CASE) --sweep 'scaler.init_scale=2^0..2^24' --quiet || rc=1; \
+	$(AMPSCOPE) matrix $(SWEEP_CASE) --quiet || rc=1; \
 	$(MAKE) --no-print-directory plots || rc=1; exit $$rc
 
 plots: $(AMPSCOPE) | deps

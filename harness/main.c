@@ -3,6 +3,7 @@
  *   ampscope run CASE... [--device cpu|cuda|auto] [--out DIR] [--steps N] [--dump DIR]
  *                        [--dump-only PATTERN] [--set SECTION.KEY=VALUE]... [--observe off]
  *                        [--quiet | --progress] [--sweep SECTION.KEY=V1,V2,...]...
+ *   ampscope matrix CASE... [--device ...] [--out DIR] [--set SECTION.KEY=VALUE]...
  *   ampscope check CASE... [--json] [--set SECTION.KEY=VALUE]...
  *   ampscope compare CASE... [--out DIR]
  *   ampscope selftest [--device cpu|cuda|auto]
@@ -22,6 +23,7 @@
 #include "format.h"
 #include "interrupt.h"
 #include "libenv.h"
+#include "matrix.h"
 #include "report.h"
 #include "selftest.h"
 #include "results.h"
@@ -32,6 +34,8 @@
 
 static const char usage[] =
     "usage: ampscope run CASE... [options]   run cases, write results\n"
+    "       ampscope matrix CASE... [run options]   the precision matrix: the case in 8\n"
+    "                                        configurations, errors against fp32\n"
     "       ampscope check CASE... [--json] [--set S.K=V]...   validate case files\n"
     "       ampscope compare CASE... [--out DIR]   memory by category against baselines\n"
     "       ampscope selftest [--device cuda]   every op on the device against the CPU\n"
@@ -372,6 +376,26 @@ static int write_sweeps(const cli *c, const case_config *cfgs, const case_result
     return status;
 }
 
+static int cmd_matrix(const cli *c)
+{
+    if (c->n_axes || c->steps) {
+        fprintf(stderr, "ampscope: matrix takes --set, not --sweep or --steps (--set "
+                        "train.steps=N)\n");
+        return 2;
+    }
+    backend *be = open_backend(c->device, NULL);
+    if (!be)
+        return 2;
+    if (c->native_math)
+        be->native_math = be->has_native_math;
+    interrupt_install();
+    int status = 0;
+    for (int i = 0; i < c->n_cases && !status; i++)
+        status = matrix_run(c->cases[i], c->sets, c->n_sets, be, &c->train, c->out, stdout);
+    be->close(be);
+    return status;
+}
+
 static int cmd_run(const cli *c)
 {
     int n_cfgs;
@@ -492,6 +516,7 @@ int main(int argc, char **argv)
     } commands[] = {{"run", cmd_run},
                     {"check", cmd_check},
                     {"compare", cmd_compare},
+                    {"matrix", cmd_matrix},
                     {"selftest", cmd_selftest}};
     int which = -1;
     for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)

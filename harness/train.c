@@ -237,6 +237,32 @@ static clip_result clip_grads(run *r, tensor *const *grads, int n, bool master)
     return c;
 }
 
+void train_capture_free(train_capture *c)
+{
+    for (int i = 0; i < c->n; i++)
+        free(c->values[i]);
+    memset(c, 0, sizeof *c);
+}
+
+static void capture_grads(trainer *t, tensor *const *grads, float scale)
+{
+    train_capture *c = t->opt_in->capture;
+    if (!c || c->done || host_values_dry(t->r))
+        return;
+    c->done = true;
+    c->loss = t->last_loss;
+    c->scale = t->scaler.enabled ? scale : 1.0f;
+    for (int i = 0; i < t->opt.n && c->n < CAPTURE_MAX; i++) {
+        if (!grads[i])
+            continue;
+        snprintf(c->names[c->n], sizeof c->names[c->n], "%s.grad", t->opt.param[i]->name);
+        c->dtypes[c->n] = grads[i]->dtype;
+        c->numel[c->n] = grads[i]->numel;
+        c->values[c->n] = host_values_get(t->r, grads[i]);
+        c->n++;
+    }
+}
+
 static void train_step(trainer *t, int64_t s)
 {
     run *r = t->r;
@@ -272,6 +298,7 @@ static void train_step(trainer *t, int64_t s)
         clip = clip_grads(r, grads, t->opt.n, cfg->master_weights);
     if (t->scaler.enabled && !unscaled)
         found_inf = scaler_unscale(r, &t->scaler, grads, t->opt.n, cfg->master_weights);
+    capture_grads(t, grads, scale);
     if (!cfg->clip_before_unscale) /* scaler.unscale_(optimizer); clip_grad_norm_(...) */
         clip = clip_grads(r, grads, t->opt.n, cfg->master_weights);
     if (!found_inf) /* scaler.step(optimizer): optimizer.step() unless an inf/NaN was found */

@@ -9,12 +9,29 @@
 #include "backend.h"
 #include "case.h"
 
+/* The gradients of step 0 as the optimizer receives them (after unscale_, before clipping:
+ * the float32 master gradients where master weights are on), for the precision matrix
+ * (matrix.c): names, dtypes and exact values (float32 holds every half value exactly). */
+#define CAPTURE_MAX 128
+typedef struct train_capture {
+    int n;
+    char names[CAPTURE_MAX][TENSOR_NAME_MAX + 8];
+    dtype dtypes[CAPTURE_MAX];
+    int64_t numel[CAPTURE_MAX];
+    float *values[CAPTURE_MAX]; /* malloc'd; train_capture_free() */
+    float loss;                 /* step 0's loss */
+    float scale;                /* step 0's loss scale (1 without a scaler) */
+    bool done;
+} train_capture;
+void train_capture_free(train_capture *c);
+
 typedef struct train_options {
     const char *dump_dir;  /* --dump */
     const char *dump_only; /* --dump-only PATTERN (fnmatch on tensor names) */
     bool observe_off;      /* --observe off: dtypes only, no counts or histograms */
     bool quiet;            /* no progress display */
     bool progress;         /* progress from the first step (default: once a case has run 2 s) */
+    train_capture *capture; /* not NULL: step 0's gradients are copied here */
 } train_options;
 
 typedef struct case_result {
