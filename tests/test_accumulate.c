@@ -175,3 +175,62 @@ Test(accumulate, half_grads_lose_what_master_grads_keep, .timeout = 120)
     cr_expect_str_eq(lost[2], "", "no accumulation: the column is empty");
     rm_rf(dir);
 }
+
+/* an inf in any micro-batch skips the step: the GradScaler starts at 2^24, whose scaled
+ * float16 gradients overflow, both when the float16 .grad of fp32 parameters' autocast
+ * copies accumulate into float32 .grad and when each micro-batch is unscaled into the
+ * master gradients */
+Test(accumulate, an_inf_in_a_micro_batch_skips_the_step, .timeout = 120)
+{
+    char dir[256], path[512], out[512], text[2048];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    static const char *const precision[] = {
+        "[precision]\nautocast = float16\n",
+        "[precision]\nparams = float16\nautocast = float16\nmaster_weights = yes\n"};
+    static const char *const names[] = {"fp32-params", "master"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(text, sizeof text,
+                 "[case]\nname = %s\n" SMALL "%s[scaler]\ninit_scale = 16777216\n[train]\n"
+                 "optimizer = sgd\naccumulate = 3\nsteps = 2\n",
+                 names[i], precision[i]);
+        char file[64];
+        snprintf(file, sizeof file, "%s.case", names[i]);
+        write_file(dir, file, text, path, sizeof path);
+        case_result res;
+        run_case_file(path, out, &res, NULL);
+        cr_assert(res.ok, "%s: %s", names[i], res.error);
+        char skipped[64], found[64];
+        steps_column(out, names[i], "skipped", skipped, sizeof skipped);
+        steps_column(out, names[i], "found_inf", found, sizeof found);
+        cr_expect_str_eq(found, "1", "%s: the scaler found the inf", names[i]);
+        cr_expect_str_eq(skipped, "1", "%s: step 0 skipped", names[i]);
+    }
+    rm_rf(dir);
+}
+
+Test(accumulate, json_names_the_keys)
+{
+    char dir[256], path[512];
+    make_temp_dir(dir, sizeof dir);
+    write_file(dir, "t.case",
+               SMALL "[precision]\nparams = float16\nmaster_weights = yes\n[train]\n"
+                     "accumulate = 8\ndelay_unscale = yes\nclip_grad_norm = 0.5\nnorm_type = inf\n",
+               path, sizeof path);
+    case_config *cfg = calloc(1, sizeof *cfg);
+    err_list errs = {0};
+    cr_assert_eq(case_load(path, NULL, 0, cfg, &errs), 0, "%s", errs.n ? errs.msgs[0] : "");
+    err_list_free(&errs);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_eq(case_write_json(cfg, f), 0);
+    fclose(f);
+    cr_expect(strstr(buf, "\"accumulate\": 8, \"delay_unscale\": true, \"clip_grad_norm\": 0.5, "
+                          "\"norm_type\": \"inf\", \"error_if_nonfinite\": false, "
+                          "\"clip_grad_value\": null, \"clip_before_unscale\": false"),
+              "%s", buf);
+    free(buf);
+    free(cfg);
+    rm_rf(dir);
+}
