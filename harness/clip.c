@@ -2,6 +2,7 @@
 #include "clip.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "host_values.h"
@@ -36,8 +37,12 @@ static void python_float(double x, char *buf, int len)
         snprintf(buf, (size_t)len, "inf");
     else if (x == floor(x) && fabs(x) < 1e16)
         snprintf(buf, (size_t)len, "%.1f", x);
-    else
-        snprintf(buf, (size_t)len, "%.17g", x);
+    else /* the shortest text that reads back as x, as Python's repr */
+        for (int digits = 1; digits <= 17; digits++) {
+            snprintf(buf, (size_t)len, "%.*g", digits, x);
+            if (strtod(buf, NULL) == x)
+                break;
+        }
 }
 
 clip_result clip_grad_norm(run *r, tensor *const *grads, int n, tensor_role role)

@@ -198,6 +198,21 @@ static void put_safe_window(FILE *f, const sweep_axis *ax, const sweep_row *rows
             lo = lo < 0 ? i : lo;
             hi = i;
         }
+    /* the finer measure among those: the fewest subnormal values (precision lost short of
+     * zero) */
+    int64_t fewest_sub = -1;
+    for (int i = 0; i < n; i++)
+        if (rows[i].ok && rows[i].grad_overflow == 0 && rows[i].steps_skipped == 0 &&
+            rows[i].grad_underflow == fewest &&
+            (fewest_sub < 0 || rows[i].grad_subnormal < fewest_sub))
+            fewest_sub = rows[i].grad_subnormal;
+    fprintf(f, "; of those, the fewest subnormal values (%lld) at:", (long long)fewest_sub);
+    for (int i = 0, k = 0; i < n; i++)
+        if (rows[i].ok && rows[i].grad_overflow == 0 && rows[i].steps_skipped == 0 &&
+            rows[i].grad_underflow == fewest && rows[i].grad_subnormal == fewest_sub) {
+            scale_text(ax->values[i], t, sizeof t);
+            fprintf(f, "%s %s", k++ ? "," : "", t);
+        }
     char a[64], b[64];
     scale_text(ax->values[lo], a, sizeof a);
     scale_text(ax->values[hi], b, sizeof b);

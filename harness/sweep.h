@@ -11,8 +11,8 @@
  * element count (the rows of tensors.csv with pass backward and a grad_* role: the values
  * summary.csv's grad_underflow sums), and the final loss. For a sweep of
  * scaler.init_scale alone the report names the safe window: the scales at which no
- * gradient overflowed and no step was skipped, and among them those where the fewest
- * gradient values underflowed.
+ * gradient overflowed and no step was skipped, among them those where the fewest
+ * gradient values underflowed, and among those the ones with the fewest subnormals.
  */
 #ifndef AMPSCOPE_SWEEP_H
 #define AMPSCOPE_SWEEP_H
