@@ -52,11 +52,13 @@ clip_result clip_grad_norm(run *r, tensor *const *grads, int n, tensor_role role
     float norms[2 * CASE_MAX_LAYERS];
     int n_norms = 0;
     dtype total_dt = DTYPE_COUNT;
+    bool dry = host_values_dry(r); /* the preflight: no values (every norm 0) */
     for (int i = 0; i < n; i++) {
         if (!grads[i])
             continue;
-        float *v = host_values_get(r, grads[i]);
-        norms[n_norms++] = round_to((float)clip_vector_norm(v, grads[i]->numel, p), grads[i]->dtype);
+        float *v = dry ? NULL : host_values_get(r, grads[i]);
+        norms[n_norms++] =
+            dry ? 0.0f : round_to((float)clip_vector_norm(v, grads[i]->numel, p), grads[i]->dtype);
         free(v);
         total_dt = total_dt == DTYPE_COUNT ? grads[i]->dtype : promoted(total_dt, grads[i]->dtype);
     }
@@ -93,7 +95,7 @@ clip_result clip_grad_norm(run *r, tensor *const *grads, int n, tensor_role role
 void clip_grad_value(run *r, tensor *const *grads, int n, tensor_role role)
 {
     float v = (float)r->cfg->clip_grad_value;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !host_values_dry(r); i++) {
         if (!grads[i])
             continue;
         float *x = host_values_get(r, grads[i]);
