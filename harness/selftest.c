@@ -15,6 +15,7 @@
 
 #define REL_TOL 1e-5 /* relative tolerance of summation-order ops */
 #define ABS_TOL 1e-6 /* times the largest finite |ref| of the tensor */
+#define COUNT_OF_ACT ((int)(sizeof act_checks / sizeof act_checks[0]))
 
 typedef enum cmp_mode { EXACT, CLOSE } cmp_mode;
 
@@ -451,6 +452,103 @@ static void check_relu(selftest *c, round_stats *st)
         compare(c, "dx", dx, st, EXACT);
         report(c, "relu_backward", "%s", dtype_name(dt));
     }
+}
+
+/* ---- activations ---- */
+
+typedef int (*act_fwd_fn)(backend *be, const tensor *x, tensor *y, round_stats *st);
+/* dx from dy and the saved tensor (x, or y for sigmoid and tanh) */
+typedef int (*act_bwd_fn)(backend *be, const tensor *dy, const tensor *saved, tensor *dx,
+                          round_stats *st);
+
+/* each elementwise activation's ops behind those two signatures */
+static int gelu_none_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
+{
+    return be->gelu_forward(be, x, GELU_NONE, y, st);
+}
+static int gelu_tanh_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
+{
+    return be->gelu_forward(be, x, GELU_TANH, y, st);
+}
+static int gelu_none_bwd(backend *be, const tensor *dy, const tensor *x, tensor *dx,
+                         round_stats *st)
+{
+    return be->gelu_backward(be, dy, x, GELU_NONE, dx, st);
+}
+static int gelu_tanh_bwd(backend *be, const tensor *dy, const tensor *x, tensor *dx,
+                         round_stats *st)
+{
+    return be->gelu_backward(be, dy, x, GELU_TANH, dx, st);
+}
+static int silu_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
+{
+    return be->silu_forward(be, x, y, st);
+}
+static int silu_bwd(backend *be, const tensor *dy, const tensor *x, tensor *dx, round_stats *st)
+{
+    return be->silu_backward(be, dy, x, dx, st);
+}
+static int sigmoid_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
+{
+    return be->sigmoid_forward(be, x, y, st);
+}
+static int sigmoid_bwd(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st)
+{
+    return be->sigmoid_backward(be, dy, y, dx, st);
+}
+static int tanh_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
+{
+    return be->tanh_forward(be, x, y, st);
+}
+static int tanh_bwd(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st)
+{
+    return be->tanh_backward(be, dy, y, dx, st);
+}
+
+static const struct act_check {
+    const char *fwd_name, *bwd_name, *variant;
+    act_fwd_fn fwd;
+    act_bwd_fn bwd;
+    bool backward_reads_y; /* sigmoid, tanh: from the result */
+} act_checks[] = {
+    {"gelu_forward", "gelu_backward", "", gelu_none_fwd, gelu_none_bwd, false},
+    {"gelu_forward", "gelu_backward", " approximate=tanh", gelu_tanh_fwd, gelu_tanh_bwd, false},
+    {"silu_forward", "silu_backward", "", silu_fwd, silu_bwd, false},
+    {"sigmoid_forward", "sigmoid_backward", "", sigmoid_fwd, sigmoid_bwd, true},
+    {"tanh_forward", "tanh_backward", "", tanh_fwd, tanh_bwd, true},
+};
+
+static void check_activations(selftest *c, round_stats *st)
+{
+    const int64_t shape[2] = {17, 61};
+    for (int k = 0; k < COUNT_OF_ACT; k++)
+        for (int a = 0; a < 3; a++) {
+            const struct act_check *ak = &act_checks[k];
+            dtype dt = float_dtypes[a];
+            const char *what = ak->variant;
+            pair x = make_random(c, "x", dt, 2, shape, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 2, shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, ak->fwd(c->s[i].be, x.t[i], y.t[i], &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            report(c, ak->fwd_name, "%s%s", dtype_name(dt), what);
+
+            pair dy = make_random(c, "dy", dt, 2, shape, GEN_WIDE, 1.0f);
+            /* the saved tensor: x, or a result in (-1, 1) or (0, 1) */
+            float *v = gen(c, shape[0] * shape[1], ak->backward_reads_y ? GEN_NORMAL : GEN_WIDE,
+                           ak->backward_reads_y ? 0.4f : 1.0f);
+            for (int64_t i = 0; v && ak->backward_reads_y && i < shape[0] * shape[1]; i++)
+                v[i] = fminf(fabsf(v[i]), 0.999f);
+            pair xy = make(c, "saved", dt, 2, shape, v);
+            free(v);
+            pair dx = make(c, "dx", dt, 2, shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, ak->bwd(c->s[i].be, dy.t[i], xy.t[i], dx.t[i], &st[i]));
+            compare(c, "dx", dx, st, CLOSE);
+            report(c, ak->bwd_name, "%s%s", dtype_name(dt), what);
+        }
 }
 
 typedef struct linear_case {
@@ -1093,6 +1191,8 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_unscale(c, st);
     check_optimizers(c);
     check_exact_counts(c, st);
+    /* activations */
+    check_activations(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

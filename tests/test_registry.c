@@ -262,6 +262,8 @@ Test(registry, ops_prints_every_kind_s_autocast_entries_in_the_usual_order)
     fclose(f);
     static const char *const rows[] = {"op ",       "linear ",   "conv2d ", "log_softmax ",
                                        "nll_loss ", "mse_loss ", "relu ",   "flatten ",
+                                       /* activations */
+                                       "gelu ",
                                        "mean ",     "mul "};
     const char *p = text;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

@@ -13,6 +13,8 @@ typedef enum layer_kind {
     LAYER_RELU,
     LAYER_CONV2D,
     LAYER_FLATTEN,
+    /* activations */
+    LAYER_GELU,
     LAYER_KIND_COUNT
 } layer_kind;
 
