@@ -263,7 +263,7 @@ Test(registry, ops_prints_every_kind_s_autocast_entries_in_the_usual_order)
     static const char *const rows[] = {"op ",       "linear ",   "conv2d ", "log_softmax ",
                                        "nll_loss ", "mse_loss ", "relu ",   "flatten ",
                                        /* activations */
-                                       "gelu ",
+                                       "gelu ", "silu ", "sigmoid ", "tanh ",
                                        "mean ",     "mul "};
     const char *p = text;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

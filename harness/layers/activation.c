@@ -12,6 +12,9 @@
  */
 #include "layer.h"
 
+/* the autocast entry of each of them */
+#define ACT_FALLTHROUGH "not listed: autocast_mode.cpp's fallthrough runs it in its input's dtype"
+
 /* The layer's output "<layer>.out" in x's dtype, and the stats of its store. */
 static tensor *act_output(run *r, const layer_spec *l, const tensor *x)
 {
@@ -72,8 +75,7 @@ static int gelu_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op gelu_autocast[] = {
-    {"gelu", AUTOCAST_NONE,
-     "not listed: autocast_mode.cpp's fallthrough runs it in its input's dtype"},
+    {"gelu", AUTOCAST_NONE, ACT_FALLTHROUGH},
 };
 
 const layer_def gelu_def = {
@@ -89,3 +91,100 @@ const layer_def gelu_def = {
     .forward = gelu_forward,
     .describe = gelu_describe,
 };
+
+/* ---- silu, sigmoid, tanh: no options ---- */
+
+static void silu_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->silu_backward(r->be, n->grad, n->saved[0], dx, stp));
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+static tensor *silu_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
+{
+    tensor *x = in[0];
+    tensor *y = act_output(r, l, x);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->silu_forward(r->be, x, y, stp));
+    act_record(r, "silu", silu_backward, x, y, x, stp);
+    return y;
+}
+
+static void sigmoid_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->sigmoid_backward(r->be, n->grad, n->saved[0], dx, stp));
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+static tensor *sigmoid_forward(run *r, const layer_spec *l, tensor *const *in,
+                               tensor *const *params)
+{
+    tensor *x = in[0];
+    tensor *y = act_output(r, l, x);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->sigmoid_forward(r->be, x, y, stp));
+    act_record(r, "sigmoid", sigmoid_backward, x, y, y, stp);
+    return y;
+}
+
+static void tanh_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->tanh_backward(r->be, n->grad, n->saved[0], dx, stp));
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+static tensor *tanh_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
+{
+    tensor *x = in[0];
+    tensor *y = act_output(r, l, x);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->tanh_forward(r->be, x, y, stp));
+    act_record(r, "tanh", tanh_backward, x, y, y, stp);
+    return y;
+}
+
+static int silu_describe(const layer_spec *l, char *buf, size_t len)
+{
+    return snprintf(buf, len, "silu");
+}
+static int sigmoid_describe(const layer_spec *l, char *buf, size_t len)
+{
+    return snprintf(buf, len, "sigmoid");
+}
+static int tanh_describe(const layer_spec *l, char *buf, size_t len)
+{
+    return snprintf(buf, len, "tanh");
+}
+
+static const autocast_op silu_autocast[] = {{"silu", AUTOCAST_NONE, ACT_FALLTHROUGH}};
+static const autocast_op sigmoid_autocast[] = {{"sigmoid", AUTOCAST_NONE, ACT_FALLTHROUGH}};
+static const autocast_op tanh_autocast[] = {{"tanh", AUTOCAST_NONE, ACT_FALLTHROUGH}};
+
+/* the one-input, no-option kinds' definitions */
+#define ACT_DEF(kind)                                                                            \
+    const layer_def kind##_def = {                                                               \
+        .name = #kind,                                                                           \
+        .signature = "",                                                                         \
+        .input_shape = no_input_shape,                                                           \
+        .shape = shape_same,                                                                     \
+        .params = no_params,                                                                     \
+        .autocast = kind##_autocast,                                                             \
+        .n_autocast = COUNT_OF(kind##_autocast),                                                 \
+        .forward = kind##_forward,                                                               \
+        .describe = kind##_describe,                                                             \
+    };
+ACT_DEF(silu)
+ACT_DEF(sigmoid)
+ACT_DEF(tanh)

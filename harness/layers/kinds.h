@@ -15,6 +15,9 @@ typedef enum layer_kind {
     LAYER_FLATTEN,
     /* activations */
     LAYER_GELU,
+    LAYER_SILU,
+    LAYER_SIGMOID,
+    LAYER_TANH,
     LAYER_KIND_COUNT
 } layer_kind;
 

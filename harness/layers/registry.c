@@ -16,6 +16,9 @@ static const layer_def *const layer_defs[] = {
     [LAYER_FLATTEN] = &flatten_def,
     /* activations */
     [LAYER_GELU] = &gelu_def,
+    [LAYER_SILU] = &silu_def,
+    [LAYER_SIGMOID] = &sigmoid_def,
+    [LAYER_TANH] = &tanh_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
