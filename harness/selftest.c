@@ -551,6 +551,46 @@ static void check_activations(selftest *c, round_stats *st)
         }
 }
 
+/* softmax over the last dim: same dtype in and out, and float16 into float32 (half_to_float,
+ * whose backward reads float32 dy and y and writes a float16 dx) */
+static void check_softmax(selftest *c, round_stats *st)
+{
+    static const int64_t shapes[2][2] = {{6, 10}, {5, 300}};
+    static const dtype dts[4][2] = {{DTYPE_FLOAT32, DTYPE_FLOAT32},
+                                    {DTYPE_FLOAT16, DTYPE_FLOAT16},
+                                    {DTYPE_BFLOAT16, DTYPE_BFLOAT16},
+                                    {DTYPE_FLOAT16, DTYPE_FLOAT32}};
+    for (int a = 0; a < 4; a++)
+        for (int k = 0; k < 2; k++) {
+            dtype xd = dts[a][0], yd = dts[a][1];
+            const int64_t *s = shapes[k];
+            pair x = make_random(c, "x", xd, 2, s, GEN_NORMAL, 4.0f);
+            pair y = make(c, "y", yd, 2, s, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->softmax_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            report(c, "softmax_forward", "%s->%s [%lld, %lld]", dtype_name(xd), dtype_name(yd),
+                   (long long)s[0], (long long)s[1]);
+
+            /* backward: y a probability, dy in y's dtype, dx in the input's */
+            pair dy = make_random(c, "dy", yd, 2, s, GEN_NORMAL, 0.1f);
+            float *yv = gen(c, s[0] * s[1], GEN_NORMAL, 0.3f);
+            for (int64_t i = 0; yv && i < s[0] * s[1]; i++)
+                yv[i] = fminf(fabsf(yv[i]), 1.0f);
+            y = make(c, "y", yd, 2, s, yv);
+            free(yv);
+            pair dx = make(c, "dx", xd, 2, s, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->softmax_backward(c->s[i].be, dy.t[i], y.t[i], dx.t[i], &st[i]));
+            compare(c, "dx", dx, st, CLOSE);
+            report(c, "softmax_backward", "dy %s, y %s, dx %s [%lld, %lld]", dtype_name(yd),
+                   dtype_name(yd), dtype_name(xd), (long long)s[0], (long long)s[1]);
+        }
+}
+
 typedef struct linear_case {
     dtype x, w, y; /* the bias has w's dtype; dy has y's */
     float scale;   /* of the inputs: large scales overflow half outputs */
@@ -1193,6 +1233,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_exact_counts(c, st);
     /* activations */
     check_activations(c, st);
+    check_softmax(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

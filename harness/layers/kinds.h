@@ -18,6 +18,8 @@ typedef enum layer_kind {
     LAYER_SILU,
     LAYER_SIGMOID,
     LAYER_TANH,
+    LAYER_SOFTMAX,
+    LAYER_LOG_SOFTMAX,
     LAYER_KIND_COUNT
 } layer_kind;
 

@@ -19,6 +19,8 @@ static const layer_def *const layer_defs[] = {
     [LAYER_SILU] = &silu_def,
     [LAYER_SIGMOID] = &sigmoid_def,
     [LAYER_TANH] = &tanh_def,
+    [LAYER_SOFTMAX] = &softmax_def,
+    [LAYER_LOG_SOFTMAX] = &log_softmax_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
