@@ -591,6 +591,28 @@ static void check_softmax(selftest *c, round_stats *st)
         }
 }
 
+/* the causal mask's fill: -inf (the forward) and 0 (the backward) above the diagonal of the
+ * last two dims, square and not */
+static void check_causal_fill(selftest *c, round_stats *st)
+{
+    static const int64_t shapes[2][3] = {{3, 5, 5}, {2, 4, 7}};
+    static const float values[2] = {-INFINITY, 0.0f};
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 2; k++) {
+            dtype dt = float_dtypes[a];
+            const int64_t *s = shapes[k];
+            pair x = make_random(c, "x", dt, 3, s, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 3, s, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->causal_fill(c->s[i].be, x.t[i], values[k], y.t[i], &st[i]));
+            compare(c, "y", y, st, EXACT);
+            report(c, "causal_fill", "%s [%lld, %lld, %lld] with %g", dtype_name(dt),
+                   (long long)s[0], (long long)s[1], (long long)s[2], values[k]);
+        }
+}
+
 typedef struct linear_case {
     dtype x, w, y; /* the bias has w's dtype; dy has y's */
     float scale;   /* of the inputs: large scales overflow half outputs */
@@ -1234,6 +1256,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     /* activations */
     check_activations(c, st);
     check_softmax(c, st);
+    check_causal_fill(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

@@ -367,3 +367,50 @@ Test(activation, values_match_pytorch)
     cr_expect_eq(groups, 5 * 3 + 2 * 4 + 3, "every op, variant and dtype of the file");
     csv_free(&ref);
 }
+
+/* ---- the kinds in case files ---- */
+
+/* Loads a case whose [model] is `model` (a 16-feature input, cross entropy); returns the
+ * number of errors and the first one in first. */
+static int load_model(const char *model, const char *data, case_config *cfg, char *first,
+                      size_t len)
+{
+    char dir[256], path[512], text[2048];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(text, sizeof text,
+             "[model]\n%s[data]\nbatch = 2\n%starget = classes\n[train]\nloss = cross_entropy\n",
+             model, data);
+    write_file(dir, "m.case", text, path, sizeof path);
+    err_list errs = {0};
+    int n = case_load(path, NULL, 0, cfg, &errs);
+    snprintf(first, len, "%s", n ? errs.msgs[0] : "");
+    err_list_free(&errs);
+    rm_rf(dir);
+    return n;
+}
+
+Test(activation, case_files_read_the_options_and_refuse_what_pytorch_would)
+{
+    static case_config cfg;
+    char err[1024];
+    cr_assert_eq(load_model("fc = linear 16 -> 8\nact = gelu approximate=tanh\n", "", &cfg, err,
+                            sizeof err),
+                 0, "%s", err);
+    cr_expect_eq(cfg.layers[1].kind, LAYER_GELU);
+    cr_expect_eq(cfg.layers[1].opt_choice[0], GELU_TANH);
+    cr_assert_eq(load_model("fc = linear 16 -> 8\nact = gelu\n", "", &cfg, err, sizeof err), 0);
+    cr_expect_eq(cfg.layers[1].opt_choice[0], GELU_NONE, "approximate='none' is the default");
+    cr_expect_eq(load_model("fc = linear 16 -> 8\nact = gelu approximate=fast\n", "", &cfg, err,
+                            sizeof err),
+                 1);
+    cr_expect(strstr(err, "m.case:3:") && strstr(err, "approximate"), "%s", err);
+    /* a 16-feature sample has no [T, S] */
+    cr_expect_eq(load_model("fc = linear 16 -> 8\nmask = causal_mask\n", "", &cfg, err,
+                            sizeof err),
+                 1);
+    cr_expect(strstr(err, "m.case:3:") && strstr(err, "last two dims"), "%s", err);
+    cr_assert_eq(load_model("conv = conv2d 1 -> 1 kernel=1\nmask = causal_mask\nflat = flatten\n",
+                            "shape = 1x4x4\n", &cfg, err, sizeof err),
+                 0, "%s", err);
+    cr_expect_eq(cfg.layers[1].out_ndim, 3);
+}

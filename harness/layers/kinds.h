@@ -20,6 +20,7 @@ typedef enum layer_kind {
     LAYER_TANH,
     LAYER_SOFTMAX,
     LAYER_LOG_SOFTMAX,
+    LAYER_CAUSAL_MASK,
     LAYER_KIND_COUNT
 } layer_kind;
 
