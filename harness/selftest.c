@@ -613,6 +613,37 @@ static void check_causal_fill(selftest *c, round_stats *st)
         }
 }
 
+/* dropout: the same mask on both sides (a function of the seed and the index), the same
+ * product rounded once */
+static void check_dropout(selftest *c, round_stats *st)
+{
+    const int64_t shape[2] = {17, 61};
+    static const double ps[2] = {0.1, 0.5};
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 2; k++) {
+            dtype dt = float_dtypes[a];
+            uint64_t seed = 1000 + (uint64_t)(a * 2 + k);
+            pair x = make_random(c, "x", dt, 2, shape, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 2, shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->dropout_forward(c->s[i].be, x.t[i], ps[k], seed, y.t[i], &st[i]));
+            compare(c, "y", y, st, EXACT);
+            report(c, "dropout_forward", "%s p=%g", dtype_name(dt), ps[k]);
+
+            pair dy = make_random(c, "dy", dt, 2, shape, GEN_WIDE, 1.0f);
+            pair dx = make(c, "dx", dt, 2, shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->dropout_backward(c->s[i].be, dy.t[i], ps[k], seed, dx.t[i],
+                                                   &st[i]));
+            compare(c, "dx", dx, st, EXACT);
+            report(c, "dropout_backward", "%s p=%g", dtype_name(dt), ps[k]);
+        }
+}
+
 typedef struct linear_case {
     dtype x, w, y; /* the bias has w's dtype; dy has y's */
     float scale;   /* of the inputs: large scales overflow half outputs */
@@ -1257,6 +1288,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_activations(c, st);
     check_softmax(c, st);
     check_causal_fill(c, st);
+    check_dropout(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

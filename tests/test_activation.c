@@ -414,3 +414,37 @@ Test(activation, case_files_read_the_options_and_refuse_what_pytorch_would)
                  0, "%s", err);
     cr_expect_eq(cfg.layers[1].out_ndim, 3);
 }
+
+/* dropout's p is the first kind option of type KIND_OPT_REAL: its default, a value, the
+ * range's refusal at its line, and its value in `check --json` */
+Test(activation, dropout_p_is_a_real_option_with_a_default_a_range_and_json)
+{
+    static case_config cfg;
+    char err[1024];
+    cr_assert_eq(load_model("fc = linear 16 -> 8\ndrop = dropout\n", "", &cfg, err, sizeof err), 0,
+                 "%s", err);
+    cr_expect_eq(cfg.layers[1].kind, LAYER_DROPOUT);
+    cr_expect_eq(cfg.layers[1].opt_real[0], 0.5, "nn.Dropout's default p");
+    cr_assert_eq(load_model("fc = linear 16 -> 8\ndrop = dropout p=0.125\n", "", &cfg, err,
+                            sizeof err),
+                 0, "%s", err);
+    cr_expect_eq(cfg.layers[1].opt_real[0], 0.125);
+    char *json = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&json, &len);
+    cr_assert_not_null(f);
+    cr_assert_eq(case_write_json(&cfg, f), 0);
+    fclose(f);
+    cr_expect(strstr(json, "\"kind\": \"dropout\"") && strstr(json, "\"p\": 0.125"), "%s", json);
+    free(json);
+    static const char *const bad[] = {"1", "-0.1", "1.5", "half", "nan"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char model[128];
+        snprintf(model, sizeof model, "fc = linear 16 -> 8\ndrop = dropout p=%s\n", bad[k]);
+        cr_expect_eq(load_model(model, "", &cfg, err, sizeof err), 1, "p=%s", bad[k]);
+        cr_expect(strstr(err, "m.case:3:") && strstr(err, "for p:"), "p=%s: %s", bad[k], err);
+    }
+    cr_assert_eq(load_model("fc = linear 16 -> 8\ndrop = dropout p=1\n", "", &cfg, err, sizeof err),
+                 1);
+    cr_expect(strstr(err, "m.case:3: bad number '1' for p: must be in [0, 1)"), "%s", err);
+}

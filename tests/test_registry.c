@@ -266,7 +266,7 @@ Test(registry, ops_prints_every_kind_s_autocast_entries_in_the_usual_order)
                                        "log_softmax ",
                                        "nll_loss ", "mse_loss ", "relu ",   "flatten ",
                                        /* activations */
-                                       "gelu ", "silu ", "sigmoid ", "tanh ", "causal_mask ",
+                                       "gelu ", "silu ", "sigmoid ", "tanh ", "causal_mask ", "dropout ",
                                        "mean ",     "mul "};
     const char *p = text;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

@@ -21,6 +21,7 @@ typedef enum layer_kind {
     LAYER_SOFTMAX,
     LAYER_LOG_SOFTMAX,
     LAYER_CAUSAL_MASK,
+    LAYER_DROPOUT,
     LAYER_KIND_COUNT
 } layer_kind;
 

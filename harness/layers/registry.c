@@ -22,6 +22,7 @@ static const layer_def *const layer_defs[] = {
     [LAYER_SOFTMAX] = &softmax_def,
     [LAYER_LOG_SOFTMAX] = &log_softmax_def,
     [LAYER_CAUSAL_MASK] = &causal_mask_def,
+    [LAYER_DROPOUT] = &dropout_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
