@@ -9,7 +9,11 @@
  *    the last place of the output dtype (one rounding of a float32 value that may differ
  *    from PyTorch's in its last bits);
  *  - dropout's mask: the kept fraction, the kept values' scale, the same mask in forward
- *    and backward, another one for another seed.
+ *    and backward, another one for another seed;
+ *  - the kinds in case files: gelu's approximate=, dropout's p= (the first KIND_OPT_REAL
+ *    option: default, value, range, JSON), causal_mask's refusal of a sample of rank 1;
+ *  - softmax's three paths under autocast (float16 read as half_to_float, bfloat16 cast
+ *    first) and outside it, in runs of tests/cases/small-softmax-autocast.case.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -447,4 +451,54 @@ Test(activation, dropout_p_is_a_real_option_with_a_default_a_range_and_json)
     cr_assert_eq(load_model("fc = linear 16 -> 8\ndrop = dropout p=1\n", "", &cfg, err, sizeof err),
                  1);
     cr_expect(strstr(err, "m.case:3: bad number '1' for p: must be in [0, 1)"), "%s", err);
+}
+
+/* ---- softmax's three paths, in a run ---- */
+
+/* the dtype of tensor `name` in step 0 of the run's tensors.csv; "" when it has none */
+static void dtype_in_run(const char *dir, const char *name, char *out, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/small-softmax-autocast/tensors.csv", dir);
+    csv t;
+    cr_assert(csv_read(path, &t), "cannot read %s", path);
+    char **row = csv_find(&t, "step", "0", "tensor", name, NULL, NULL);
+    snprintf(out, len, "%s", row ? row[csv_col(&t, "dtype")] : "");
+    csv_free(&t);
+}
+
+Test(activation, softmax_reads_float16_as_half_to_float_casts_bfloat16_and_keeps_a_half_model_s_dtype,
+     .timeout = 60)
+{
+    static const struct {
+        const char *sets[3];
+        int n_sets;
+        const char *sm, *fc1_up, *fc1_grad; /* sm.out, fc1.out@float32, fc1.out.grad */
+    } runs[] = {
+        /* _softmax(half_to_float=true): no cast node, a float16 gradient */
+        {{NULL}, 0, "float32", "", "float16"},
+        /* toType(float32), then _softmax: a cast node, whose backward rounds to bfloat16 */
+        {{"precision.autocast=bfloat16"}, 1, "float32", "float32", "bfloat16"},
+        /* outside autocast: the input's dtype */
+        {{"precision.autocast=off", "precision.params=float16", "data.input_dtype=float16"},
+         3,
+         "float16",
+         "",
+         "float16"},
+    };
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        char dir[256], got[32];
+        make_temp_dir(dir, sizeof dir);
+        case_result res;
+        run_case_file_set("tests/cases/small-softmax-autocast.case", runs[k].sets, runs[k].n_sets,
+                          dir, &res, NULL);
+        cr_assert(res.ok, "%s", res.error);
+        dtype_in_run(dir, "sm.out", got, sizeof got);
+        cr_expect_str_eq(got, runs[k].sm, "run %zu: sm.out", k);
+        dtype_in_run(dir, "fc1.out@float32", got, sizeof got);
+        cr_expect_str_eq(got, runs[k].fc1_up, "run %zu: fc1.out@float32", k);
+        dtype_in_run(dir, "fc1.out.grad", got, sizeof got);
+        cr_expect_str_eq(got, runs[k].fc1_grad, "run %zu: fc1.out.grad", k);
+        rm_rf(dir);
+    }
 }
