@@ -605,8 +605,7 @@ static void check_causal_fill(selftest *c, round_stats *st)
             pair y = make(c, "y", dt, 3, s, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i,
-                      c->s[i].be->causal_fill(c->s[i].be, x.t[i], values[k], y.t[i], &st[i]));
+                op_rc(c, i, c->s[i].be->causal_fill(c->s[i].be, x.t[i], values[k], y.t[i], &st[i]));
             compare(c, "y", y, st, EXACT);
             report(c, "causal_fill", "%s [%lld, %lld, %lld] with %g", dtype_name(dt),
                    (long long)s[0], (long long)s[1], (long long)s[2], values[k]);

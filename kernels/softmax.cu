@@ -50,7 +50,8 @@ __global__ void softmax_backward_kernel(const void *dy, dtype dy_dt, const void 
         float s = (float)block_reduce(sum, sum_op());
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
             int64_t i = base + j;
-            tally_store(&t, dx, dx_dt, i, load_as_float(y, y_dt, i) * (load_as_float(dy, dy_dt, i) - s));
+            tally_store(&t, dx, dx_dt, i,
+                        load_as_float(y, y_dt, i) * (load_as_float(dy, dy_dt, i) - s));
         }
     }
     tally_flush(&t);

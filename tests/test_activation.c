@@ -35,7 +35,10 @@ static void randn_fill(float *v, int64_t n, double scale)
         v[i] = (float)(scale * rng_normal(&g_rng));
 }
 
-static bool close_fd(double got, double want) { return fabs(got - want) <= 1e-4 * fabs(want) + 1e-5; }
+static bool close_fd(double got, double want)
+{
+    return fabs(got - want) <= 1e-4 * fabs(want) + 1e-5;
+}
 
 /* ---- the ops, by name ---- */
 
@@ -102,8 +105,9 @@ static const struct elementwise {
     const char *op, *variant;
     double (*f)(double);
 } elementwise[] = {
-    {"gelu", "none", gelu_erf64}, {"gelu", "tanh", gelu_tanh64}, {"silu", "", silu64},
-    {"sigmoid", "", sigmoid64},   {"tanh", "", tanh},
+    {"gelu", "none", gelu_erf64}, {"gelu", "tanh", gelu_tanh64},
+    {"silu", "", silu64},         {"sigmoid", "", sigmoid64},
+    {"tanh", "", tanh},
 };
 
 static void check_elementwise_fd(const struct elementwise *e, int ndim, const int64_t *shape)
@@ -246,8 +250,9 @@ Test(activation, dropout_backward_matches_finite_differences_of_its_mask)
             for (int64_t i = 0; i < n; i++) {
                 /* the forward's own mask: y is x * scale or 0 */
                 bool kept = tensor_at(y, i) != 0.0f;
-                cr_expect(!kept || fabs(tensor_at(y, i) - x[i] * scale) <= 1e-6 * fabs(x[i] * scale),
-                          "y[%lld] = %g for x %g, p %g", (long long)i, tensor_at(y, i), x[i], ps[k]);
+                cr_expect(
+                    !kept || fabs(tensor_at(y, i) - x[i] * scale) <= 1e-6 * fabs(x[i] * scale),
+                    "y[%lld] = %g for x %g, p %g", (long long)i, tensor_at(y, i), x[i], ps[k]);
                 double m = kept ? scale : 0.0; /* L = sum(R * x * m): dL/dx = R * m */
                 double up = r[i] * (x[i] + FD_H) * m, down = r[i] * (x[i] - FD_H) * m;
                 cr_expect(close_fd(tensor_at(dx, i), (up - down) / (2 * FD_H)),
@@ -292,8 +297,10 @@ Test(activation, dropout_keeps_one_minus_p_of_the_values_and_a_seed_draws_its_ow
                   (long long)kept, N);
         /* two independent masks agree where both keep or both drop: p^2 + (1-p)^2 */
         double agree = N * (ps[k] * ps[k] + (1 - ps[k]) * (1 - ps[k]));
-        cr_expect(fabs((double)same - agree) < 5 * sqrt(agree), "p %g: masks of seeds 7 and 8 "
-                  "agree on %lld elements (independent: %.0f)", ps[k], (long long)same, agree);
+        cr_expect(fabs((double)same - agree) < 5 * sqrt(agree),
+                  "p %g: masks of seeds 7 and 8 "
+                  "agree on %lld elements (independent: %.0f)",
+                  ps[k], (long long)same, agree);
     }
     env_close(&env);
 }
@@ -318,10 +325,10 @@ static bool close_ref(const char *op, double got, double want, dtype dt)
     if (isnan(want) || isinf(want))
         return isnan(want) ? isnan(got) : got == want;
     double rel = dt == DTYPE_FLOAT32 ? 1e-5 : dt == DTYPE_FLOAT16 ? 0x1p-10 : 0x1p-7;
-    double abs = is(op, "gelu")          ? 1e-6
-                 : dt == DTYPE_FLOAT16   ? 0x1p-24 /* float16's smallest subnormal */
+    double abs = is(op, "gelu")         ? 1e-6
+                 : dt == DTYPE_FLOAT16  ? 0x1p-24 /* float16's smallest subnormal */
                  : dt == DTYPE_BFLOAT16 ? 1e-38
-                                         : 1e-7;
+                                        : 1e-7;
     return fabs(got - want) <= rel * fabs(want) + abs;
 }
 
@@ -358,8 +365,9 @@ Test(activation, values_match_pytorch)
         for (int64_t i = 0; i < n; i++) {
             char **row = ref.rows[r0 + i];
             double want_y = strtod(row[c_y], NULL), want_dx = strtod(row[c_dx], NULL);
-            cr_expect(close_ref(op, tensor_at(y, i), want_y, odt), "%s %s %s->%s y[%lld] at x %g: %.9g, PyTorch %.9g",
-                      op, variant, f[c_dt], f[c_odt], (long long)i, x[i], tensor_at(y, i), want_y);
+            cr_expect(close_ref(op, tensor_at(y, i), want_y, odt),
+                      "%s %s %s->%s y[%lld] at x %g: %.9g, PyTorch %.9g", op, variant, f[c_dt],
+                      f[c_odt], (long long)i, x[i], tensor_at(y, i), want_y);
             cr_expect(close_ref(op, tensor_at(dx, i), want_dx, dt),
                       "%s %s %s->%s dx[%lld] at x %g: %.9g, PyTorch %.9g", op, variant, f[c_dt],
                       f[c_odt], (long long)i, x[i], tensor_at(dx, i), want_dx);
@@ -397,20 +405,19 @@ Test(activation, case_files_read_the_options_and_refuse_what_pytorch_would)
 {
     static case_config cfg;
     char err[1024];
-    cr_assert_eq(load_model("fc = linear 16 -> 8\nact = gelu approximate=tanh\n", "", &cfg, err,
-                            sizeof err),
-                 0, "%s", err);
+    cr_assert_eq(
+        load_model("fc = linear 16 -> 8\nact = gelu approximate=tanh\n", "", &cfg, err, sizeof err),
+        0, "%s", err);
     cr_expect_eq(cfg.layers[1].kind, LAYER_GELU);
     cr_expect_eq(cfg.layers[1].opt_choice[0], GELU_TANH);
     cr_assert_eq(load_model("fc = linear 16 -> 8\nact = gelu\n", "", &cfg, err, sizeof err), 0);
     cr_expect_eq(cfg.layers[1].opt_choice[0], GELU_NONE, "approximate='none' is the default");
-    cr_expect_eq(load_model("fc = linear 16 -> 8\nact = gelu approximate=fast\n", "", &cfg, err,
-                            sizeof err),
-                 1);
+    cr_expect_eq(
+        load_model("fc = linear 16 -> 8\nact = gelu approximate=fast\n", "", &cfg, err, sizeof err),
+        1);
     cr_expect(strstr(err, "m.case:3:") && strstr(err, "approximate"), "%s", err);
     /* a 16-feature sample has no [T, S] */
-    cr_expect_eq(load_model("fc = linear 16 -> 8\nmask = causal_mask\n", "", &cfg, err,
-                            sizeof err),
+    cr_expect_eq(load_model("fc = linear 16 -> 8\nmask = causal_mask\n", "", &cfg, err, sizeof err),
                  1);
     cr_expect(strstr(err, "m.case:3:") && strstr(err, "last two dims"), "%s", err);
     cr_assert_eq(load_model("conv = conv2d 1 -> 1 kernel=1\nmask = causal_mask\nflat = flatten\n",
@@ -429,9 +436,9 @@ Test(activation, dropout_p_is_a_real_option_with_a_default_a_range_and_json)
                  "%s", err);
     cr_expect_eq(cfg.layers[1].kind, LAYER_DROPOUT);
     cr_expect_eq(cfg.layers[1].opt_real[0], 0.5, "nn.Dropout's default p");
-    cr_assert_eq(load_model("fc = linear 16 -> 8\ndrop = dropout p=0.125\n", "", &cfg, err,
-                            sizeof err),
-                 0, "%s", err);
+    cr_assert_eq(
+        load_model("fc = linear 16 -> 8\ndrop = dropout p=0.125\n", "", &cfg, err, sizeof err), 0,
+        "%s", err);
     cr_expect_eq(cfg.layers[1].opt_real[0], 0.125);
     char *json = NULL;
     size_t len = 0;
@@ -467,7 +474,8 @@ static void dtype_in_run(const char *dir, const char *name, char *out, size_t le
     csv_free(&t);
 }
 
-Test(activation, softmax_reads_float16_as_half_to_float_casts_bfloat16_and_keeps_a_half_model_s_dtype,
+Test(activation,
+     softmax_reads_float16_as_half_to_float_casts_bfloat16_and_keeps_a_half_model_s_dtype,
      .timeout = 60)
 {
     static const struct {

@@ -14,8 +14,8 @@ PyTorch's CPU kernels do not round everywhere at the same points): the op runs o
 float32 values of the half input and its result is rounded once into the half dtype
 (opmath); the backward of sigmoid, tanh, softmax and log_softmax reads the half result, as
 CUDA's does (sigmoid_backward, tanh_backward, _softmax_backward_data,
-_log_softmax_backward_data on its float32 values, rounded once). softmax and log_softmax of a float16
-input into a float32 output (out_dtype float32) are autocast's fp32_set_opt_dtype
+_log_softmax_backward_data on its float32 values, rounded once). softmax and log_softmax of
+a float16 input into a float32 output (out_dtype float32) are autocast's fp32_set_opt_dtype
 (half_to_float=True on CUDA): softmax(x.float()), and a gradient rounded once to float16.
 
 Usage: /opt/torch-venv/bin/python tools/activation_references.py [OUT.csv]
@@ -69,7 +69,8 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/references/activations.csv"
     gen = torch.Generator().manual_seed(13)
     # elementwise: a sweep of -8..8 with the points where the formulas change behaviour
-    xe = torch.cat([torch.linspace(-8, 8, 41), torch.tensor([-0.0, 1e-3, -1e-3, 0.3, -0.3, 12.0, -12.0, 30.0, -30.0])])
+    points = [-0.0, 1e-3, -1e-3, 0.3, -0.3, 12.0, -12.0, 30.0, -30.0]
+    xe = torch.cat([torch.linspace(-8, 8, 41), torch.tensor(points)])
     dye = torch.randn(xe.numel(), generator=gen)
     xr = torch.randn(3, 7, generator=gen) * 3
     dyr = torch.randn(3, 7, generator=gen)

@@ -17,7 +17,7 @@ typedef enum act_fn {
 
 typedef struct act_ctx {
     act_fn fn;
-    const tensor *a; /* x, or the saved x or y of a backward */
+    const tensor *a;  /* x, or the saved x or y of a backward */
     const tensor *dy; /* backward only */
     gelu_approximate approx;
     tensor *out;
@@ -30,33 +30,39 @@ static void act_chunk(void *p, int64_t off, int64_t n, round_stats *st)
     cpu_load(c->a, off, n, a);
     if (c->dy)
         cpu_load(c->dy, off, n, g);
-    for (int64_t i = 0; i < n; i++) {
-        switch (c->fn) {
-        case ACT_GELU:
+    switch (c->fn) {
+    case ACT_GELU:
+        for (int64_t i = 0; i < n; i++)
             a[i] = gelu_elem(a[i], c->approx);
-            break;
-        case ACT_GELU_GRAD:
+        break;
+    case ACT_GELU_GRAD:
+        for (int64_t i = 0; i < n; i++)
             a[i] = gelu_grad_elem(g[i], a[i], c->approx);
-            break;
-        case ACT_SILU:
+        break;
+    case ACT_SILU:
+        for (int64_t i = 0; i < n; i++)
             a[i] = silu_elem(a[i]);
-            break;
-        case ACT_SILU_GRAD:
+        break;
+    case ACT_SILU_GRAD:
+        for (int64_t i = 0; i < n; i++)
             a[i] = silu_grad_elem(g[i], a[i]);
-            break;
-        case ACT_SIGMOID:
+        break;
+    case ACT_SIGMOID:
+        for (int64_t i = 0; i < n; i++)
             a[i] = sigmoid_elem(a[i]);
-            break;
-        case ACT_SIGMOID_GRAD:
+        break;
+    case ACT_SIGMOID_GRAD:
+        for (int64_t i = 0; i < n; i++)
             a[i] = sigmoid_grad_elem(g[i], a[i]);
-            break;
-        case ACT_TANH:
+        break;
+    case ACT_TANH:
+        for (int64_t i = 0; i < n; i++)
             a[i] = act_tanh(a[i]);
-            break;
-        case ACT_TANH_GRAD:
+        break;
+    case ACT_TANH_GRAD:
+        for (int64_t i = 0; i < n; i++)
             a[i] = tanh_grad_elem(g[i], a[i]);
-            break;
-        }
+        break;
     }
     cpu_store(a, c->out->data, c->out->dtype, off, n, st);
 }

@@ -24,8 +24,8 @@ static tensor *act_output(run *r, const layer_spec *l, const tensor *x)
 }
 
 /* Records the op's node (NULL when x needs no gradient), saving x or y, and observes y. */
-static node *act_record(run *r, const char *op, backward_fn bw, tensor *x, tensor *y,
-                        tensor *saved, round_stats *stp)
+static node *act_record(run *r, const char *op, backward_fn bw, tensor *x, tensor *y, tensor *saved,
+                        round_stats *stp)
 {
     node *n = tape_record(r, op, bw, y, &x, 1);
     tape_save(n, 0, saved);
@@ -48,8 +48,8 @@ static void gelu_backward(run *r, node *n)
     tensor *dx = node_grad_tensor(r, n, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->gelu_backward(r->be, n->grad, n->saved[0], (gelu_approximate)n->scalar,
-                                      dx, stp));
+    run_check(
+        r, r->be->gelu_backward(r->be, n->grad, n->saved[0], (gelu_approximate)n->scalar, dx, stp));
     node_give_grad(r, n, 0, dx, stp);
 }
 
@@ -173,17 +173,17 @@ static const autocast_op sigmoid_autocast[] = {{"sigmoid", AUTOCAST_NONE, ACT_FA
 static const autocast_op tanh_autocast[] = {{"tanh", AUTOCAST_NONE, ACT_FALLTHROUGH}};
 
 /* the one-input, no-option kinds' definitions */
-#define ACT_DEF(kind)                                                                            \
-    const layer_def kind##_def = {                                                               \
-        .name = #kind,                                                                           \
-        .signature = "",                                                                         \
-        .input_shape = no_input_shape,                                                           \
-        .shape = shape_same,                                                                     \
-        .params = no_params,                                                                     \
-        .autocast = kind##_autocast,                                                             \
-        .n_autocast = COUNT_OF(kind##_autocast),                                                 \
-        .forward = kind##_forward,                                                               \
-        .describe = kind##_describe,                                                             \
+#define ACT_DEF(kind)                                                                              \
+    const layer_def kind##_def = {                                                                 \
+        .name = #kind,                                                                             \
+        .signature = "",                                                                           \
+        .input_shape = no_input_shape,                                                             \
+        .shape = shape_same,                                                                       \
+        .params = no_params,                                                                       \
+        .autocast = kind##_autocast,                                                               \
+        .n_autocast = COUNT_OF(kind##_autocast),                                                   \
+        .forward = kind##_forward,                                                                 \
+        .describe = kind##_describe,                                                               \
     };
 ACT_DEF(silu)
 ACT_DEF(sigmoid)
