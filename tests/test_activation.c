@@ -510,3 +510,43 @@ Test(activation,
         rm_rf(dir);
     }
 }
+
+/* rows longer than the CPU's chunk (4096): the sums run over the whole row */
+Test(activation, softmax_of_rows_longer_than_a_chunk_matches_float64)
+{
+    enum { R = 2, C = 5000 };
+    const int64_t shape[2] = {R, C};
+    static float x[R * C], dyv[R * C];
+    rng_seed(&g_rng, 24);
+    randn_fill(x, R * C, 3), randn_fill(dyv, R * C, 1);
+    test_env env;
+    env_open(&env);
+    tensor *tx = env_tensor(&env, "x", DTYPE_FLOAT32, 2, shape, x);
+    tensor *dy = env_tensor(&env, "dy", DTYPE_FLOAT32, 2, shape, dyv);
+    tensor *y = env_zeros(&env, "y", DTYPE_FLOAT32, 2, shape);
+    tensor *dx = env_zeros(&env, "dx", DTYPE_FLOAT32, 2, shape);
+    cr_assert_eq(env.be->softmax_forward(env.be, tx, y, NULL), 0);
+    cr_assert_eq(env.be->softmax_backward(env.be, dy, y, dx, NULL), 0);
+    static double yd[C];
+    for (int r = 0; r < R; r++) {
+        const float *v = x + r * C;
+        double mx = -INFINITY, s = 0, dot = 0;
+        for (int j = 0; j < C; j++)
+            mx = fmax(mx, v[j]);
+        for (int j = 0; j < C; j++)
+            s += exp(v[j] - mx);
+        for (int j = 0; j < C; j++) {
+            yd[j] = exp(v[j] - mx) / s;
+            dot += dyv[r * C + j] * yd[j];
+        }
+        for (int j = 0; j < C; j++) {
+            int64_t i = (int64_t)r * C + j;
+            double want_dx = yd[j] * (dyv[i] - dot);
+            cr_expect(fabs(tensor_at(y, i) - yd[j]) <= 1e-5 * yd[j] + 1e-12,
+                      "y[%lld]: %.9g vs %.9g", (long long)i, tensor_at(y, i), yd[j]);
+            cr_expect(fabs(tensor_at(dx, i) - want_dx) <= 1e-4 * fabs(want_dx) + 1e-9,
+                      "dx[%lld]: %.9g vs %.9g", (long long)i, tensor_at(dx, i), want_dx);
+        }
+    }
+    env_close(&env);
+}
