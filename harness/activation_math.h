@@ -10,9 +10,14 @@
  *             GeluBackwardCUDAKernelImpl), approximate='none' (erf) and 'tanh';
  *   silu      ActivationSiluKernel.cu: x / (1 + exp(-x)); dy * s * (1 + x * (1 - s));
  *   sigmoid   UnarySpecialOpsKernel.cu: 1 / (1 + exp(-x)); its backward
- *             BinaryMiscBackwardOpsKernels.cu (sigmoid_backward): dy * (1 - y) * y;
- *   tanh      UnaryGeometricTanhKernel.cu; BinaryMiscBackwardOpsKernels.cu (tanh_backward):
- *             dy * (1 - y * y);
+ *             BinaryMiscBackwardOpsKernels.cu (sigmoid_backward_kernel_cuda):
+ *             a * (scalar_t(1.) - b) * b;
+ *   tanh      UnaryGeometricTanhKernel.cu; BinaryMiscBackwardOpsKernels.cu
+ *             (tanh_backward_kernel_cuda): a * (scalar_t{1.} - b * b).
+ *   The two backwards compute in scalar_t, not in opmath: in c10::Half and c10::BFloat16
+ *   every operation rounds to the tensor's dtype (as mse's kernels, loss_math.h), so these
+ *   functions round their intermediate results into dt and leave the last rounding to the
+ *   caller;
  *   dropout   Dropout.cu (fused_dropout): x * mask * scale with scale = 1 / (1 - p) in
  *             float32; its backward (masked_scale) dy * mask * scale.
  * erf, tanh and exp are evaluated in double and rounded to float32, the correctly rounded
@@ -85,18 +90,34 @@ static inline AMP_HD float silu_grad_elem(float dy, float x)
 
 static inline AMP_HD float sigmoid_elem(float x) { return 1.0f / (1.0f + act_exp(-x)); }
 
-static inline AMP_HD float sigmoid_grad_elem(float dy, float y) { return dy * (1.0f - y) * y; }
+/* dy * (1 - y) * y in dt's arithmetic, before its last rounding */
+static inline AMP_HD float sigmoid_grad_elem(float dy, float y, dtype dt)
+{
+    float one_minus = round_to(1.0f - y, dt);
+    return round_to(dy * one_minus, dt) * y;
+}
 
-static inline AMP_HD float tanh_grad_elem(float dy, float y) { return dy * (1.0f - y * y); }
+/* dy * (1 - y * y) in dt's arithmetic, before its last rounding */
+static inline AMP_HD float tanh_grad_elem(float dy, float y, dtype dt)
+{
+    float sq = round_to(y * y, dt);
+    return dy * round_to(1.0f - sq, dt);
+}
 
 /* ---- dropout ---- */
 
-/* the keep threshold of p on the 24-bit scale, and the scale 1 / (1 - p) in float32 */
+/* the keep threshold of p on the 24-bit scale */
 static inline AMP_HD uint32_t dropout_threshold(double p)
 {
     return (uint32_t)((1.0 - p) * 16777216.0);
 }
-static inline AMP_HD float dropout_scale(double p) { return 1.0f / (float)(1.0 - p); }
+
+/* Dropout.cu's scale: the keep probability 1 - p as accscalar_t (float32), then
+ * 1.0 / it in double, stored as float32 */
+static inline AMP_HD float dropout_scale(double p)
+{
+    return (float)(1.0 / (double)(float)(1.0 - p));
+}
 
 static inline AMP_HD bool dropout_keeps(uint64_t seed, int64_t i, uint32_t threshold)
 {

@@ -156,11 +156,11 @@ typedef void *(*backend_values_fn)(void *ctx);
     X(silu_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))                  \
     X(silu_backward, (backend *be, const tensor *dy, const tensor *x, tensor *dx,                \
                       round_stats *st))                                                          \
-    /* y = sigmoid(x); dx = dy * (1 - y) * y from the result */                                  \
+    /* y = sigmoid(x); dx = dy * (1 - y) * y from the result, rounding every operation */       \
     X(sigmoid_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))               \
     X(sigmoid_backward, (backend *be, const tensor *dy, const tensor *y, tensor *dx,             \
                          round_stats *st))                                                       \
-    /* y = tanh(x); dx = dy * (1 - y * y) from the result */                                     \
+    /* y = tanh(x); dx = dy * (1 - y * y) from the result, rounding every operation */          \
     X(tanh_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))                  \
     X(tanh_backward, (backend *be, const tensor *dy, const tensor *y, tensor *dx,                \
                       round_stats *st))                                                          \

@@ -1,6 +1,7 @@
 /* activation.cu: gelu, silu, sigmoid and tanh, forward and backward (twin of
- * harness/cpu/activation.c). Each element is activation_math.h's float32 formula, rounded
- * once into the output's dtype by the counted store. */
+ * harness/cpu/activation.c). Each element is activation_math.h's formula (float32 opmath,
+ * or for sigmoid's and tanh's backward the dtype's own arithmetic), stored once into the
+ * output's dtype by the counted store. */
 #include "activation_math.h"
 #include "cuda.cuh"
 
@@ -44,10 +45,10 @@ struct sigmoid_op {
 
 struct sigmoid_grad_op {
     const void *dy, *y;
-    dtype dy_dt, y_dt;
+    dtype dy_dt, y_dt, dx_dt;
     __device__ float operator()(int64_t i) const
     {
-        return sigmoid_grad_elem(load_as_float(dy, dy_dt, i), load_as_float(y, y_dt, i));
+        return sigmoid_grad_elem(load_as_float(dy, dy_dt, i), load_as_float(y, y_dt, i), dx_dt);
     }
 };
 
@@ -59,10 +60,10 @@ struct tanh_op {
 
 struct tanh_grad_op {
     const void *dy, *y;
-    dtype dy_dt, y_dt;
+    dtype dy_dt, y_dt, dx_dt;
     __device__ float operator()(int64_t i) const
     {
-        return tanh_grad_elem(load_as_float(dy, dy_dt, i), load_as_float(y, y_dt, i));
+        return tanh_grad_elem(load_as_float(dy, dy_dt, i), load_as_float(y, y_dt, i), dx_dt);
     }
 };
 
@@ -100,7 +101,7 @@ int cuda_sigmoid_forward(backend *be, const tensor *x, tensor *y, round_stats *s
 int cuda_sigmoid_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx,
                           round_stats *st)
 {
-    launch_store(be, sigmoid_grad_op{dy->data, y->data, dy->dtype, y->dtype}, dx, st);
+    launch_store(be, sigmoid_grad_op{dy->data, y->data, dy->dtype, y->dtype, dx->dtype}, dx, st);
     return 0;
 }
 
@@ -112,6 +113,6 @@ int cuda_tanh_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
 
 int cuda_tanh_backward(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st)
 {
-    launch_store(be, tanh_grad_op{dy->data, y->data, dy->dtype, y->dtype}, dx, st);
+    launch_store(be, tanh_grad_op{dy->data, y->data, dy->dtype, y->dtype, dx->dtype}, dx, st);
     return 0;
 }

@@ -13,8 +13,9 @@ are cast explicitly as PyTorch's CUDA kernels compute them (the harness follows 
 PyTorch's CPU kernels do not round everywhere at the same points): the op runs on the
 float32 values of the half input and its result is rounded once into the half dtype
 (opmath); the backward of sigmoid, tanh, softmax and log_softmax reads the half result, as
-CUDA's does (sigmoid_backward, tanh_backward, _softmax_backward_data,
-_log_softmax_backward_data on its float32 values, rounded once). softmax and log_softmax of
+CUDA's does: sigmoid's and tanh's in half arithmetic, rounding every operation as their CUDA
+kernels' scalar_t does, softmax's and log_softmax's in float32, rounded once
+(_softmax_backward_data, _log_softmax_backward_data). softmax and log_softmax of
 a float16 input into a float32 output (out_dtype float32) are autocast's fp32_set_opt_dtype
 (half_to_float=True on CUDA): softmax(x.float()), and a gradient rounded once to float16.
 
@@ -40,12 +41,18 @@ ROWS = {
     ("causal_mask", ""): lambda x: x.masked_fill(
         torch.ones(x.shape[-2:], dtype=torch.bool).triu(1), float("-inf")),
 }
-# the backward formulas that read the op's result, which a half op saves in half
+# The backward formulas that read the op's result, which a half op saves in half; g and y
+# are half tensors. sigmoid's and tanh's CUDA kernels compute in scalar_t
+# (BinaryMiscBackwardOpsKernels.cu: a * (scalar_t(1.) - b) * b, a * (scalar_t{1.} - b * b)):
+# each operation of half tensors here rounds to half as c10::Half's operators do. softmax's
+# and log_softmax's compute in float32 (accscalar_t) and round once.
 SAVES_RESULT = {
-    "sigmoid": torch.ops.aten.sigmoid_backward,
-    "tanh": torch.ops.aten.tanh_backward,
-    "softmax": lambda g, y: torch.ops.aten._softmax_backward_data(g, y, -1, torch.float32),
-    "log_softmax": lambda g, y: torch.ops.aten._log_softmax_backward_data(g, y, -1, torch.float32),
+    "sigmoid": lambda g, y: (g * (1 - y)) * y,
+    "tanh": lambda g, y: g * (1 - y * y),
+    "softmax": lambda g, y: torch.ops.aten._softmax_backward_data(
+        g.float(), y.float(), -1, torch.float32).to(g.dtype),
+    "log_softmax": lambda g, y: torch.ops.aten._log_softmax_backward_data(
+        g.float(), y.float(), -1, torch.float32).to(g.dtype),
 }
 
 
@@ -58,9 +65,9 @@ def values(fn, variant_op, x, dy, dt, out_dt):
     xf = x.to(dt).float().detach().clone().requires_grad_(True)
     y = fn(xf)
     if variant_op in SAVES_RESULT and out_dt != torch.float32:
-        yh = y.detach().to(out_dt).float()
-        dx = SAVES_RESULT[variant_op](dy.to(out_dt).float(), yh)
-        return yh, dx.to(dt).float()
+        yh = y.detach().to(out_dt)
+        dx = SAVES_RESULT[variant_op](dy.to(out_dt), yh)
+        return yh.float(), dx.to(dt).float()
     (dx,) = torch.autograd.grad(y, xf, dy.to(out_dt).float())
     return y.detach().to(out_dt).float(), dx.to(dt).float()
 

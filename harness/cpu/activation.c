@@ -1,6 +1,8 @@
 /* activation.c: gelu, silu, sigmoid and tanh, forward and backward, on the CPU (twin of
- * kernels/activation.cu). Each element is computed in float32 by activation_math.h's
- * formula (PyTorch's CUDA kernels' opmath) and rounded once into the output's dtype. */
+ * kernels/activation.cu). Each element is computed by activation_math.h's formula, in
+ * float32 (PyTorch's CUDA kernels' opmath) but for sigmoid's and tanh's backward, which
+ * round every operation into the output's dtype as PyTorch's kernels do, and is stored
+ * (rounded, counted) once into the output's dtype. */
 #include "cpu.h"
 
 /* which formula a chunk applies */
@@ -53,7 +55,7 @@ static void act_chunk(void *p, int64_t off, int64_t n, round_stats *st)
         break;
     case ACT_SIGMOID_GRAD:
         for (int64_t i = 0; i < n; i++)
-            a[i] = sigmoid_grad_elem(g[i], a[i]);
+            a[i] = sigmoid_grad_elem(g[i], a[i], c->out->dtype);
         break;
     case ACT_TANH:
         for (int64_t i = 0; i < n; i++)
@@ -61,7 +63,7 @@ static void act_chunk(void *p, int64_t off, int64_t n, round_stats *st)
         break;
     case ACT_TANH_GRAD:
         for (int64_t i = 0; i < n; i++)
-            a[i] = tanh_grad_elem(g[i], a[i]);
+            a[i] = tanh_grad_elem(g[i], a[i], c->out->dtype);
         break;
     }
     cpu_store(a, c->out->data, c->out->dtype, off, n, st);
