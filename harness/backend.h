@@ -166,7 +166,8 @@ typedef void *(*backend_values_fn)(void *ctx);
                       round_stats *st))                                                          \
     /* y = softmax(x) per row, y in x's dtype or float32 (half_to_float) */                      \
     X(softmax_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))               \
-    /* dx = y * (dy - sum(dy * y)) per row; dx may have another dtype than dy and y */           \
+    /* t = dy * y rounded to dy's dtype, dx = t - y * sum(t) per row; dx may have another      \
+     * dtype than dy and y */                                                                   \
     X(softmax_backward, (backend *be, const tensor *dy, const tensor *y, tensor *dx,             \
                          round_stats *st))                                                       \
     /* dst = src, with value where column > row of the last two dims (masked_fill of the       \

@@ -34,7 +34,14 @@ __global__ void softmax_kernel(const void *x, dtype x_dt, void *y, dtype y_dt, i
     tally_flush(&t);
 }
 
-/* dx = y * (dy - sum(dy * y)) per row */
+/* tmp = dy * y rounded to dy's dtype (softmax_backward_cuda_out's `grad * output`) */
+static __device__ inline float softmax_grad_tmp(const void *dy, dtype dy_dt, const void *y,
+                                                dtype y_dt, int64_t i)
+{
+    return round_to(load_as_float(dy, dy_dt, i) * load_as_float(y, y_dt, i), dy_dt);
+}
+
+/* dx = tmp - y * sum(tmp) per row */
 __global__ void softmax_backward_kernel(const void *dy, dtype dy_dt, const void *y, dtype y_dt,
                                         void *dx, dtype dx_dt, int64_t rows, int64_t cols,
                                         dev_stats *out)
@@ -46,12 +53,12 @@ __global__ void softmax_backward_kernel(const void *dy, dtype dy_dt, const void 
         int64_t base = r * cols;
         double sum = 0.0;
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-            sum += (double)(load_as_float(dy, dy_dt, base + j) * load_as_float(y, y_dt, base + j));
+            sum += softmax_grad_tmp(dy, dy_dt, y, y_dt, base + j);
         float s = (float)block_reduce(sum, sum_op());
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
             int64_t i = base + j;
             tally_store(&t, dx, dx_dt, i,
-                        load_as_float(y, y_dt, i) * (load_as_float(dy, dy_dt, i) - s));
+                        softmax_grad_tmp(dy, dy_dt, y, y_dt, i) - load_as_float(y, y_dt, i) * s);
         }
     }
     tally_flush(&t);

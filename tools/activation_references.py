@@ -14,8 +14,9 @@ PyTorch's CPU kernels do not round everywhere at the same points): the op runs o
 float32 values of the half input and its result is rounded once into the half dtype
 (opmath); the backward of sigmoid, tanh, softmax and log_softmax reads the half result, as
 CUDA's does: sigmoid's and tanh's in half arithmetic, rounding every operation as their CUDA
-kernels' scalar_t does, softmax's and log_softmax's in float32, rounded once
-(_softmax_backward_data, _log_softmax_backward_data). softmax and log_softmax of
+kernels' scalar_t does; softmax's from a half product grad * output, then in float32,
+rounded once (softmax_backward_cuda_out); log_softmax's in float32, rounded once
+(_log_softmax_backward_data). softmax and log_softmax of
 a float16 input into a float32 output (out_dtype float32) are autocast's fp32_set_opt_dtype
 (half_to_float=True on CUDA): softmax(x.float()), and a gradient rounded once to float16.
 
@@ -45,12 +46,18 @@ ROWS = {
 # are half tensors. sigmoid's and tanh's CUDA kernels compute in scalar_t
 # (BinaryMiscBackwardOpsKernels.cu: a * (scalar_t(1.) - b) * b, a * (scalar_t{1.} - b * b)):
 # each operation of half tensors here rounds to half as c10::Half's operators do. softmax's
-# and log_softmax's compute in float32 (accscalar_t) and round once.
+# is SoftMax.cu's softmax_backward_cuda_out: tmp = grad * output (a half tensor), then
+# tmp - output * sum(tmp) in float32 (accscalar_t), rounded once; log_softmax's computes in
+# float32 and rounds once.
+def softmax_backward_half(g, y):
+    tmp = (g * y).float()
+    return (tmp - y.float() * tmp.sum(-1, keepdim=True)).to(g.dtype)
+
+
 SAVES_RESULT = {
     "sigmoid": lambda g, y: (g * (1 - y)) * y,
     "tanh": lambda g, y: g * (1 - y * y),
-    "softmax": lambda g, y: torch.ops.aten._softmax_backward_data(
-        g.float(), y.float(), -1, torch.float32).to(g.dtype),
+    "softmax": softmax_backward_half,
     "log_softmax": lambda g, y: torch.ops.aten._log_softmax_backward_data(
         g.float(), y.float(), -1, torch.float32).to(g.dtype),
 }

@@ -1,11 +1,12 @@
 /* softmax.c: softmax over the last dim, forward and backward, and the causal mask's fill,
  * on the CPU (twin of kernels/softmax.cu). log_softmax is loss.c's (the cross entropy's op).
  *
- * softmax follows PyTorch's CUDA kernel (aten/src/ATen/native/cuda/SoftMax.cu, cunn_SoftMax*
- * with SoftMaxForwardEpilogue / SoftMaxBackwardEpilogue): per row, the max, the sum of
- * exp(x - max) in float32 (accumulated here in double, in a fixed order: summation-order
- * noise), y = exp(x - max) / sum rounded once into y's dtype (float32 with half_to_float);
- * backward dx = y * (dy - sum(dy * y)), rounded once into dx's dtype (the input's). */
+ * softmax follows PyTorch's CUDA kernels (aten/src/ATen/native/cuda/SoftMax.cu and
+ * PersistentSoftmax.cuh): per row, the max, the sum of exp(x - max) in float32 (accumulated
+ * here in double, in a fixed order: summation-order noise), y = exp(x - max) / sum rounded
+ * once into y's dtype (float32 with half_to_float). The backward is softmax_backward_cuda_out's
+ * `tmp = grad * output`, a product in the gradient's dtype (rounded to it), then per row
+ * dx = tmp - y * sum(tmp) in float32, rounded once into dx's dtype (the input's). */
 #include <math.h>
 
 #include "cpu.h"
@@ -39,6 +40,14 @@ static void softmax_rows(const softmax_ctx *c, int64_t r0, int64_t r1, round_sta
     }
 }
 
+/* tmp = grad * output, as a tensor of the gradient's dtype holds it */
+static float softmax_grad_tmp(const softmax_ctx *c, int64_t i)
+{
+    return round_to(load_as_float(c->dy->data, c->dy->dtype, i) *
+                        load_as_float(c->y->data, c->y->dtype, i),
+                    c->dy->dtype);
+}
+
 static void softmax_backward_rows(const softmax_ctx *c, int64_t r0, int64_t r1, round_stats *st)
 {
     float buf[CPU_CHUNK];
@@ -46,15 +55,13 @@ static void softmax_backward_rows(const softmax_ctx *c, int64_t r0, int64_t r1, 
         int64_t base = r * c->cols;
         double sum = 0.0;
         for (int64_t j = 0; j < c->cols; j++)
-            sum += load_as_float(c->dy->data, c->dy->dtype, base + j) *
-                   load_as_float(c->y->data, c->y->dtype, base + j);
+            sum += softmax_grad_tmp(c, base + j);
         float s = (float)sum;
         for (int64_t j0 = 0; j0 < c->cols; j0 += CPU_CHUNK) {
             int64_t n = c->cols - j0 < CPU_CHUNK ? c->cols - j0 : CPU_CHUNK;
             for (int64_t j = 0; j < n; j++) {
                 int64_t i = base + j0 + j;
-                buf[j] = load_as_float(c->y->data, c->y->dtype, i) *
-                         (load_as_float(c->dy->data, c->dy->dtype, i) - s);
+                buf[j] = softmax_grad_tmp(c, i) - load_as_float(c->y->data, c->y->dtype, i) * s;
             }
             cpu_store(buf, c->out->data, c->out->dtype, base + j0, n, st);
         }
