@@ -10,7 +10,10 @@
  * layer's name and the step, so every step draws a new mask and a run is reproducible; the
  * backward draws the same mask again from that seed. PyTorch keeps the mask for backward
  * (native_dropout's bool mask, one byte per element); the harness keeps nothing, so the
- * saved-activation bytes leave those bytes out.
+ * saved-activation bytes leave those bytes out. p = 0 makes a copy here, where PyTorch's
+ * dropout (Dropout.cpp: the fused kernel only for 0 < p < 1, then _dropout returns its input
+ * when p == 0) hands back the input itself; the values are the same. p = 1 (PyTorch:
+ * input * 0) is refused by the option's range.
  */
 #include "layer.h"
 
