@@ -15,7 +15,6 @@
 
 #define REL_TOL 1e-5 /* relative tolerance of summation-order ops */
 #define ABS_TOL 1e-6 /* times the largest finite |ref| of the tensor */
-#define COUNT_OF_ACT ((int)(sizeof act_checks / sizeof act_checks[0]))
 
 typedef enum cmp_mode { EXACT, CLOSE } cmp_mode;
 
@@ -521,7 +520,7 @@ static const struct act_check {
 static void check_activations(selftest *c, round_stats *st)
 {
     const int64_t shape[2] = {17, 61};
-    for (int k = 0; k < COUNT_OF_ACT; k++)
+    for (size_t k = 0; k < sizeof act_checks / sizeof act_checks[0]; k++)
         for (int a = 0; a < 3; a++) {
             const struct act_check *ak = &act_checks[k];
             dtype dt = float_dtypes[a];

@@ -15,7 +15,7 @@
 /* the autocast entry of each of them */
 #define ACT_FALLTHROUGH "not listed: autocast_mode.cpp's fallthrough runs it in its input's dtype"
 
-/* The layer's output "<layer>.out" in x's dtype, and the stats of its store. */
+/* The layer's output "<layer>.out", in x's dtype. */
 static tensor *act_output(run *r, const layer_spec *l, const tensor *x)
 {
     char name[TENSOR_NAME_MAX];
