@@ -41,6 +41,7 @@
 #include "stats.h"
 #include "tensor.h"
 #include "optim_math.h"
+#include "activation_math.h"
 
 typedef struct conv2d_geom {
     int64_t n, c_in, h_in, w_in; /* input  [N, C_in, H_in, W_in] */
@@ -144,7 +145,40 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* *found_inf |= any element of g is inf or NaN; then g = round(float(g) * inv_scale) */     \
     X(unscale, (backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st))       \
     X(optimizer_step, (backend *be, const optim_config *cfg, const optim_hyper *h,               \
-                       optim_tensors *t, optim_result *out))
+                       optim_tensors *t, optim_result *out))                             \
+    /* ---- activations (activation_math.h has the formulas; rows are over the last dim) ---- */ \
+    /* y = gelu(x), erf or tanh form; dx = dy * gelu'(x) */                                      \
+    X(gelu_forward, (backend *be, const tensor *x, gelu_approximate a, tensor *y,                \
+                     round_stats *st))                                                           \
+    X(gelu_backward, (backend *be, const tensor *dy, const tensor *x, gelu_approximate a,        \
+                      tensor *dx, round_stats *st))                                              \
+    /* y = x * sigmoid(x); dx from x */                                                          \
+    X(silu_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))                  \
+    X(silu_backward, (backend *be, const tensor *dy, const tensor *x, tensor *dx,                \
+                      round_stats *st))                                                          \
+    /* y = sigmoid(x); dx = dy * (1 - y) * y from the result, rounding every operation */       \
+    X(sigmoid_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))               \
+    X(sigmoid_backward, (backend *be, const tensor *dy, const tensor *y, tensor *dx,             \
+                         round_stats *st))                                                       \
+    /* y = tanh(x); dx = dy * (1 - y * y) from the result, rounding every operation */          \
+    X(tanh_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))                  \
+    X(tanh_backward, (backend *be, const tensor *dy, const tensor *y, tensor *dx,                \
+                      round_stats *st))                                                          \
+    /* y = softmax(x) per row, y in x's dtype or float32 (half_to_float) */                      \
+    X(softmax_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))               \
+    /* t = dy * y rounded to dy's dtype, dx = t - y * sum(t) per row; dx may have another      \
+     * dtype than dy and y */                                                                   \
+    X(softmax_backward, (backend *be, const tensor *dy, const tensor *y, tensor *dx,             \
+                         round_stats *st))                                                       \
+    /* dst = src, with value where column > row of the last two dims (masked_fill of the       \
+     * strict upper triangle); src and dst of one dtype */                                       \
+    X(causal_fill, (backend *be, const tensor *src, float value, tensor *dst, round_stats *st))  \
+    /* y = x * mask * (1 / (1 - p)), the mask drawn from seed (activation_math.h) */             \
+    X(dropout_forward, (backend *be, const tensor *x, double p, uint64_t seed, tensor *y,        \
+                        round_stats *st))                                                        \
+    /* dx = dy * mask * (1 / (1 - p)), the same mask */                                          \
+    X(dropout_backward, (backend *be, const tensor *dy, double p, uint64_t seed, tensor *dx,     \
+                         round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {
@@ -183,7 +217,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 2
+#define BACKEND_ABI_VERSION 3
 
 #ifdef __cplusplus
 extern "C" {

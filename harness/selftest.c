@@ -453,6 +453,195 @@ static void check_relu(selftest *c, round_stats *st)
     }
 }
 
+/* ---- activations ---- */
+
+typedef int (*act_fwd_fn)(backend *be, const tensor *x, tensor *y, round_stats *st);
+/* dx from dy and the saved tensor (x, or y for sigmoid and tanh) */
+typedef int (*act_bwd_fn)(backend *be, const tensor *dy, const tensor *saved, tensor *dx,
+                          round_stats *st);
+
+/* each elementwise activation's ops behind those two signatures */
+static int gelu_none_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
+{
+    return be->gelu_forward(be, x, GELU_NONE, y, st);
+}
+static int gelu_tanh_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
+{
+    return be->gelu_forward(be, x, GELU_TANH, y, st);
+}
+static int gelu_none_bwd(backend *be, const tensor *dy, const tensor *x, tensor *dx,
+                         round_stats *st)
+{
+    return be->gelu_backward(be, dy, x, GELU_NONE, dx, st);
+}
+static int gelu_tanh_bwd(backend *be, const tensor *dy, const tensor *x, tensor *dx,
+                         round_stats *st)
+{
+    return be->gelu_backward(be, dy, x, GELU_TANH, dx, st);
+}
+static int silu_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
+{
+    return be->silu_forward(be, x, y, st);
+}
+static int silu_bwd(backend *be, const tensor *dy, const tensor *x, tensor *dx, round_stats *st)
+{
+    return be->silu_backward(be, dy, x, dx, st);
+}
+static int sigmoid_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
+{
+    return be->sigmoid_forward(be, x, y, st);
+}
+static int sigmoid_bwd(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st)
+{
+    return be->sigmoid_backward(be, dy, y, dx, st);
+}
+static int tanh_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
+{
+    return be->tanh_forward(be, x, y, st);
+}
+static int tanh_bwd(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st)
+{
+    return be->tanh_backward(be, dy, y, dx, st);
+}
+
+static const struct act_check {
+    const char *fwd_name, *bwd_name, *variant;
+    act_fwd_fn fwd;
+    act_bwd_fn bwd;
+    bool backward_reads_y; /* sigmoid, tanh: from the result */
+} act_checks[] = {
+    {"gelu_forward", "gelu_backward", "", gelu_none_fwd, gelu_none_bwd, false},
+    {"gelu_forward", "gelu_backward", " approximate=tanh", gelu_tanh_fwd, gelu_tanh_bwd, false},
+    {"silu_forward", "silu_backward", "", silu_fwd, silu_bwd, false},
+    {"sigmoid_forward", "sigmoid_backward", "", sigmoid_fwd, sigmoid_bwd, true},
+    {"tanh_forward", "tanh_backward", "", tanh_fwd, tanh_bwd, true},
+};
+
+static void check_activations(selftest *c, round_stats *st)
+{
+    const int64_t shape[2] = {17, 61};
+    for (size_t k = 0; k < sizeof act_checks / sizeof act_checks[0]; k++)
+        for (int a = 0; a < 3; a++) {
+            const struct act_check *ak = &act_checks[k];
+            dtype dt = float_dtypes[a];
+            const char *what = ak->variant;
+            pair x = make_random(c, "x", dt, 2, shape, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 2, shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, ak->fwd(c->s[i].be, x.t[i], y.t[i], &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            report(c, ak->fwd_name, "%s%s", dtype_name(dt), what);
+
+            pair dy = make_random(c, "dy", dt, 2, shape, GEN_WIDE, 1.0f);
+            /* the saved tensor: x, or a result in (-1, 1) or (0, 1) */
+            float *v = gen(c, shape[0] * shape[1], ak->backward_reads_y ? GEN_NORMAL : GEN_WIDE,
+                           ak->backward_reads_y ? 0.4f : 1.0f);
+            for (int64_t i = 0; v && ak->backward_reads_y && i < shape[0] * shape[1]; i++)
+                v[i] = fminf(fabsf(v[i]), 0.999f);
+            pair xy = make(c, "saved", dt, 2, shape, v);
+            free(v);
+            pair dx = make(c, "dx", dt, 2, shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, ak->bwd(c->s[i].be, dy.t[i], xy.t[i], dx.t[i], &st[i]));
+            compare(c, "dx", dx, st, CLOSE);
+            report(c, ak->bwd_name, "%s%s", dtype_name(dt), what);
+        }
+}
+
+/* softmax over the last dim: same dtype in and out, and float16 into float32 (half_to_float,
+ * whose backward reads float32 dy and y and writes a float16 dx) */
+static void check_softmax(selftest *c, round_stats *st)
+{
+    static const int64_t shapes[2][2] = {{6, 10}, {5, 300}};
+    static const dtype dts[4][2] = {{DTYPE_FLOAT32, DTYPE_FLOAT32},
+                                    {DTYPE_FLOAT16, DTYPE_FLOAT16},
+                                    {DTYPE_BFLOAT16, DTYPE_BFLOAT16},
+                                    {DTYPE_FLOAT16, DTYPE_FLOAT32}};
+    for (int a = 0; a < 4; a++)
+        for (int k = 0; k < 2; k++) {
+            dtype xd = dts[a][0], yd = dts[a][1];
+            const int64_t *s = shapes[k];
+            pair x = make_random(c, "x", xd, 2, s, GEN_NORMAL, 4.0f);
+            pair y = make(c, "y", yd, 2, s, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->softmax_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            report(c, "softmax_forward", "%s->%s [%lld, %lld]", dtype_name(xd), dtype_name(yd),
+                   (long long)s[0], (long long)s[1]);
+
+            /* backward: y a probability, dy in y's dtype, dx in the input's */
+            pair dy = make_random(c, "dy", yd, 2, s, GEN_NORMAL, 0.1f);
+            float *yv = gen(c, s[0] * s[1], GEN_NORMAL, 0.3f);
+            for (int64_t i = 0; yv && i < s[0] * s[1]; i++)
+                yv[i] = fminf(fabsf(yv[i]), 1.0f);
+            y = make(c, "y", yd, 2, s, yv);
+            free(yv);
+            pair dx = make(c, "dx", xd, 2, s, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->softmax_backward(c->s[i].be, dy.t[i], y.t[i], dx.t[i], &st[i]));
+            compare(c, "dx", dx, st, CLOSE);
+            report(c, "softmax_backward", "dy %s, y %s, dx %s [%lld, %lld]", dtype_name(yd),
+                   dtype_name(yd), dtype_name(xd), (long long)s[0], (long long)s[1]);
+        }
+}
+
+/* the causal mask's fill: -inf (the forward) and 0 (the backward) above the diagonal of the
+ * last two dims, square and not */
+static void check_causal_fill(selftest *c, round_stats *st)
+{
+    static const int64_t shapes[2][3] = {{3, 5, 5}, {2, 4, 7}};
+    static const float values[2] = {-INFINITY, 0.0f};
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 2; k++) {
+            dtype dt = float_dtypes[a];
+            const int64_t *s = shapes[k];
+            pair x = make_random(c, "x", dt, 3, s, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 3, s, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->causal_fill(c->s[i].be, x.t[i], values[k], y.t[i], &st[i]));
+            compare(c, "y", y, st, EXACT);
+            report(c, "causal_fill", "%s [%lld, %lld, %lld] with %g", dtype_name(dt),
+                   (long long)s[0], (long long)s[1], (long long)s[2], values[k]);
+        }
+}
+
+/* dropout: the same mask on both sides (a function of the seed and the index), the same
+ * product rounded once */
+static void check_dropout(selftest *c, round_stats *st)
+{
+    const int64_t shape[2] = {17, 61};
+    static const double ps[2] = {0.1, 0.5};
+    for (int a = 0; a < 3; a++)
+        for (int k = 0; k < 2; k++) {
+            dtype dt = float_dtypes[a];
+            uint64_t seed = 1000 + (uint64_t)(a * 2 + k);
+            pair x = make_random(c, "x", dt, 2, shape, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 2, shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->dropout_forward(c->s[i].be, x.t[i], ps[k], seed, y.t[i], &st[i]));
+            compare(c, "y", y, st, EXACT);
+            report(c, "dropout_forward", "%s p=%g", dtype_name(dt), ps[k]);
+
+            pair dy = make_random(c, "dy", dt, 2, shape, GEN_WIDE, 1.0f);
+            pair dx = make(c, "dx", dt, 2, shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->dropout_backward(c->s[i].be, dy.t[i], ps[k], seed, dx.t[i],
+                                                   &st[i]));
+            compare(c, "dx", dx, st, EXACT);
+            report(c, "dropout_backward", "%s p=%g", dtype_name(dt), ps[k]);
+        }
+}
+
 typedef struct linear_case {
     dtype x, w, y; /* the bias has w's dtype; dy has y's */
     float scale;   /* of the inputs: large scales overflow half outputs */
@@ -1093,6 +1282,11 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_unscale(c, st);
     check_optimizers(c);
     check_exact_counts(c, st);
+    /* activations */
+    check_activations(c, st);
+    check_softmax(c, st);
+    check_causal_fill(c, st);
+    check_dropout(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

@@ -6,12 +6,14 @@
  *
  * Comparison rules:
  *  - exact ops (cast, mul_scalar, fill, observe, relu, nll_loss backward, mse, mean
- *    backward, unscale, optimizer steps): every element has the same bits (two NaNs are
+ *    backward, unscale, optimizer steps, causal_fill, dropout): every element has the same bits (two NaNs are
  *    equal whatever their payloads), the counts and histograms are equal, found_inf and
  *    lost updates are equal.
- *  - summation-order ops (linear, channel_sum, conv2d, log_softmax, nll_loss forward, mean
- *    forward), whose pre-rounding values differ with the order of a float32 (or double)
- *    sum: an element passes when it is equal, at most 1 ulp of the output dtype away, or
+ *  - summation-order ops (linear, channel_sum, conv2d, log_softmax, softmax, nll_loss
+ *    forward, mean forward), whose pre-rounding values differ with the order of a float32
+ *    (or double) sum, and the activations gelu, silu, sigmoid and tanh, whose erf, tanh and
+ *    exp come from each side's own math library (correctly rounded to float32 but for a
+ *    last-bit difference): an element passes when it is equal, at most 1 ulp of the output dtype away, or
  *    within |a - b| <= 1e-5 * max(|a|, |b|) + 1e-6 * (the largest finite |ref| of the
  *    tensor) (the absolute term covers outputs near zero after cancellation); each count
  *    (zeros, underflow, subnormal, overflow, nan) may differ by at most s = (elements that

@@ -260,8 +260,13 @@ Test(registry, ops_prints_every_kind_s_autocast_entries_in_the_usual_order)
     cr_assert_not_null(f);
     autocast_print_table(f);
     fclose(f);
-    static const char *const rows[] = {"op ",       "linear ",   "conv2d ", "log_softmax ",
+    static const char *const rows[] = {"op ",       "linear ",   "conv2d ",
+                                       /* activations */
+                                       "softmax ", "log_softmax ",
+                                       "log_softmax ",
                                        "nll_loss ", "mse_loss ", "relu ",   "flatten ",
+                                       /* activations */
+                                       "gelu ", "silu ", "sigmoid ", "tanh ", "causal_mask ", "dropout ",
                                        "mean ",     "mul "};
     const char *p = text;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

@@ -13,6 +13,15 @@ typedef enum layer_kind {
     LAYER_RELU,
     LAYER_CONV2D,
     LAYER_FLATTEN,
+    /* activations */
+    LAYER_GELU,
+    LAYER_SILU,
+    LAYER_SIGMOID,
+    LAYER_TANH,
+    LAYER_SOFTMAX,
+    LAYER_LOG_SOFTMAX,
+    LAYER_CAUSAL_MASK,
+    LAYER_DROPOUT,
     LAYER_KIND_COUNT
 } layer_kind;
 

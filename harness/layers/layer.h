@@ -152,6 +152,9 @@ typedef struct loss_def {
 
 /* The kinds' definitions (each in its layers/<kind>.c). */
 extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
+/* activations */
+extern const layer_def gelu_def, silu_def, sigmoid_def, tanh_def, softmax_def, log_softmax_def,
+    causal_mask_def, dropout_def;
 extern const loss_def cross_entropy_def, mse_def;
 
 /* ---- the registry ---- */

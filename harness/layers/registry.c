@@ -14,6 +14,15 @@ static const layer_def *const layer_defs[] = {
     [LAYER_RELU] = &relu_def,
     [LAYER_CONV2D] = &conv2d_def,
     [LAYER_FLATTEN] = &flatten_def,
+    /* activations */
+    [LAYER_GELU] = &gelu_def,
+    [LAYER_SILU] = &silu_def,
+    [LAYER_SIGMOID] = &sigmoid_def,
+    [LAYER_TANH] = &tanh_def,
+    [LAYER_SOFTMAX] = &softmax_def,
+    [LAYER_LOG_SOFTMAX] = &log_softmax_def,
+    [LAYER_CAUSAL_MASK] = &causal_mask_def,
+    [LAYER_DROPOUT] = &dropout_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
