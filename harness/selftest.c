@@ -794,6 +794,21 @@ static void check_optimizers(selftest *c)
           .momentum = 0.9,
           .centered = true,
           .weight_decay = 1e-3}},
+        /* adamw */
+        {"adamw",
+         {.kind = OPTIM_ADAMW,
+          .lr = 1e-3,
+          .beta1 = 0.9,
+          .beta2 = 0.999,
+          .eps = 1e-8,
+          .weight_decay = 1e-2}},
+        {"adamw lr=0.1 weight_decay=0.1",
+         {.kind = OPTIM_ADAMW,
+          .lr = 0.1,
+          .beta1 = 0.9,
+          .beta2 = 0.999,
+          .eps = 1e-8,
+          .weight_decay = 0.1}},
     };
     /* parameter dtype, and the dtype the model sees (a float32 master of a half parameter) */
     static const dtype kinds[5][2] = {{DTYPE_FLOAT32, DTYPE_FLOAT32},

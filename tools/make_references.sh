@@ -40,6 +40,8 @@ CONFIGS=(
     "bf16-params-autocast-adam|tests/cases/small-half.case|precision.params=bfloat16;precision.autocast=bfloat16;train.steps=3"
     "bf16-params-no-autocast-sgd|tests/cases/small-half-sgd.case|precision.params=bfloat16;data.input_dtype=bfloat16"
     "bf16-mse-in-autocast-adam|tests/cases/small-mse-autocast.case|precision.autocast=bfloat16"
+    "bf16-autocast-adamw|tests/cases/small-adamw.case|"
+    "bf16-params-adamw|tests/cases/small-adamw.case|precision.params=bfloat16"
 )
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then

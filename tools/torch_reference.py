@@ -140,6 +140,9 @@ def make_optimizer(cfg, params):
     if kind == "adam":
         opts["betas"] = tuple(opts["betas"])
         return torch.optim.Adam(params, foreach=False, **opts)
+    if kind == "adamw":
+        opts["betas"] = tuple(opts["betas"])
+        return torch.optim.AdamW(params, foreach=False, **opts)
     if kind == "rmsprop":
         return torch.optim.RMSprop(params, foreach=False, **opts)
     raise SystemExit("torch_reference: unknown optimizer %s" % kind)
