@@ -144,7 +144,22 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* *found_inf |= any element of g is inf or NaN; then g = round(float(g) * inv_scale) */     \
     X(unscale, (backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st))       \
     X(optimizer_step, (backend *be, const optim_config *cfg, const optim_hyper *h,               \
-                       optim_tensors *t, optim_result *out))
+                       optim_tensors *t, optim_result *out))                                     \
+    /* ---- losses bce_with_logits and l1 (loss_math.h) ---- */                                  \
+    /* y = (1 - t) * x - log_sigmoid(x) elementwise: log_sigmoid rounded into x's dtype, the   \
+     * rest after each op into y's (t's) dtype */                                                \
+    X(bce_logits_forward, (backend *be, const tensor *x, const tensor *t, tensor *y,             \
+                           round_stats *st))                                                     \
+    /* dx = (sigmoid(x) - t) * dy / numel, rounded into dx's (x's) dtype after each op; dy one  \
+     * element */                                                                                \
+    X(bce_logits_backward, (backend *be, const tensor *dy, const tensor *x, const tensor *t,     \
+                            tensor *dx, round_stats *st))                                        \
+    /* y = a - b elementwise (same numel) */                                                     \
+    X(sub_forward, (backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st))  \
+    X(abs_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))                   \
+    /* dx = dy * sgn(x), sgn(0) = sgn(NaN) = 0 */                                                \
+    X(abs_backward, (backend *be, const tensor *dy, const tensor *x, tensor *dx,                 \
+                     round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {
@@ -183,7 +198,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 2
+#define BACKEND_ABI_VERSION 3
 
 #ifdef __cplusplus
 extern "C" {

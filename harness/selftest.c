@@ -737,6 +737,69 @@ static void check_losses(selftest *c, round_stats *st)
     }
 }
 
+/* losses bce_with_logits and l1: same dtypes, and a float16 input against a float32
+ * target (bce's loss and l1's diff in float32; bce's gradient in the input's dtype) */
+static void check_bce_l1(selftest *c, round_stats *st)
+{
+    static const dtype pairs[4][2] = {{DTYPE_FLOAT32, DTYPE_FLOAT32},
+                                      {DTYPE_FLOAT16, DTYPE_FLOAT16},
+                                      {DTYPE_BFLOAT16, DTYPE_BFLOAT16},
+                                      {DTYPE_FLOAT16, DTYPE_FLOAT32}};
+    const int64_t s[2] = {9, 13};
+    for (int a = 0; a < 4; a++) {
+        dtype xd = pairs[a][0], td = pairs[a][1], pd = xd == td ? xd : DTYPE_FLOAT32;
+        pair x = make_random(c, "x", xd, 2, s, GEN_WIDE, 1.0f);
+        pair t = make_random(c, "t", td, 2, s, GEN_NORMAL, 1.0f);
+        pair y = make(c, "y", td, 2, s, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i,
+                  c->s[i].be->bce_logits_forward(c->s[i].be, x.t[i], t.t[i], y.t[i], &st[i]));
+        compare(c, "y", y, st, CLOSE); /* exp and log1p */
+        report(c, "bce_logits_forward", "x %s, t %s", dtype_name(xd), dtype_name(td));
+
+        pair dy = make_random(c, "dy", td, 0, NULL, GEN_NORMAL, 1.0f); /* the loss's */
+        x = make_random(c, "x", xd, 2, s, GEN_NORMAL, 4.0f); /* report freed the tensors */
+        t = make_random(c, "t", td, 2, s, GEN_NORMAL, 1.0f);
+        pair dx = make(c, "dx", xd, 2, s, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i,
+                  c->s[i].be->bce_logits_backward(c->s[i].be, dy.t[i], x.t[i], t.t[i], dx.t[i],
+                                                  &st[i]));
+        compare(c, "dx", dx, st, CLOSE);
+        report(c, "bce_logits_backward", "x %s, t %s", dtype_name(xd), dtype_name(td));
+
+        x = make_random(c, "x", xd, 2, s, GEN_WIDE, 1.0f);
+        t = make_random(c, "t", td, 2, s, GEN_WIDE, 1.0f);
+        pair diff = make(c, "diff", pd, 2, s, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i, c->s[i].be->sub_forward(c->s[i].be, x.t[i], t.t[i], diff.t[i], &st[i]));
+        compare(c, "diff", diff, st, EXACT);
+        report(c, "sub_forward", "a %s, b %s, out %s", dtype_name(xd), dtype_name(td),
+               dtype_name(pd));
+
+        diff = make_random(c, "x", pd, 2, s, GEN_WIDE, 1.0f);
+        pair ab = make(c, "abs", pd, 2, s, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i, c->s[i].be->abs_forward(c->s[i].be, diff.t[i], ab.t[i], &st[i]));
+        compare(c, "abs", ab, st, EXACT);
+        report(c, "abs_forward", "%s", dtype_name(pd));
+
+        diff = make_random(c, "x", pd, 2, s, GEN_WIDE, 1.0f);
+        pair g = make_random(c, "dy", pd, 2, s, GEN_WIDE, 1.0f);
+        pair gx = make(c, "dx", pd, 2, s, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i,
+                  c->s[i].be->abs_backward(c->s[i].be, g.t[i], diff.t[i], gx.t[i], &st[i]));
+        compare(c, "dx", gx, st, EXACT);
+        report(c, "abs_backward", "%s", dtype_name(pd));
+    }
+}
+
 static void check_unscale(selftest *c, round_stats *st)
 {
     static const char *const variants[3] = {"finite", "with inf", "with NaN"};
@@ -1105,6 +1168,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_channel_sum(c, st);
     check_conv2d(c, st);
     check_losses(c, st);
+    check_bce_l1(c, st); /* losses bce_with_logits and l1 */
     check_unscale(c, st);
     check_optimizers(c);
     check_exact_counts(c, st);

@@ -16,7 +16,14 @@ typedef enum layer_kind {
     LAYER_KIND_COUNT
 } layer_kind;
 
-typedef enum loss_kind { LOSS_CROSS_ENTROPY = 0, LOSS_MSE, LOSS_KIND_COUNT } loss_kind;
+typedef enum loss_kind {
+    LOSS_CROSS_ENTROPY = 0,
+    LOSS_MSE,
+    /* losses bce_with_logits and l1 */
+    LOSS_BCE_WITH_LOGITS,
+    LOSS_L1,
+    LOSS_KIND_COUNT
+} loss_kind;
 
 /* A loss's reduction= (PyTorch's `reduction` argument); names in registry.c. */
 typedef enum loss_reduction { REDUCTION_MEAN = 0, REDUCTION_NONE, REDUCTION_COUNT } loss_reduction;

@@ -153,6 +153,8 @@ typedef struct loss_def {
 /* The kinds' definitions (each in its layers/<kind>.c). */
 extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
 extern const loss_def cross_entropy_def, mse_def;
+/* losses bce_with_logits and l1 */
+extern const loss_def bce_with_logits_def, l1_def;
 
 /* ---- the registry ---- */
 

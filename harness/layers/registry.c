@@ -21,6 +21,9 @@ _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
 static const loss_def *const loss_defs[] = {
     [LOSS_CROSS_ENTROPY] = &cross_entropy_def,
     [LOSS_MSE] = &mse_def,
+    /* losses bce_with_logits and l1 */
+    [LOSS_BCE_WITH_LOGITS] = &bce_with_logits_def,
+    [LOSS_L1] = &l1_def,
 };
 _Static_assert(sizeof loss_defs / sizeof loss_defs[0] == LOSS_KIND_COUNT,
                "loss_defs needs one entry per loss_kind");
