@@ -263,6 +263,7 @@ Test(registry, ops_prints_every_kind_s_autocast_entries_in_the_usual_order)
     static const char *const rows[] = {"op ",
                                        "linear ",
                                        "conv2d ",
+                                       "scaled_dot_product_attention ",
                                        "log_softmax ",
                                        "nll_loss ",
                                        "mse_loss ",

@@ -13,6 +13,8 @@ typedef enum layer_kind {
     LAYER_RELU,
     LAYER_CONV2D,
     LAYER_FLATTEN,
+    /* scaled_dot_product_attention */
+    LAYER_SCALED_DOT_PRODUCT_ATTENTION,
     LAYER_KIND_COUNT
 } layer_kind;
 

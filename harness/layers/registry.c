@@ -14,6 +14,8 @@ static const layer_def *const layer_defs[] = {
     [LAYER_RELU] = &relu_def,
     [LAYER_CONV2D] = &conv2d_def,
     [LAYER_FLATTEN] = &flatten_def,
+    /* scaled_dot_product_attention */
+    [LAYER_SCALED_DOT_PRODUCT_ATTENTION] = &scaled_dot_product_attention_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
