@@ -42,15 +42,18 @@ int cuda_sdpa_probs_forward(backend *be, const sdpa_geom *g, const tensor *q, co
     return 0;
 }
 
-/* rsum[r] = rowsum(dp * p), then ds = p * (dp - rsum) */
-__global__ void sdpa_ds_kernel(sdpa_geom g, const void *dp, dtype ddt, const void *p, dtype pdt,
-                               float *rsum, float *ds, int pass)
+/* rsum[r] = rowsum(dp * p) */
+__global__ void sdpa_rowsum_kernel(sdpa_geom g, const void *dp, dtype ddt, const void *p,
+                                   dtype pdt, float *rsum)
 {
-    if (pass == 0) {
-        GRID_STRIDE(r, g.n * g.l) { rsum[r] = sdpa_dot(dp, ddt, r * g.s, 1, p, pdt, r * g.s, 1, g.s); }
-    } else {
-        GRID_STRIDE(i, g.n * g.l * g.s) { ds[i] = sdpa_ds(dp, ddt, p, pdt, i, rsum[i / g.s]); }
-    }
+    GRID_STRIDE(r, g.n * g.l) { rsum[r] = sdpa_dot(dp, ddt, r * g.s, 1, p, pdt, r * g.s, 1, g.s); }
+}
+
+/* ds = p * (dp - rsum of the row) */
+__global__ void sdpa_ds_kernel(sdpa_geom g, const void *dp, dtype ddt, const void *p, dtype pdt,
+                               const float *rsum, float *ds)
+{
+    GRID_STRIDE(i, g.n * g.l * g.s) { ds[i] = sdpa_ds(dp, ddt, p, pdt, i, rsum[i / g.s]); }
 }
 
 struct dq_op {
@@ -79,11 +82,11 @@ int cuda_sdpa_probs_backward(backend *be, const sdpa_geom *g, const tensor *dp, 
     float *ds = rsum ? (float *)cuda_scratch_alloc(be, dbytes) : NULL;
     int rc = -1;
     if (ds) {
-        sdpa_ds_kernel<<<cuda_grid(x, rows), CUDA_THREADS, 0, x->stream>>>(
-            *g, dp->data, dp->dtype, p->data, p->dtype, rsum, ds, 0);
+        sdpa_rowsum_kernel<<<cuda_grid(x, rows), CUDA_THREADS, 0, x->stream>>>(
+            *g, dp->data, dp->dtype, p->data, p->dtype, rsum);
         LAUNCH_CHECK();
         sdpa_ds_kernel<<<cuda_grid(x, np), CUDA_THREADS, 0, x->stream>>>(
-            *g, dp->data, dp->dtype, p->data, p->dtype, rsum, ds, 1);
+            *g, dp->data, dp->dtype, p->data, p->dtype, rsum, ds);
         LAUNCH_CHECK();
         launch_store(be, dq_op{*g, ds, k->data, k->dtype}, dq, NULL);
         launch_store(be, dk_op{*g, ds, q->data, q->dtype}, dk, NULL);
