@@ -4,13 +4,13 @@
  *
  * We follow PyTorch 2.x's single-tensor (foreach=False, fused=False) implementations in
  * torch/optim/sgd.py, adam.py and rmsprop.py (AdamW is adam.py's _single_tensor_adam with
- * decoupled_weight_decay=True: torch/optim/adamw.py only sets that flag). Each tensor op there is one CUDA kernel that
- * computes in float32 (opmath) and rounds once when it stores, so here every elementary op
- * ends in R(): a rounding to the state's dtype (identity for float32). Python scalars such
- * as 1 - beta2 are computed in double and reach the kernel as float32; they are prepared
- * once per step in optim_hyper. Dividing by a Python scalar on CUDA multiplies by its
- * float32 reciprocal (BinaryDivTrueKernel.cu, is_cpu_scalar branch). lerp(a, b, w) is
- * a + w * (b - a) for |w| < 0.5, else b - (b - a) * (1 - w) (Lerp.h).
+ * decoupled_weight_decay=True: torch/optim/adamw.py only sets that flag). Each tensor op
+ * there is one CUDA kernel that computes in float32 (opmath) and rounds once when it stores,
+ * so here every elementary op ends in R(): a rounding to the state's dtype (identity for
+ * float32). Python scalars such as 1 - beta2 are computed in double and reach the kernel as
+ * float32; they are prepared once per step in optim_hyper. Dividing by a Python scalar on
+ * CUDA multiplies by its float32 reciprocal (BinaryDivTrueKernel.cu, is_cpu_scalar branch).
+ * lerp(a, b, w) is a + w * (b - a) for |w| < 0.5, else b - (b - a) * (1 - w) (Lerp.h).
  * (1.13 used mul_/add_ instead of lerp_ for Adam's exp_avg: results may differ by an ulp.)
  */
 #ifndef AMPSCOPE_OPTIM_MATH_H

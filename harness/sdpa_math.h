@@ -23,8 +23,8 @@
 static inline AMP_HD float sdpa_exp(float v) { return (float)exp((double)v); }
 
 /* sum over t < len of a[a0 + t * as] * b[b0 + t * bs], in float32, t ascending */
-static inline AMP_HD float sdpa_dot(const void *a, dtype adt, int64_t a0, int64_t as,
-                                    const void *b, dtype bdt, int64_t b0, int64_t bs, int64_t len)
+static inline AMP_HD float sdpa_dot(const void *a, dtype adt, int64_t a0, int64_t as, const void *b,
+                                    dtype bdt, int64_t b0, int64_t bs, int64_t len)
 {
     float acc = 0.0f;
     for (int64_t t = 0; t < len; t++)
@@ -33,8 +33,8 @@ static inline AMP_HD float sdpa_dot(const void *a, dtype adt, int64_t a0, int64_
 }
 
 /* the score of query i and key j in attention n: q . k, or -inf where the mask hides it */
-static inline AMP_HD float sdpa_score(const sdpa_geom *g, const void *q, dtype qdt,
-                                      const void *k, dtype kdt, int64_t n, int64_t i, int64_t j)
+static inline AMP_HD float sdpa_score(const sdpa_geom *g, const void *q, dtype qdt, const void *k,
+                                      dtype kdt, int64_t n, int64_t i, int64_t j)
 {
     if (g->causal && j > i)
         return -INFINITY;
@@ -43,8 +43,7 @@ static inline AMP_HD float sdpa_score(const sdpa_geom *g, const void *q, dtype q
 
 /* row r = n * l + i of the probabilities: its max and its sum of exp(score - max) */
 static inline AMP_HD void sdpa_row_stats(const sdpa_geom *g, const void *q, dtype qdt,
-                                         const void *k, dtype kdt, int64_t r, float *mx,
-                                         float *sum)
+                                         const void *k, dtype kdt, int64_t r, float *mx, float *sum)
 {
     int64_t n = r / g->l, i = r % g->l;
     float m = -INFINITY;
@@ -95,8 +94,8 @@ static inline AMP_HD float sdpa_dv(const sdpa_geom *g, const void *p, dtype pdt,
 }
 
 /* softmax's backward: ds[idx] = p * (dp - rsum), rsum = rowsum(dp * p) of idx's row */
-static inline AMP_HD float sdpa_ds(const void *dp, dtype ddt, const void *p, dtype pdt,
-                                   int64_t idx, float rsum)
+static inline AMP_HD float sdpa_ds(const void *dp, dtype ddt, const void *p, dtype pdt, int64_t idx,
+                                   float rsum)
 {
     return load_as_float(p, pdt, idx) * (load_as_float(dp, ddt, idx) - rsum);
 }
@@ -114,8 +113,8 @@ static inline AMP_HD float sdpa_dk(const sdpa_geom *g, const float *ds, const vo
                                    int64_t idx)
 {
     int64_t c = idx % g->e, r = idx / g->e, n = r / g->s, j = r % g->s;
-    return sdpa_dot(ds, DTYPE_FLOAT32, n * g->l * g->s + j, g->s, q, qdt, n * g->l * g->e + c,
-                    g->e, g->l);
+    return sdpa_dot(ds, DTYPE_FLOAT32, n * g->l * g->s + j, g->s, q, qdt, n * g->l * g->e + c, g->e,
+                    g->l);
 }
 
 #endif

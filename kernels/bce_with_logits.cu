@@ -11,8 +11,8 @@ struct bce_op {
     __device__ float operator()(int64_t i) const
     {
         float x_ = load_as_float(x, x_dt, i);
-        return bce_logits_elem(x_, load_as_float(t, t_dt, i),
-                               round_to(log_sigmoid_elem(x_), x_dt), y_dt);
+        return bce_logits_elem(x_, load_as_float(t, t_dt, i), round_to(log_sigmoid_elem(x_), x_dt),
+                               y_dt);
     }
 };
 

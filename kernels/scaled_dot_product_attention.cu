@@ -43,8 +43,8 @@ int cuda_sdpa_probs_forward(backend *be, const sdpa_geom *g, const tensor *q, co
 }
 
 /* rsum[r] = rowsum(dp * p) */
-__global__ void sdpa_rowsum_kernel(sdpa_geom g, const void *dp, dtype ddt, const void *p,
-                                   dtype pdt, float *rsum)
+__global__ void sdpa_rowsum_kernel(sdpa_geom g, const void *dp, dtype ddt, const void *p, dtype pdt,
+                                   float *rsum)
 {
     GRID_STRIDE(r, g.n * g.l) { rsum[r] = sdpa_dot(dp, ddt, r * g.s, 1, p, pdt, r * g.s, 1, g.s); }
 }

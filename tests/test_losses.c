@@ -84,8 +84,9 @@ static float l1_ops(test_env *e, tensor *x, tensor *t, dtype dt, float dloss, te
     return tensor_at(loss, 0);
 }
 
-static void expect_fd(const char *what, const tensor *dx, double (*f)(const double *,
-                      const double *, int), double *x, const double *t, int n, double scale)
+static void expect_fd(const char *what, const tensor *dx,
+                      double (*f)(const double *, const double *, int), double *x, const double *t,
+                      int n, double scale)
 {
     for (int j = 0; j < n; j++) {
         double keep = x[j];
@@ -254,8 +255,8 @@ static void against_reference(const char *loss, const char *config)
     cr_expect(near_ulp(got_loss, want_loss, loss_dt), "%s %s: loss %a, PyTorch %a", loss, config,
               got_loss, want_loss);
     for (int i = 0; i < n; i++)
-        cr_expect(near_ulp(tensor_at(dx, i), want_g[i], xd), "%s %s: grad[%d] %a, PyTorch %a",
-                  loss, config, i, tensor_at(dx, i), want_g[i]);
+        cr_expect(near_ulp(tensor_at(dx, i), want_g[i], xd), "%s %s: grad[%d] %a, PyTorch %a", loss,
+                  config, i, tensor_at(dx, i), want_g[i]);
     env_close(&e);
     csv_free(&ref);
 }

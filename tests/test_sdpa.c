@@ -7,8 +7,9 @@
  *    forced to SDPBackend.MATH: tests/references/sdpa.csv (written by sdpa.py there) holds
  *    q, k, v, the upstream gradient, the output, the float32 probabilities autograd saves,
  *    dq, dk, dv, and the saved tensors (dtype and size of each storage) for float32, float16
- *    and bfloat16 inputs. Tolerances: float32 values within 1e-5 relative + 1e-6 (PyTorch's
- *    GEMMs sum in another order); half outputs and gradients within one unit in the last
+ *    and bfloat16 inputs, and float32 inputs under autocast float16 (cast down, then up).
+ *    Tolerances: float32 values within 1e-5 relative + 1e-6 (PyTorch's GEMMs sum in another
+ *    order); half outputs and gradients within one unit in the last
  *    place of their dtype (their float32 values differ in the last bits, which can move a
  *    rounding); the saved tensors exactly.
  */
@@ -75,14 +76,13 @@ static void expect_fd(const char *what, const tensor *got, double *x, int64_t nx
         x[j] = keep;
         double want = (up - down) / (2 * FD_H), g = tensor_at(got, j);
         cr_expect(fabs(g - want) <= 1e-4 * fabs(want) + 1e-5,
-                  "%s[%lld]: backward %.8g, finite differences %.8g", what, (long long)j, g,
-                  want);
+                  "%s[%lld]: backward %.8g, finite differences %.8g", what, (long long)j, g, want);
     }
 }
 
 static const sdpa_case fd_cases[] = {
-    {1, 1, 1, 1, 1, false, 1.0},  {2, 3, 5, 4, 4, false, 0.5}, {2, 4, 4, 3, 3, true, 0.577},
-    {1, 3, 6, 4, 2, true, 0.3}, {1, 5, 2, 2, 3, true, 0.7},
+    {1, 1, 1, 1, 1, false, 1.0}, {2, 3, 5, 4, 4, false, 0.5}, {2, 4, 4, 3, 3, true, 0.577},
+    {1, 3, 6, 4, 2, true, 0.3},  {1, 5, 2, 2, 3, true, 0.7},
 };
 
 ParameterizedTestParameters(sdpa, ops_match_finite_differences)
@@ -118,11 +118,16 @@ ParameterizedTest(const sdpa_case *c, sdpa, ops_match_finite_differences)
     tensor *tk = env_tensor(&e, "k", DTYPE_FLOAT32, 4, sk, kv);
     tensor *tv = env_tensor(&e, "v", DTYPE_FLOAT32, 4, sv, vv);
     tensor *dout = env_tensor(&e, "dout", DTYPE_FLOAT32, 4, so, rv);
-    tensor *qs = env_zeros(&e, "qs", DTYPE_FLOAT32, 4, sq), *ks = env_zeros(&e, "ks", DTYPE_FLOAT32, 4, sk);
-    tensor *p = env_zeros(&e, "p", DTYPE_FLOAT32, 4, sp), *o = env_zeros(&e, "o", DTYPE_FLOAT32, 4, so);
-    tensor *dp = env_zeros(&e, "dp", DTYPE_FLOAT32, 4, sp), *dv = env_zeros(&e, "dv", DTYPE_FLOAT32, 4, sv);
-    tensor *dqs = env_zeros(&e, "dqs", DTYPE_FLOAT32, 4, sq), *dks = env_zeros(&e, "dks", DTYPE_FLOAT32, 4, sk);
-    tensor *dq = env_zeros(&e, "dq", DTYPE_FLOAT32, 4, sq), *dk = env_zeros(&e, "dk", DTYPE_FLOAT32, 4, sk);
+    tensor *qs = env_zeros(&e, "qs", DTYPE_FLOAT32, 4, sq),
+           *ks = env_zeros(&e, "ks", DTYPE_FLOAT32, 4, sk);
+    tensor *p = env_zeros(&e, "p", DTYPE_FLOAT32, 4, sp),
+           *o = env_zeros(&e, "o", DTYPE_FLOAT32, 4, so);
+    tensor *dp = env_zeros(&e, "dp", DTYPE_FLOAT32, 4, sp),
+           *dv = env_zeros(&e, "dv", DTYPE_FLOAT32, 4, sv);
+    tensor *dqs = env_zeros(&e, "dqs", DTYPE_FLOAT32, 4, sq),
+           *dks = env_zeros(&e, "dks", DTYPE_FLOAT32, 4, sk);
+    tensor *dq = env_zeros(&e, "dq", DTYPE_FLOAT32, 4, sq),
+           *dk = env_zeros(&e, "dk", DTYPE_FLOAT32, 4, sk);
     float sf = (float)sqrt(c->scale);
     cr_assert_eq(be->mul_scalar(be, tq, sf, qs, NULL), 0);
     cr_assert_eq(be->mul_scalar(be, tk, sf, ks, NULL), 0);
@@ -208,8 +213,8 @@ static bool near(float got, float want, dtype dt)
 static void expect_near(const char *config, const char *what, const tensor *t, const float *want,
                         int n)
 {
-    cr_assert_eq(t->numel, n, "%s %s: %lld elements, PyTorch %d", config, what,
-                 (long long)t->numel, n);
+    cr_assert_eq(t->numel, n, "%s %s: %lld elements, PyTorch %d", config, what, (long long)t->numel,
+                 n);
     for (int i = 0; i < n; i++)
         cr_expect(near(tensor_at(t, i), want[i], t->dtype), "%s %s[%d]: %a, PyTorch %a", config,
                   what, i, tensor_at(t, i), want[i]);
@@ -282,10 +287,16 @@ static void against_pytorch(const char *config)
     int64_t sq[4] = {b, h, l, e}, sk[4] = {b, h, s, e}, sv[4] = {b, h, s, ev},
             so[4] = {b, h, l, ev};
     tensor *in[3] = {leaf("q", dt, sq, q), leaf("k", dt, sk, k), leaf("v", dt, sv, v)};
+    bool autocast = strncmp(config, "autocast-", 9) == 0; /* float16 */
+    r->autocast = autocast;
+    r->autocast_dtype = DTYPE_FLOAT16;
     if (setjmp(r->fail))
         cr_assert_fail("%s: the run failed", config);
     tensor *y = d->forward(r, &spec, in, NULL);
-    cr_expect_eq(y->dtype, dt, "%s: out is %s", config, dtype_name(y->dtype));
+    if (autocast)
+        autocast_exit(r);
+    dtype out_dt = autocast ? DTYPE_FLOAT16 : dt;
+    cr_expect_eq(y->dtype, out_dt, "%s: out is %s", config, dtype_name(y->dtype));
     cr_expect_str_eq(y->name, "att.out");
     int n = ref_values(&rc, "out", want, MAXN);
     expect_near(config, "out", y, want, n);
@@ -321,10 +332,10 @@ static void against_pytorch(const char *config)
 
     /* backward from dout, as tape_backward runs the nodes */
     char err[256];
-    tensor *g = tensor_new(&r->pool, "att.out.grad", dt, 4, so, MEM_GRADS, err, sizeof err);
+    tensor *g = tensor_new(&r->pool, "att.out.grad", out_dt, 4, so, MEM_GRADS, err, sizeof err);
     cr_assert_not_null(g, "%s", err);
     for (int64_t i = 0; i < g->numel; i++)
-        store_from_float(g->data, dt, i, dout[i]);
+        store_from_float(g->data, out_dt, i, dout[i]);
     r->nodes[y->grad_fn].grad = g;
     for (int k2 = y->grad_fn; k2 >= 0; k2--)
         if (r->nodes[k2].grad)
@@ -346,6 +357,10 @@ Test(sdpa, float32_causal_scale_against_pytorch_math) { against_pytorch("f32-cau
 Test(sdpa, float32_causal_more_keys_than_queries) { against_pytorch("f32-causal-wide"); }
 Test(sdpa, float16_computes_in_float32_and_saves_float32) { against_pytorch("f16-causal"); }
 Test(sdpa, bfloat16_against_pytorch_math) { against_pytorch("bf16"); }
+Test(sdpa, autocast_float16_casts_down_then_computes_in_float32)
+{
+    against_pytorch("autocast-f16-causal");
+}
 
 Test(sdpa, refused_in_model_until_inputs_can_be_named)
 {

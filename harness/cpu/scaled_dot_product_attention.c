@@ -86,8 +86,8 @@ int cpu_sdpa_probs_backward(backend *be, const sdpa_geom *g, const tensor *dp, c
     if (rc == 0) {
 #pragma omp parallel for schedule(static) if (np >= (1 << 16))
         for (int64_t r = 0; r < rows; r++)
-            rsum[r] = sdpa_dot(dp->data, dp->dtype, r * g->s, 1, p->data, p->dtype, r * g->s, 1,
-                               g->s);
+            rsum[r] =
+                sdpa_dot(dp->data, dp->dtype, r * g->s, 1, p->data, p->dtype, r * g->s, 1, g->s);
         sdpa_ctx c = {.g = g, .a = dp, .c = p, .rows = rsum};
 #pragma omp parallel for schedule(static) if (np >= (1 << 16))
         for (int64_t i = 0; i < np; i++)

@@ -18,8 +18,7 @@ static void bce_backward(run *r, node *n)
     tensor *dx = node_grad_tensor(r, n, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r,
-              r->be->bce_logits_backward(r->be, n->grad, n->saved[0], n->saved[1], dx, stp));
+    run_check(r, r->be->bce_logits_backward(r->be, n->grad, n->saved[0], n->saved[1], dx, stp));
     node_give_grad(r, n, 0, dx, stp);
 }
 
@@ -28,8 +27,7 @@ static tensor *bce_forward(run *r, const case_config *cfg, tensor *logits, tenso
     (void)cfg;
     tensor *xa = autocast_arg(r, "binary_cross_entropy_with_logits", logits);
     tensor *ta = autocast_arg(r, "binary_cross_entropy_with_logits", target);
-    tensor *elem =
-        run_tensor_like(r, xa, "bce_with_logits.out", ta->dtype, MEM_ACTIVATIONS);
+    tensor *elem = run_tensor_like(r, xa, "bce_with_logits.out", ta->dtype, MEM_ACTIVATIONS);
     run_check(r, r->be->bce_logits_forward(r->be, xa, ta, elem, NULL)); /* not observed */
     tensor *loss = run_tensor(r, "loss", ta->dtype, 0, NULL, MEM_ACTIVATIONS);
     round_stats st;

@@ -22,6 +22,9 @@ CONFIGS = [  # name, dtype, b, h, l, s, e, ev, causal, scale
     ("f32-causal-wide", "float32", 1, 2, 3, 6, 4, 2, True, None),
     ("f16-causal", "float16", 2, 2, 5, 5, 4, 4, True, None),
     ("bf16", "bfloat16", 1, 3, 4, 4, 8, 8, False, None),
+    # float32 q, k, v under CUDA autocast float16 (lower_precision_fp: cast to float16 first;
+    # written as that policy does, with explicit casts: the gradients come back float32)
+    ("autocast-f16-causal", "float32", 1, 2, 4, 4, 4, 4, True, None),
 ]
 
 
@@ -54,12 +57,15 @@ def main():
                                               " input" if p in inputs else ""))
                 return t
 
+            autocast = name.startswith("autocast-")
             with sdpa_kernel(SDPBackend.MATH), torch.autograd.graph.saved_tensors_hooks(
                     pack, lambda t: t):
-                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+                qa, ka, va = (t.half() for t in (q, k, v)) if autocast else (q, k, v)
+                out = F.scaled_dot_product_attention(qa, ka, va, is_causal=causal, scale=scale)
             out.backward(dout)
             probs = held["probs"]
-            assert out.dtype == dt and probs.dtype == torch.float32
+            assert out.dtype == (torch.float16 if autocast else dt)
+            assert probs.dtype == torch.float32
             head = [name, dn, b, h, l, s, e, ev, int(causal), "" if scale is None else scale]
             for tname, t in (("q", q), ("k", k), ("v", v), ("dout", dout), ("out", out),
                              ("probs", probs), ("dq", q.grad), ("dk", k.grad),
