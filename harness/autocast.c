@@ -60,16 +60,33 @@ autocast_policy autocast_policy_of(const char *op)
     return e ? e->policy : AUTOCAST_NONE;
 }
 
-static bool print_op(const autocast_op *op, void *f)
+/* the op column as wide as its widest name */
+static bool widest_op(const autocast_op *op, void *width)
 {
-    fprintf(f, "%-12s %-15s %s\n", op->op, policy_words(op->policy), op->pytorch_list);
+    int n = (int)strlen(op->op);
+    if (n > *(int *)width)
+        *(int *)width = n;
+    return false;
+}
+
+typedef struct print_ctx {
+    FILE *f;
+    int width;
+} print_ctx;
+
+static bool print_op(const autocast_op *op, void *p)
+{
+    const print_ctx *c = p;
+    fprintf(c->f, "%-*s %-15s %s\n", c->width, op->op, policy_words(op->policy), op->pytorch_list);
     return false;
 }
 
 void autocast_print_table(FILE *f)
 {
-    fprintf(f, "%-12s %-15s %s\n", "op", "runs in", "PyTorch (CUDA autocast)");
-    each_op(print_op, f);
+    print_ctx c = {f, 12};
+    each_op(widest_op, &c.width);
+    fprintf(f, "%-*s %-15s %s\n", c.width, "op", "runs in", "PyTorch (CUDA autocast)");
+    each_op(print_op, &c);
 }
 
 static void cast_backward(run *r, node *n)

@@ -28,7 +28,7 @@
  * refuses one whose BACKEND_ABI_VERSION or sizeof(struct backend) differs from the
  * binary's, before anything in it runs. Bump BACKEND_ABI_VERSION with every change to
  * struct backend or to a type its functions take (tensor, round_stats, conv2d_geom,
- * optim_*, mem_account, backend_values_fn): a field or op added, removed, reordered,
+ * sdpa_geom, optim_*, mem_account, backend_values_fn): a field or op added, removed, reordered,
  * retyped or given another meaning. The size catches only some of these; the version all.
  */
 #ifndef AMPSCOPE_BACKEND_H
@@ -48,6 +48,14 @@ typedef struct conv2d_geom {
     int64_t c_out, h_out, w_out; /* output [N, C_out, H_out, W_out] */
     int64_t kh, kw, stride, padding, dilation;
 } conv2d_geom;
+
+/* scaled_dot_product_attention's math path (sdpa_math.h): n independent attentions (batch
+ * x heads), q [n, l, e], k [n, s, e], v [n, s, ev], probabilities [n, l, s], out [n, l, ev],
+ * all contiguous. causal: key j > query i is masked (tril of ones(l, s), as PyTorch's). */
+typedef struct sdpa_geom {
+    int64_t n, l, s, e, ev;
+    bool causal;
+} sdpa_geom;
 
 /* One parameter's optimizer step: param (and master when master weights are on), grad,
  * state tensors as optim_math.h lists them for the optimizer kind. */
@@ -178,7 +186,35 @@ typedef void *(*backend_values_fn)(void *ctx);
                         round_stats *st))                                                        \
     /* dx = dy * mask * (1 / (1 - p)), the same mask */                                          \
     X(dropout_backward, (backend *be, const tensor *dy, double p, uint64_t seed, tensor *dx,     \
-                         round_stats *st))
+                         round_stats *st))                                                       \
+    /* ---- losses bce_with_logits and l1 (loss_math.h) ---- */                                  \
+    /* y = (1 - t) * x - log_sigmoid(x) elementwise: log_sigmoid rounded into x's dtype, the   \
+     * rest after each op into y's (t's) dtype */                                                \
+    X(bce_logits_forward, (backend *be, const tensor *x, const tensor *t, tensor *y,             \
+                           round_stats *st))                                                     \
+    /* dx = (sigmoid(x) - t) * dy / numel, rounded into dx's (x's) dtype after each op; dy one  \
+     * element */                                                                                \
+    X(bce_logits_backward, (backend *be, const tensor *dy, const tensor *x, const tensor *t,     \
+                            tensor *dx, round_stats *st))                                        \
+    /* y = a - b elementwise (same numel) */                                                     \
+    X(sub_forward, (backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st))  \
+    X(abs_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))                   \
+    /* dx = dy * sgn(x), sgn(0) = sgn(NaN) = 0 */                                                \
+    X(abs_backward, (backend *be, const tensor *dy, const tensor *x, tensor *dx,                 \
+                     round_stats *st))                                                           \
+    /* ---- scaled_dot_product_attention (sdpa_math.h; q and k arrive scaled) ---- */            \
+    /* p = _safe_softmax(q k^T + causal mask) over the keys */                                   \
+    X(sdpa_probs_forward, (backend *be, const sdpa_geom *g, const tensor *q, const tensor *k,    \
+                           tensor *p, round_stats *st))                                          \
+    /* ds = p * (dp - rowsum(dp * p)); dq = ds k, dk = ds^T q (uncounted: callers observe) */     \
+    X(sdpa_probs_backward, (backend *be, const sdpa_geom *g, const tensor *dp, const tensor *q,  \
+                            const tensor *k, const tensor *p, tensor *dq, tensor *dk))           \
+    /* out = p v */                                                                              \
+    X(sdpa_value_forward, (backend *be, const sdpa_geom *g, const tensor *p, const tensor *v,    \
+                           tensor *out, round_stats *st))                                        \
+    /* dp = dout v^T, dv = p^T dout (uncounted: callers observe) */                              \
+    X(sdpa_value_backward, (backend *be, const sdpa_geom *g, const tensor *dout,                 \
+                            const tensor *p, const tensor *v, tensor *dp, tensor *dv))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {
@@ -217,7 +253,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 3
+#define BACKEND_ABI_VERSION 4
 
 #ifdef __cplusplus
 extern "C" {

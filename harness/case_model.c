@@ -32,6 +32,11 @@ static bool parse_layer_words(parse_ctx *c, entry *e, const words *t, layer_spec
     if (k < 0)
         return false;
     const layer_def *d = layer_def_of((layer_kind)k);
+    if (d->n_inputs > 1) { /* until [model] can name a layer's inputs */
+        err_at(c, e, "layer %s: %s takes %d inputs, which [model] cannot name yet", e->key,
+               d->name, d->n_inputs);
+        return false;
+    }
     l->kind = (layer_kind)k;
     kind_option_defaults(d->opts, d->n_opts, l);
     char buf[128], *sig[MAX_WORDS];

@@ -1,5 +1,5 @@
-/* optimizers.c: the optimizer registry's rows (see optimizers.h): torch.optim.SGD, Adam and
- * RMSprop of PyTorch 2.x, their keywords and defaults. */
+/* optimizers.c: the optimizer registry's rows (see optimizers.h): torch.optim.SGD, Adam,
+ * RMSprop and AdamW of PyTorch 2.x, their keywords and defaults. */
 #include "optimizers.h"
 
 #include <stdio.h>
@@ -57,6 +57,22 @@ const optim_def optim_defs[OPTIM_KIND_COUNT] = {
                        .states = {{"square_avg", OPTIM_STATE_ALWAYS},
                                   {"momentum_buffer", OPTIM_STATE_IF_MOMENTUM},
                                   {"grad_avg", OPTIM_STATE_IF_CENTERED}}},
+    /* torch/optim/adamw.py: Adam's keywords with weight_decay=1e-2, decoupled */
+    [OPTIM_ADAMW] = {.name = "adamw",
+                     .n_opts = 5,
+                     .opts = {OPT("lr", OPTIM_OPT_NONNEG, lr),
+                              OPT("betas", OPTIM_OPT_BETAS, beta1),
+                              OPT("eps", OPTIM_OPT_NONNEG, eps),
+                              OPT("weight_decay", OPTIM_OPT_NONNEG, weight_decay),
+                              {"amsgrad", OPTIM_OPT_NO_ONLY, 0}},
+                     .defaults = {.lr = 1e-3,
+                                  .beta1 = 0.9,
+                                  .beta2 = 0.999,
+                                  .eps = 1e-8,
+                                  .weight_decay = 1e-2},
+                     .n_states = 2,
+                     .states = {{"exp_avg", OPTIM_STATE_ALWAYS},
+                                {"exp_avg_sq", OPTIM_STATE_ALWAYS}}},
 };
 
 int optim_find(const char *name)

@@ -5,7 +5,7 @@
  * tensors as PyTorch's optimizer.state[p] calls them. The update rule is not here: it is
  * optim_math.h's optim_update, shared with the CUDA kernels.
  *
- * Adding an optimizer (say AdamW) takes:
+ * Adding an optimizer (say Adagrad) takes:
  *   - optim_math.h: the enum value (and OPTIM_KIND_COUNT if it is the last), its fields in
  *     optim_config if new, its constants in optim_hyper_at, its case in optim_update and in
  *     optim_state_count (switches without default: -Wswitch names each one missing);

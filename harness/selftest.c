@@ -926,6 +926,132 @@ static void check_losses(selftest *c, round_stats *st)
     }
 }
 
+/* losses bce_with_logits and l1: same dtypes, and a float16 input against a float32
+ * target (bce's loss and l1's diff in float32; bce's gradient in the input's dtype) */
+static void check_bce_l1(selftest *c, round_stats *st)
+{
+    static const dtype pairs[4][2] = {{DTYPE_FLOAT32, DTYPE_FLOAT32},
+                                      {DTYPE_FLOAT16, DTYPE_FLOAT16},
+                                      {DTYPE_BFLOAT16, DTYPE_BFLOAT16},
+                                      {DTYPE_FLOAT16, DTYPE_FLOAT32}};
+    const int64_t s[2] = {9, 13};
+    for (int a = 0; a < 4; a++) {
+        dtype xd = pairs[a][0], td = pairs[a][1], pd = xd == td ? xd : DTYPE_FLOAT32;
+        pair x = make_random(c, "x", xd, 2, s, GEN_WIDE, 1.0f);
+        pair t = make_random(c, "t", td, 2, s, GEN_NORMAL, 1.0f);
+        pair y = make(c, "y", td, 2, s, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i,
+                  c->s[i].be->bce_logits_forward(c->s[i].be, x.t[i], t.t[i], y.t[i], &st[i]));
+        compare(c, "y", y, st, CLOSE); /* exp and log1p */
+        report(c, "bce_logits_forward", "x %s, t %s", dtype_name(xd), dtype_name(td));
+
+        pair dy = make_random(c, "dy", td, 0, NULL, GEN_NORMAL, 1.0f); /* the loss's */
+        x = make_random(c, "x", xd, 2, s, GEN_NORMAL, 4.0f); /* report freed the tensors */
+        t = make_random(c, "t", td, 2, s, GEN_NORMAL, 1.0f);
+        pair dx = make(c, "dx", xd, 2, s, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i,
+                  c->s[i].be->bce_logits_backward(c->s[i].be, dy.t[i], x.t[i], t.t[i], dx.t[i],
+                                                  &st[i]));
+        compare(c, "dx", dx, st, CLOSE);
+        report(c, "bce_logits_backward", "x %s, t %s", dtype_name(xd), dtype_name(td));
+
+        x = make_random(c, "x", xd, 2, s, GEN_WIDE, 1.0f);
+        t = make_random(c, "t", td, 2, s, GEN_WIDE, 1.0f);
+        pair diff = make(c, "diff", pd, 2, s, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i, c->s[i].be->sub_forward(c->s[i].be, x.t[i], t.t[i], diff.t[i], &st[i]));
+        compare(c, "diff", diff, st, EXACT);
+        report(c, "sub_forward", "a %s, b %s, out %s", dtype_name(xd), dtype_name(td),
+               dtype_name(pd));
+
+        diff = make_random(c, "x", pd, 2, s, GEN_WIDE, 1.0f);
+        pair ab = make(c, "abs", pd, 2, s, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i, c->s[i].be->abs_forward(c->s[i].be, diff.t[i], ab.t[i], &st[i]));
+        compare(c, "abs", ab, st, EXACT);
+        report(c, "abs_forward", "%s", dtype_name(pd));
+
+        diff = make_random(c, "x", pd, 2, s, GEN_WIDE, 1.0f);
+        pair g = make_random(c, "dy", pd, 2, s, GEN_WIDE, 1.0f);
+        pair gx = make(c, "dx", pd, 2, s, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i,
+                  c->s[i].be->abs_backward(c->s[i].be, g.t[i], diff.t[i], gx.t[i], &st[i]));
+        compare(c, "dx", gx, st, EXACT);
+        report(c, "abs_backward", "%s", dtype_name(pd));
+    }
+}
+
+/* scaled_dot_product_attention's ops (sdpa_math.h): float32 and half operands, causal or
+ * not, more keys than queries */
+static void check_sdpa(selftest *c, round_stats *st)
+{
+    static const sdpa_geom geoms[2] = {{6, 7, 7, 8, 8, true}, {3, 5, 9, 4, 6, false}};
+    for (int gi = 0; gi < 2; gi++)
+        for (int a = 0; a < 3; a++) {
+            const sdpa_geom *g = &geoms[gi];
+            dtype dt = float_dtypes[a];
+            const int64_t sq[3] = {g->n, g->l, g->e}, sk[3] = {g->n, g->s, g->e},
+                          sv[3] = {g->n, g->s, g->ev}, so[3] = {g->n, g->l, g->ev},
+                          sp[3] = {g->n, g->l, g->s};
+            pair q = make_random(c, "q", dt, 3, sq, GEN_NORMAL, 1.0f);
+            pair k = make_random(c, "k", dt, 3, sk, GEN_NORMAL, 1.0f);
+            pair p = make(c, "p", DTYPE_FLOAT32, 3, sp, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->sdpa_probs_forward(c->s[i].be, g, q.t[i], k.t[i], p.t[i],
+                                                     &st[i]));
+            compare(c, "p", p, st, CLOSE); /* exp */
+            report(c, "sdpa_probs_forward", "%s%s", dtype_name(dt), g->causal ? " causal" : "");
+
+            p = make_random(c, "p", DTYPE_FLOAT32, 3, sp, GEN_NORMAL, 0.2f);
+            pair v = make_random(c, "v", dt, 3, sv, GEN_NORMAL, 1.0f);
+            pair o = make(c, "out", DTYPE_FLOAT32, 3, so, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->sdpa_value_forward(c->s[i].be, g, p.t[i], v.t[i], o.t[i],
+                                                     &st[i]));
+            compare(c, "out", o, st, EXACT);
+            report(c, "sdpa_value_forward", "v %s", dtype_name(dt));
+
+            p = make_random(c, "p", DTYPE_FLOAT32, 3, sp, GEN_NORMAL, 0.2f);
+            v = make_random(c, "v", dt, 3, sv, GEN_NORMAL, 1.0f);
+            pair dout = make_random(c, "dout", DTYPE_FLOAT32, 3, so, GEN_NORMAL, 1.0f);
+            pair dp = make(c, "dp", DTYPE_FLOAT32, 3, sp, NULL);
+            pair dv = make(c, "dv", DTYPE_FLOAT32, 3, sv, NULL);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->sdpa_value_backward(c->s[i].be, g, dout.t[i], p.t[i], v.t[i],
+                                                      dp.t[i], dv.t[i]));
+            compare(c, "dp", dp, NULL, EXACT);
+            compare(c, "dv", dv, NULL, EXACT);
+            report(c, "sdpa_value_backward", "v %s", dtype_name(dt));
+
+            q = make_random(c, "q", dt, 3, sq, GEN_NORMAL, 1.0f);
+            k = make_random(c, "k", dt, 3, sk, GEN_NORMAL, 1.0f);
+            p = make_random(c, "p", DTYPE_FLOAT32, 3, sp, GEN_NORMAL, 0.2f);
+            dp = make_random(c, "dp", DTYPE_FLOAT32, 3, sp, GEN_NORMAL, 1.0f);
+            pair dq = make(c, "dq", DTYPE_FLOAT32, 3, sq, NULL);
+            pair dk = make(c, "dk", DTYPE_FLOAT32, 3, sk, NULL);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->sdpa_probs_backward(c->s[i].be, g, dp.t[i], q.t[i], k.t[i],
+                                                      p.t[i], dq.t[i], dk.t[i]));
+            compare(c, "dq", dq, NULL, EXACT);
+            compare(c, "dk", dk, NULL, EXACT);
+            report(c, "sdpa_probs_backward", "q, k %s", dtype_name(dt));
+        }
+}
+
 static void check_unscale(selftest *c, round_stats *st)
 {
     static const char *const variants[3] = {"finite", "with inf", "with NaN"};
@@ -983,6 +1109,21 @@ static void check_optimizers(selftest *c)
           .momentum = 0.9,
           .centered = true,
           .weight_decay = 1e-3}},
+        /* adamw */
+        {"adamw",
+         {.kind = OPTIM_ADAMW,
+          .lr = 1e-3,
+          .beta1 = 0.9,
+          .beta2 = 0.999,
+          .eps = 1e-8,
+          .weight_decay = 1e-2}},
+        {"adamw lr=0.1 weight_decay=0.1",
+         {.kind = OPTIM_ADAMW,
+          .lr = 0.1,
+          .beta1 = 0.9,
+          .beta2 = 0.999,
+          .eps = 1e-8,
+          .weight_decay = 0.1}},
     };
     /* parameter dtype, and the dtype the model sees (a float32 master of a half parameter) */
     static const dtype kinds[5][2] = {{DTYPE_FLOAT32, DTYPE_FLOAT32},
@@ -1279,6 +1420,8 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_channel_sum(c, st);
     check_conv2d(c, st);
     check_losses(c, st);
+    check_bce_l1(c, st); /* losses bce_with_logits and l1 */
+    check_sdpa(c, st);   /* scaled_dot_product_attention */
     check_unscale(c, st);
     check_optimizers(c);
     check_exact_counts(c, st);

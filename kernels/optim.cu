@@ -3,7 +3,7 @@
  * thread-iteration with optim_math.h's optim_update, the arithmetic the CPU uses. Writes
  * the parameter and each state tensor with its own counts (stats slots 0 and 1 + k).
  * Lost updates: elements whose visible value (the parameter as the model sees it,
- * t->visible) did not change although the increment the step applied was non-zero;
+ * t->visible) did not change although the step meant to change it (optim_meant_change);
  * counted per thread, summed per block, added to one device counter once per block.
  */
 #include "cuda.cuh"
@@ -37,13 +37,14 @@ __global__ void optim_kernel(optim_config cfg, optim_hyper h, dtype dt, dtype vi
             s[k] = load_as_float(a.state[k], dt, i);
         float old = load_as_float(a.param, dt, i);
         float g = load_as_float(a.grad, dt, i);
-        float u = optim_update(&cfg, &h, dt, old, g, s);
-        float next = old + u;
+        float p = old; /* AdamW's decay scales it in place */
+        float u = optim_update(&cfg, &h, dt, &p, g, s);
+        float next = p + u;
         tally_store(&tp, a.param, dt, i, next);
 #pragma unroll
         for (int k = 0; k < NS; k++)
             tally_store(&ts[k], a.state[k], dt, i, s[k]);
-        if (u != 0.0f && round_to(round_to(next, dt), visible) == round_to(old, visible))
+        if (optim_meant_change(&h, old, u) && round_to(round_to(next, dt), visible) == round_to(old, visible))
             my_lost++;
     }
     tally_flush(&tp);

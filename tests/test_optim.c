@@ -5,6 +5,9 @@
  * float64 parameter 1.0 with gradients 0.5, 0.25, -0.125, printed by PyTorch 2.15 (CPU);
  * the first two SGD steps also by hand in the comments. float32 arithmetic stays within
  * 1e-6 relative of them. The float16 Adam step's -inf and NaN are also PyTorch's.
+ * AdamW: the same three steps (torch.optim.AdamW), and tests/references/adamw_steps.csv
+ * (written by tests/references/adamw_steps.py) for an 8-element parameter in float32,
+ * float16 and bfloat16: every element of the parameter and both states after each step.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -12,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../harness/dtype.h"
 #include "../harness/optimizer.h"
 #include "../harness/optimizers.h"
 #include "helpers.h"
@@ -82,6 +86,150 @@ Test(optim, adam_with_l2_weight_decay)
                                .weight_decay = 0.1},
                 got);
     expect_steps("adam", got, want);
+}
+
+Test(optim, adamw_decays_before_the_adam_update)
+{
+    /* step 1: p = 1 * (1 - 0.1 * 0.1) = 0.99, then Adam's first step of lr: 0.89 (+2e-9 from
+     * eps). PyTorch 2.15 prints 0.890000002, 0.7878820404574624, 0.7236370841035367. */
+    static const double want[3] = {0.890000002, 0.7878820404574624, 0.7236370841035367};
+    double got[3];
+    optim_config c = optim_default(OPTIM_ADAMW);
+    c.lr = 0.1, c.weight_decay = 0.1;
+    three_steps(c, got);
+    expect_steps("adamw", got, want);
+}
+
+Test(optim, adamw_defaults_step_as_pytorchs)
+{
+    /* lr=1e-3, weight_decay=1e-2: PyTorch 2.15 prints 0.99899000002, 0.9980478305047745,
+     * 0.997474188666976 */
+    static const double want[3] = {0.99899000002, 0.9980478305047745, 0.997474188666976};
+    double got[3];
+    three_steps(optim_default(OPTIM_ADAMW), got);
+    expect_steps("adamw defaults", got, want);
+}
+
+/* The reference's rows for one dtype and configuration, steps 1..3 of 8 elements. */
+#define ADAMW_N 8
+static const float adamw_params[ADAMW_N] = {1.0f, -2.0f, 0.5f, 100.0f, 3e-3f, -0.7f, 1e-5f, 0.0f};
+static const float adamw_grads[3][ADAMW_N] = {
+    {1e-4f, 0.25f, 0.5f, -3.0f, 1e-2f, 7.0f, -0.03f, 2e-3f},
+    {2e-4f, -0.25f, 0.125f, -1.0f, 0.0f, 6.0f, 0.03f, -2e-3f},
+    {-1e-4f, 0.5f, 0.0f, 2.0f, 1e-3f, -5.0f, 0.01f, 4e-3f},
+}; /* as adamw_steps.py's, which PyTorch rounds into the dtype as env_tensor does */
+
+static bool same_value(float got, double want, dtype dt)
+{
+    if (isnan(want))
+        return isnan(got);
+    if (dt != DTYPE_FLOAT32 || isinf(want) || want == 0)
+        return got == (float)want;
+    return fabs(got - want) <= 1e-6 * fabs(want); /* float32: the order of a product's terms */
+}
+
+static void adamw_against_reference(const char *dtype_name_, const char *config)
+{
+    csv ref;
+    cr_assert(csv_read("tests/references/adamw_steps.csv", &ref));
+    dtype dt = DTYPE_FLOAT32;
+    cr_assert(dtype_parse(dtype_name_, &dt), "%s", dtype_name_);
+    char **first = csv_find(&ref, "dtype", dtype_name_, "config", config, "step", "1");
+    cr_assert_not_null(first, "%s %s: no rows", dtype_name_, config);
+    optim_config cfg = optim_default(OPTIM_ADAMW);
+    cfg.lr = strtod(first[csv_col(&ref, "lr")], NULL);
+    cfg.weight_decay = strtod(first[csv_col(&ref, "weight_decay")], NULL);
+    cfg.eps = strtod(first[csv_col(&ref, "eps")], NULL);
+
+    test_env e;
+    env_open(&e);
+    int64_t n = ADAMW_N;
+    optim_tensors t = {.param = env_tensor(&e, "p", dt, 1, &n, adamw_params),
+                       .grad = env_zeros(&e, "g", dt, 1, &n),
+                       .state = {env_zeros(&e, "m", dt, 1, &n), env_zeros(&e, "v", dt, 1, &n)},
+                       .visible = dt};
+    int ip = csv_col(&ref, "param"), im = csv_col(&ref, "exp_avg"),
+        iv = csv_col(&ref, "exp_avg_sq");
+    int checked = 0;
+    for (int s = 0; s < 3; s++) {
+        for (int i = 0; i < ADAMW_N; i++)
+            store_from_float(t.grad->data, dt, i, round_to(adamw_grads[s][i], dt));
+        optim_hyper h = optim_hyper_at(&cfg, cfg.lr, s + 1);
+        optim_result res;
+        memset(&res, 0, sizeof res);
+        cr_assert_eq(e.be->optimizer_step(e.be, &cfg, &h, &t, &res), 0);
+        for (int i = 0; i < ADAMW_N; i++) {
+            char step[8], idx[8];
+            snprintf(step, sizeof step, "%d", s + 1);
+            snprintf(idx, sizeof idx, "%d", i);
+            char **row = NULL;
+            for (int r = 0; r < ref.n_rows && !row; r++) /* csv_find takes three columns */
+                if (!strcmp(ref.rows[r][0], dtype_name_) && !strcmp(ref.rows[r][1], config) &&
+                    !strcmp(ref.rows[r][csv_col(&ref, "step")], step) &&
+                    !strcmp(ref.rows[r][csv_col(&ref, "index")], idx))
+                    row = ref.rows[r];
+            cr_assert_not_null(row, "%s %s step %s index %s", dtype_name_, config, step, idx);
+            const struct {
+                const char *what;
+                const tensor *t;
+                int col;
+            } checks[3] = {{"param", t.param, ip}, {"exp_avg", t.state[0], im},
+                           {"exp_avg_sq", t.state[1], iv}};
+            for (int k = 0; k < 3; k++) {
+                double want = strtod(row[checks[k].col], NULL);
+                float got = tensor_at(checks[k].t, i);
+                cr_expect(same_value(got, want, dt), "%s %s step %d [%d] %s: %a, PyTorch %a",
+                          dtype_name_, config, s + 1, i, checks[k].what, got, want);
+                checked++;
+            }
+        }
+    }
+    cr_expect_eq(checked, 3 * ADAMW_N * 3);
+    env_close(&e);
+    csv_free(&ref);
+}
+
+Test(optim, adamw_float32_against_pytorch)
+{
+    adamw_against_reference("float32", "defaults");
+    adamw_against_reference("float32", "lr0.1-wd0.1-eps1e-3");
+}
+
+Test(optim, adamw_float16_against_pytorch)
+{
+    adamw_against_reference("float16", "defaults");
+    adamw_against_reference("float16", "lr0.1-wd0.1-eps1e-3");
+}
+
+Test(optim, adamw_bfloat16_against_pytorch)
+{
+    adamw_against_reference("bfloat16", "defaults");
+    adamw_against_reference("bfloat16", "lr0.1-wd0.1-eps1e-3");
+}
+
+Test(optim, adamw_decay_lost_in_float16_is_a_lost_update)
+{
+    /* 1 - 1e-3 * 1e-2 = 0.99999 rounds 2048.0 back to itself in float16 (spacing 2 there:
+     * the decay asks for -0.02); a zero gradient adds u = 0 / (0 + eps) = 0. The step meant
+     * to change the element and did not: one lost update. 0.0 decays to 0: nothing meant. */
+    test_env e;
+    env_open(&e);
+    int64_t n = 2;
+    float p[2] = {2048.0f, 0.0f}, g[2] = {0, 0};
+    optim_config cfg = optim_default(OPTIM_ADAMW);
+    cfg.eps = 1e-3; /* float16 holds it: 0 / eps is 0, not NaN */
+    optim_tensors t = {.param = env_tensor(&e, "p", DTYPE_FLOAT16, 1, &n, p),
+                       .grad = env_tensor(&e, "g", DTYPE_FLOAT16, 1, &n, g),
+                       .state = {env_zeros(&e, "m", DTYPE_FLOAT16, 1, &n),
+                                 env_zeros(&e, "v", DTYPE_FLOAT16, 1, &n)},
+                       .visible = DTYPE_FLOAT16};
+    optim_hyper h = optim_hyper_at(&cfg, cfg.lr, 1);
+    optim_result res;
+    memset(&res, 0, sizeof res);
+    cr_assert_eq(e.be->optimizer_step(e.be, &cfg, &h, &t, &res), 0);
+    cr_expect_eq(tensor_at(t.param, 0), 2048.0f);
+    cr_expect_eq(res.lost_updates, 1);
+    env_close(&e);
 }
 
 Test(optim, rmsprop_centered_momentum)
@@ -221,7 +369,8 @@ Test(optim, registry_rows_are_filled_and_agree_with_the_update_rule)
     cr_expect_eq(optim_find("adam"), OPTIM_ADAM);
     cr_expect_eq(optim_find("rmsprop"), OPTIM_RMSPROP);
     cr_expect_eq(optim_find("sgd"), OPTIM_SGD);
-    cr_expect_eq(optim_find("adamw"), -1);
+    cr_expect_eq(optim_find("adamw"), OPTIM_ADAMW);
+    cr_expect_eq(optim_find("AdamW"), -1);
     cr_expect_eq(optim_find("Adam"), -1);
 }
 
@@ -242,6 +391,8 @@ Test(optim, state_names_follow_the_options)
     expect_states((optim_config){.kind = OPTIM_SGD, .momentum = 0.9}, 1,
                   (const char *const[]){"momentum_buffer"});
     expect_states((optim_config){.kind = OPTIM_ADAM}, 2,
+                  (const char *const[]){"exp_avg", "exp_avg_sq"});
+    expect_states((optim_config){.kind = OPTIM_ADAMW, .weight_decay = 1e-2}, 2,
                   (const char *const[]){"exp_avg", "exp_avg_sq"});
     expect_states((optim_config){.kind = OPTIM_RMSPROP}, 1, (const char *const[]){"square_avg"});
     expect_states((optim_config){.kind = OPTIM_RMSPROP, .momentum = 0.5}, 2,
@@ -270,6 +421,13 @@ Test(optim, defaults_are_pytorchs)
     cr_expect_eq(r.alpha, 0.99);
     cr_expect_eq(r.eps, 1e-8);
     cr_expect(!r.centered);
+    optim_config w = optim_default(OPTIM_ADAMW); /* torch/optim/adamw.py's __init__ */
+    cr_expect_eq(w.kind, OPTIM_ADAMW);
+    cr_expect_eq(w.lr, 1e-3);
+    cr_expect_eq(w.beta1, 0.9);
+    cr_expect_eq(w.beta2, 0.999);
+    cr_expect_eq(w.eps, 1e-8);
+    cr_expect_eq(w.weight_decay, 1e-2);
 }
 
 Test(optim, format_names_the_kind_and_its_non_zero_options)
@@ -302,6 +460,9 @@ Test(optim, json_lists_every_option_with_its_value)
     optim_write_json(f, &(optim_config){.kind = OPTIM_SGD, .lr = 0.1, .nesterov = true}, real_g);
     fputc('\n', f);
     optim_write_json(f, &(optim_config){.kind = OPTIM_ADAM, .beta1 = 0.8, .beta2 = 0.9}, real_g);
+    fputc('\n', f);
+    optim_write_json(f, &(optim_config){.kind = OPTIM_ADAMW, .lr = 0.1, .weight_decay = 0.5},
+                     real_g);
     cr_assert_eq(fclose(f), 0);
     cr_expect_str_eq(buf, "{\"kind\": \"rmsprop\", \"options\": {\"lr\": 0.01, \"alpha\": 0.99, "
                           "\"eps\": 1e-08, \"weight_decay\": 0, \"momentum\": 0.5, \"centered\": "
@@ -309,6 +470,8 @@ Test(optim, json_lists_every_option_with_its_value)
                           "{\"kind\": \"sgd\", \"options\": {\"lr\": 0.1, \"weight_decay\": 0, "
                           "\"momentum\": 0, \"dampening\": 0, \"nesterov\": true}}\n"
                           "{\"kind\": \"adam\", \"options\": {\"lr\": 0, \"betas\": [0.8, 0.9], "
-                          "\"eps\": 0, \"weight_decay\": 0, \"amsgrad\": false}}");
+                          "\"eps\": 0, \"weight_decay\": 0, \"amsgrad\": false}}\n"
+                          "{\"kind\": \"adamw\", \"options\": {\"lr\": 0.1, \"betas\": [0, 0], "
+                          "\"eps\": 0, \"weight_decay\": 0.5, \"amsgrad\": false}}");
     free(buf);
 }

@@ -260,24 +260,34 @@ Test(registry, ops_prints_every_kind_s_autocast_entries_in_the_usual_order)
     cr_assert_not_null(f);
     autocast_print_table(f);
     fclose(f);
-    static const char *const rows[] = {"op ",       "linear ",   "conv2d ",
-                                       /* activations */
-                                       "softmax ", "log_softmax ",
-                                       "log_softmax ",
-                                       "nll_loss ", "mse_loss ", "relu ",   "flatten ",
-                                       /* activations */
-                                       "gelu ", "silu ", "sigmoid ", "tanh ", "causal_mask ", "dropout ",
-                                       "mean ",     "mul "};
+    /* grouped by policy (lower precision, float32, none), then layers, losses and the
+     * harness's own ops in enum order */
+    static const char *const rows[] = {"op ",          "linear ",
+                                       "conv2d ",      "scaled_dot_product_attention ",
+                                       "softmax ",     "log_softmax ",
+                                       "log_softmax ", "nll_loss ",
+                                       "mse_loss ",    "binary_cross_entropy_with_logits ",
+                                       "l1_loss ",     "relu ",
+                                       "flatten ",     "gelu ",
+                                       "silu ",        "sigmoid ",
+                                       "tanh ",        "causal_mask ",
+                                       "dropout ",     "mean ",
+                                       "mul "};
     const char *p = text;
+    size_t column = 0; /* where "runs in" starts: the same in every row */
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         cr_expect_eq(strncmp(p, rows[i], strlen(rows[i])), 0, "row %zu: %.40s", i, p);
+        size_t at = strlen(rows[i]) + strspn(p + strlen(rows[i]), " ");
+        if (i == 0)
+            column = at;
+        cr_expect_eq(at, column, "row %zu's second column at %zu, not %zu", i, at, column);
         p = strchr(p, '\n');
         cr_assert_not_null(p);
         p++;
     }
     cr_expect_eq(*p, '\0', "extra rows: %s", p);
-    cr_expect(strstr(text, "conv2d       autocast dtype  lower_precision_fp"), "%s", text);
-    cr_expect(strstr(text, "nll_loss     float32         fp32: KERNEL_CUDA(nll_loss, fp32)"));
+    cr_expect(strstr(text, "autocast dtype  lower_precision_fp: KERNEL_CUDA(conv2d"), "%s", text);
+    cr_expect(strstr(text, "float32         fp32: KERNEL_CUDA(nll_loss, fp32)"));
     cr_expect_eq(autocast_policy_of("mse_loss"), AUTOCAST_FP32);
     cr_expect_eq(autocast_policy_of("linear"), AUTOCAST_LOWER);
     cr_expect_eq(autocast_policy_of("flatten"), AUTOCAST_NONE);

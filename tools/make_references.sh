@@ -40,6 +40,12 @@ CONFIGS=(
     "bf16-params-autocast-adam|tests/cases/small-half.case|precision.params=bfloat16;precision.autocast=bfloat16;train.steps=3"
     "bf16-params-no-autocast-sgd|tests/cases/small-half-sgd.case|precision.params=bfloat16;data.input_dtype=bfloat16"
     "bf16-mse-in-autocast-adam|tests/cases/small-mse-autocast.case|precision.autocast=bfloat16"
+    "bf16-autocast-adamw|tests/cases/small-adamw.case|"
+    "bf16-params-adamw|tests/cases/small-adamw.case|precision.params=bfloat16"
+    "fp16-bce-autocast-sgd|tests/cases/small-bce-autocast.case|"
+    "bf16-bce-autocast-sgd|tests/cases/small-bce-autocast.case|precision.autocast=bfloat16"
+    "fp16-l1-half-adam|tests/cases/small-l1-half.case|"
+    "fp32-l1-adam|tests/cases/small-l1-half.case|precision.params=float32;data.input_dtype=float32"
 )
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then

@@ -140,6 +140,9 @@ def make_optimizer(cfg, params):
     if kind == "adam":
         opts["betas"] = tuple(opts["betas"])
         return torch.optim.Adam(params, foreach=False, **opts)
+    if kind == "adamw":
+        opts["betas"] = tuple(opts["betas"])
+        return torch.optim.AdamW(params, foreach=False, **opts)
     if kind == "rmsprop":
         return torch.optim.RMSprop(params, foreach=False, **opts)
     raise SystemExit("torch_reference: unknown optimizer %s" % kind)
@@ -264,6 +267,10 @@ def run(cfg, init_dir, device):
     def criterion(out):
         if loss_kind == "cross_entropy":
             return F.cross_entropy(out, target)
+        if loss_kind == "bce_with_logits":
+            return F.binary_cross_entropy_with_logits(out, target)
+        if loss_kind == "l1":
+            return F.l1_loss(out, target)
         if reduction == "none":
             elem = F.mse_loss(out, target, reduction="none")
             rec.tensor("mse.out", elem)

@@ -6,7 +6,7 @@
  *
  * A chunk is read as float32 (half tensors widened into buffers), updated, then stored
  * (and counted) by cpu_store.
- * The update loop is instantiated per optimizer (SGD, Adam) and dtype (float32, where the
+ * The update loop is instantiated per optimizer (SGD, Adam, AdamW) and dtype (float32, where the
  * roundings are identities, and float16, whose rounding half.h's half_round does without a
  * branch), so that the compiler vectorises it (for AVX-512, AVX2 and plain x86-64: the
  * loader picks the clone the processor runs); RMSprop and bfloat16 take the general loop.
@@ -35,12 +35,13 @@ static inline __attribute__((always_inline)) void update_loop(const optim_config
 #pragma GCC unroll 3
         for (int k = 0; k < ns; k++)
             s[k] = b->s[k][i];
-        float u = optim_update(cfg, h, dt, b->p[i], b->g[i], s);
+        float p = b->p[i]; /* AdamW's decay scales it: b->p keeps the value before the step */
+        float u = optim_update(cfg, h, dt, &p, b->g[i], s);
 #pragma GCC unroll 3
         for (int k = 0; k < ns; k++)
             b->s[k][i] = s[k];
         b->u[i] = u;
-        b->next[i] = b->p[i] + u;
+        b->next[i] = p + u;
     }
 }
 
@@ -88,6 +89,12 @@ update(const optim_config *cfg, const optim_hyper *h, dtype dt, int ns, int64_t 
         else
             UPDATE(OPTIM_ADAM, 2, DTYPE_FLOAT16);
         return;
+    case OPTIM_ADAMW:
+        if (f32)
+            UPDATE(OPTIM_ADAMW, 2, DTYPE_FLOAT32);
+        else
+            UPDATE(OPTIM_ADAMW, 2, DTYPE_FLOAT16);
+        return;
     case OPTIM_RMSPROP:
         update_loop(cfg, h, dt, ns, n, b); /* the rarer optimizer */
         return;
@@ -106,7 +113,7 @@ static void optim_chunk(const optim_config *cfg, const optim_hyper *h, optim_ten
     for (int k = 0; k < ns; k++) /* the states' own memory when float32: updated in place */
         b->s[k] = (float *)cpu_view(t->state[k], off, n, b->buf[2 + k]);
     update(cfg, h, dt, ns, n, b);
-    /* lost: u != 0 and round(round(p + u, dt), visible) == round(p, visible) */
+    /* lost: meant to change, and round(round(p + u, dt), visible) == round(p, visible) */
     const float *seen_next = b->next, *seen_old = b->p;
     if (dt != DTYPE_FLOAT32 || t->visible != DTYPE_FLOAT32) {
         memcpy(b->seen[0], b->next, sizeof(float) * (size_t)n);
@@ -118,7 +125,7 @@ static void optim_chunk(const optim_config *cfg, const optim_hyper *h, optim_ten
     }
     int64_t lost = 0;
     for (int64_t i = 0; i < n; i++)
-        lost += (b->u[i] != 0.0f) & (seen_next[i] == seen_old[i]);
+        lost += optim_meant_change(h, b->p[i], b->u[i]) & (seen_next[i] == seen_old[i]);
     out->lost_updates += lost;
     cpu_store(b->next, p->data, dt, off, n, out->counting ? &out->param : NULL);
     for (int k = 0; k < ns; k++)

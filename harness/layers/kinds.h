@@ -22,10 +22,19 @@ typedef enum layer_kind {
     LAYER_LOG_SOFTMAX,
     LAYER_CAUSAL_MASK,
     LAYER_DROPOUT,
+    /* scaled_dot_product_attention */
+    LAYER_SCALED_DOT_PRODUCT_ATTENTION,
     LAYER_KIND_COUNT
 } layer_kind;
 
-typedef enum loss_kind { LOSS_CROSS_ENTROPY = 0, LOSS_MSE, LOSS_KIND_COUNT } loss_kind;
+typedef enum loss_kind {
+    LOSS_CROSS_ENTROPY = 0,
+    LOSS_MSE,
+    /* losses bce_with_logits and l1 */
+    LOSS_BCE_WITH_LOGITS,
+    LOSS_L1,
+    LOSS_KIND_COUNT
+} loss_kind;
 
 /* A loss's reduction= (PyTorch's `reduction` argument); names in registry.c. */
 typedef enum loss_reduction { REDUCTION_MEAN = 0, REDUCTION_NONE, REDUCTION_COUNT } loss_reduction;

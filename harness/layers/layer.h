@@ -137,6 +137,7 @@ typedef struct layer_def {
     tensor *(*forward)(run *r, const layer_spec *l, tensor *const *in, tensor *const *params);
     /* "linear 4 → 8 (no bias)": snprintf's contract */
     int (*describe)(const layer_spec *l, char *buf, size_t len);
+    int n_inputs; /* inputs the forward takes; 0 means 1 */
 } layer_def;
 
 typedef struct loss_def {
@@ -155,7 +156,11 @@ extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
 /* activations */
 extern const layer_def gelu_def, silu_def, sigmoid_def, tanh_def, softmax_def, log_softmax_def,
     causal_mask_def, dropout_def;
+/* scaled_dot_product_attention */
+extern const layer_def scaled_dot_product_attention_def;
 extern const loss_def cross_entropy_def, mse_def;
+/* losses bce_with_logits and l1 */
+extern const loss_def bce_with_logits_def, l1_def;
 
 /* ---- the registry ---- */
 

@@ -23,6 +23,8 @@ static const layer_def *const layer_defs[] = {
     [LAYER_LOG_SOFTMAX] = &log_softmax_def,
     [LAYER_CAUSAL_MASK] = &causal_mask_def,
     [LAYER_DROPOUT] = &dropout_def,
+    /* scaled_dot_product_attention */
+    [LAYER_SCALED_DOT_PRODUCT_ATTENTION] = &scaled_dot_product_attention_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
@@ -30,6 +32,9 @@ _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
 static const loss_def *const loss_defs[] = {
     [LOSS_CROSS_ENTROPY] = &cross_entropy_def,
     [LOSS_MSE] = &mse_def,
+    /* losses bce_with_logits and l1 */
+    [LOSS_BCE_WITH_LOGITS] = &bce_with_logits_def,
+    [LOSS_L1] = &l1_def,
 };
 _Static_assert(sizeof loss_defs / sizeof loss_defs[0] == LOSS_KIND_COUNT,
                "loss_defs needs one entry per loss_kind");
