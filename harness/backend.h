@@ -28,7 +28,7 @@
  * refuses one whose BACKEND_ABI_VERSION or sizeof(struct backend) differs from the
  * binary's, before anything in it runs. Bump BACKEND_ABI_VERSION with every change to
  * struct backend or to a type its functions take (tensor, round_stats, conv2d_geom,
- * optim_*, mem_account, backend_values_fn): a field or op added, removed, reordered,
+ * norm_geom, optim_*, mem_account, backend_values_fn): a field or op added, removed, reordered,
  * retyped or given another meaning. The size catches only some of these; the version all.
  */
 #ifndef AMPSCOPE_BACKEND_H
@@ -47,6 +47,22 @@ typedef struct conv2d_geom {
     int64_t c_out, h_out, w_out; /* output [N, C_out, H_out, W_out] */
     int64_t kh, kw, stride, padding, dilation;
 } conv2d_geom;
+
+/* A normalization's layout: x viewed as [n, groups, cpg, inner], statistics over each
+ * (n, group)'s cpg * inner values, the affine weight and bias indexed by the channel
+ * group * cpg + k. layer_norm is groups = 1, cpg = C, inner = 1 (n: every leading index);
+ * group_norm is [N, G, C/G, H*W]. */
+typedef enum norm_form {
+    NORM_CENTERED, /* y = (x - mean) * rstd * w + b (layer_norm_kernel.cu) */
+    NORM_FUSED     /* y = x * a + c, a = rstd * w, c = b - a * mean per (n, channel)
+                    * (group_norm_kernel.cu's ComputeFusedParamsCUDAKernel) */
+} norm_form;
+
+typedef struct norm_geom {
+    int64_t n, groups, cpg, inner;
+    float eps;
+    norm_form form;
+} norm_geom;
 
 /* One parameter's optimizer step: param (and master when master weights are on), grad,
  * state tensors as optim_math.h lists them for the optimizer kind. */
@@ -144,7 +160,22 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* *found_inf |= any element of g is inf or NaN; then g = round(float(g) * inv_scale) */     \
     X(unscale, (backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st))       \
     X(optimizer_step, (backend *be, const optim_config *cfg, const optim_hyper *h,               \
-                       optim_tensors *t, optim_result *out))
+                       optim_tensors *t, optim_result *out)) \
+    /* ---- normalization (cpu/norm.c, kernels/norm.cu) ---- */                                \
+    /* mean and rstd [n * groups] (float32 sums, rstd = 1 / sqrt(biased var + eps), stored    \
+     * in their tensors' dtype), then y from the stored mean and rstd as g->form says; w      \
+     * and b may be NULL (no affine: 1 and 0); st counts y's rounding */                      \
+    X(norm_forward, (backend *be, const norm_geom *g, const tensor *x, const tensor *w,         \
+                     const tensor *b, tensor *y, tensor *mean, tensor *rstd, round_stats *st))  \
+    /* dx = rstd * (w dy - mean(w dy) - xhat mean(w dy xhat)) per (n, group), xhat =          \
+     * (x - mean) * rstd; w may be NULL */                                                    \
+    X(norm_backward_input, (backend *be, const norm_geom *g, const tensor *dy, const tensor *x, \
+                            const tensor *mean, const tensor *rstd, const tensor *w,           \
+                            tensor *dx, round_stats *st))                                      \
+    /* dw[c] = sum of dy * xhat over n and inner (db is channel_sum) */                       \
+    X(norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,                \
+                             const tensor *x, const tensor *mean, const tensor *rstd,          \
+                             tensor *dw, round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {
@@ -183,7 +214,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 2
+#define BACKEND_ABI_VERSION 3
 
 #ifdef __cplusplus
 extern "C" {

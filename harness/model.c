@@ -17,6 +17,7 @@ typedef struct values_job {
     const init_spec *init; /* a parameter's [init] file, or NULL */
     uint64_t stream;       /* else the seed's stream and the bound of its uniform */
     double bound;
+    param_init init_kind; /* a parameter's init when there is no file */
 } values_job;
 
 static void upload(const values_job *j, backend_values_fn make)
@@ -94,19 +95,28 @@ static void *param_values(void *ctx)
         v = read_npy_f32(j->r, j->init->path, j->init->line, t->ndim, t->shape);
     } else {
         v = host_floats(j->r, t->numel, t->name);
-        rng_fill_uniform(j->r->cfg->seed, j->stream, v, t->numel, -j->bound, j->bound);
+        switch (j->init_kind) {
+        case PARAM_INIT_UNIFORM_FAN_IN:
+            rng_fill_uniform(j->r->cfg->seed, j->stream, v, t->numel, -j->bound, j->bound);
+            break;
+        case PARAM_INIT_ONES:
+        case PARAM_INIT_ZEROS:
+            for (int64_t i = 0; i < t->numel; i++)
+                v[i] = j->init_kind == PARAM_INIT_ONES ? 1.0f : 0.0f;
+            break;
+        }
     }
     return in_dtype(j, v);
 }
 
 static tensor *make_param(run *r, uint64_t stream, const char *layer, const char *what,
-                          int ndim, const int64_t *shape, double bound)
+                          int ndim, const int64_t *shape, double bound, param_init kind)
 {
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.%s", layer, what);
     tensor *p = run_tensor(r, name, r->cfg->params, ndim, shape, MEM_PARAMS);
     upload(&(values_job){.r = r, .t = p, .init = find_init(r->cfg, name), .stream = stream,
-                         .bound = bound},
+                         .bound = bound, .init_kind = kind},
            param_values);
     p->is_leaf = true;
     p->requires_grad = true;
@@ -145,6 +155,9 @@ static double init_bound(const layer_param *p)
     switch (p->init) {
     case PARAM_INIT_UNIFORM_FAN_IN:
         return 1.0 / sqrt((double)p->fan_in); /* kaiming_uniform_(a=sqrt(5)) and bias */
+    case PARAM_INIT_ONES:
+    case PARAM_INIT_ZEROS:
+        break;
     }
     return 0.0;
 }
@@ -176,7 +189,7 @@ void model_init(run *r, model *m)
         int n = layer_def_of(l->kind)->params(l, ps);
         for (int k = 0; k < n; k++) {
             tensor *p = make_param(r, (uint64_t)m->n_params + 1, l->name, ps[k].name, ps[k].ndim,
-                                   ps[k].shape, init_bound(&ps[k]));
+                                   ps[k].shape, init_bound(&ps[k]), ps[k].init);
             m->layer_params[i][k] = p;
             m->params[m->n_params++] = p;
         }

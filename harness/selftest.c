@@ -609,6 +609,80 @@ static void check_conv2d(selftest *c, round_stats *st)
         }
 }
 
+/* ---- normalization and pooling ---- */
+
+/* the layer_norm and group_norm layouts of norm_forward and its backward, in each dtype
+ * (statistics float32 for layer_norm, in the input's dtype for group_norm) */
+static void check_norm(selftest *c, round_stats *st)
+{
+    static const norm_geom geoms[] = {
+        {7, 1, 33, 1, 1e-5f, NORM_CENTERED},   /* layer_norm: 7 rows of 33 */
+        {2, 1, 700, 1, 1e-5f, NORM_CENTERED},  /* rows longer than a block */
+        {3, 4, 2, 10, 1e-5f, NORM_FUSED},      /* group_norm [3, 8, 10] in 4 groups */
+        {2, 2, 3, 300, 1e-3f, NORM_FUSED},     /* group_norm [2, 6, 300] in 2 groups */
+    };
+    for (size_t k = 0; k < sizeof geoms / sizeof geoms[0]; k++)
+        for (int a = 0; a < 3; a++) {
+            const norm_geom *g = &geoms[k];
+            dtype dt = float_dtypes[a];
+            dtype sdt = g->form == NORM_CENTERED ? DTYPE_FLOAT32 : dt;
+            int64_t n = g->n * g->groups * g->cpg * g->inner, ch = g->groups * g->cpg,
+                    rows = g->n * g->groups;
+            char what[96];
+            snprintf(what, sizeof what, "%s [%lld, %lld, %lld, %lld]", dtype_name(dt),
+                     (long long)g->n, (long long)g->groups, (long long)g->cpg, (long long)g->inner);
+            pair x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            pair w = make_random(c, "w", dt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair b = make_random(c, "b", dt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair y = make(c, "y", dt, 1, &n, NULL);
+            pair mean = make(c, "mean", sdt, 1, &rows, NULL);
+            pair rstd = make(c, "rstd", sdt, 1, &rows, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->norm_forward(c->s[i].be, g, x.t[i], w.t[i], b.t[i], y.t[i],
+                                               mean.t[i], rstd.t[i], &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            compare(c, "mean", mean, NULL, CLOSE);
+            compare(c, "rstd", rstd, NULL, CLOSE);
+            report(c, "norm_forward", "%s", what);
+
+            /* the backward from the same statistics on both sides (rstd in [0.5, 2)); report()
+             * freed the forward's tensors */
+            float *sv = gen(c, rows, GEN_NORMAL, 1.0f);
+            for (int64_t i = 0; sv && i < rows; i++)
+                sv[i] = 0.5f + 1.5f * fabsf(sv[i]) / (1.0f + fabsf(sv[i]));
+            mean = make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
+            rstd = make(c, "rstd", sdt, 1, &rows, sv);
+            free(sv);
+            x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            w = make_random(c, "w", dt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
+            pair dx = make(c, "dx", dt, 1, &n, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->norm_backward_input(c->s[i].be, g, dy.t[i], x.t[i], mean.t[i],
+                                                      rstd.t[i], w.t[i], dx.t[i], &st[i]));
+            compare(c, "dx", dx, st, CLOSE);
+            report(c, "norm_backward_input", "%s", what);
+
+            /* the same values again, for dw */
+            mean = make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
+            rstd = make_random(c, "rstd", sdt, 1, &rows, GEN_NORMAL, 1.0f);
+            x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
+            pair dw = make(c, "dw", dt, 1, &ch, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->norm_backward_weight(c->s[i].be, g, dy.t[i], x.t[i], mean.t[i],
+                                                       rstd.t[i], dw.t[i], &st[i]));
+            compare(c, "dw", dw, st, CLOSE);
+            report(c, "norm_backward_weight", "%s", what);
+        }
+}
+
 static void check_losses(selftest *c, round_stats *st)
 {
     static const int64_t ls_shapes[2][2] = {{6, 10}, {5, 300}};
@@ -1093,6 +1167,8 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_unscale(c, st);
     check_optimizers(c);
     check_exact_counts(c, st);
+    /* normalization and pooling */
+    check_norm(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

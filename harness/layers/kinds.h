@@ -13,6 +13,8 @@ typedef enum layer_kind {
     LAYER_RELU,
     LAYER_CONV2D,
     LAYER_FLATTEN,
+    /* normalization and pooling */
+    LAYER_LAYER_NORM,
     LAYER_KIND_COUNT
 } layer_kind;
 

@@ -105,7 +105,10 @@ int64_t size_add(int64_t a, int64_t b);
 typedef enum param_init {
     /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)): kaiming_uniform_(a=sqrt(5)) for nn.Linear's and
      * nn.Conv2d's weight, and their bias's init */
-    PARAM_INIT_UNIFORM_FAN_IN
+    PARAM_INIT_UNIFORM_FAN_IN,
+    /* normalization */
+    PARAM_INIT_ONES, /* init.ones_: a norm's weight */
+    PARAM_INIT_ZEROS /* init.zeros_: a norm's bias */
 } param_init;
 
 typedef struct layer_param {
@@ -152,6 +155,8 @@ typedef struct loss_def {
 
 /* The kinds' definitions (each in its layers/<kind>.c). */
 extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
+/* normalization and pooling */
+extern const layer_def layer_norm_def;
 extern const loss_def cross_entropy_def, mse_def;
 
 /* ---- the registry ---- */

@@ -14,6 +14,8 @@ static const layer_def *const layer_defs[] = {
     [LAYER_RELU] = &relu_def,
     [LAYER_CONV2D] = &conv2d_def,
     [LAYER_FLATTEN] = &flatten_def,
+    /* normalization and pooling */
+    [LAYER_LAYER_NORM] = &layer_norm_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
