@@ -165,6 +165,10 @@ static const ref_config ref_configs[] = {
     {"layer_norm-f16-autocast", NORM_CENTERED, 0, DTYPE_FLOAT16, DTYPE_FLOAT32},
     {"layer_norm-f16-half", NORM_CENTERED, 0, DTYPE_FLOAT16, DTYPE_FLOAT16},
     {"layer_norm-bf16-half", NORM_CENTERED, 0, DTYPE_BFLOAT16, DTYPE_BFLOAT16},
+    {"group_norm-f32-2x6x4x5", NORM_FUSED, 3, DTYPE_FLOAT32, DTYPE_FLOAT32},
+    {"group_norm-f32-3x4x7", NORM_FUSED, 2, DTYPE_FLOAT32, DTYPE_FLOAT32},
+    {"group_norm-f32-4x6", NORM_FUSED, 2, DTYPE_FLOAT32, DTYPE_FLOAT32},
+    {"group_norm-f16-autocast", NORM_FUSED, 4, DTYPE_FLOAT16, DTYPE_FLOAT32},
 };
 
 static npy_array ref_read(const char *cfg, const char *t)
@@ -306,7 +310,7 @@ Test(norm, layer_norm_eps_option)
     rm_rf(tmp_dir);
 }
 
-Test(norm, layer_norm_shape_is_checked)
+Test(norm, shapes_are_checked)
 {
     make_temp_dir(tmp_dir, sizeof tmp_dir);
     case_config *cfg = calloc(1, sizeof *cfg);
@@ -320,6 +324,29 @@ Test(norm, layer_norm_shape_is_checked)
     cr_expect_not_null(strstr(errs.msgs[0], "layer_norm 8 normalizes a last dim of 8"), "%s",
                        errs.msgs[0]);
     err_list_free(&errs);
+    /* group_norm: channels first, divisible into the groups */
+    cr_assert_eq(case_load(write_case("[model]\nc = conv2d 3 -> 8 kernel=3\ngn = group_norm 4 8\n"
+                                      "[data]\nbatch = 2\nshape = 3x8x8\ntarget = randn\n[train]\nloss = mse\n"),
+                           NULL, 0, cfg, &errs),
+                 0);
+    cr_expect(cfg->layers[1].opt_int[0] == 4 && cfg->layers[1].in == 8);
+    cr_expect_eq(cfg->layers[1].out_ndim, 3);
+    static const char *const bad[][2] = {
+        {"gn = group_norm 3 8", "t.case:3: gn = group_norm 3 8: num_channels must be divisible "
+                                "by num_groups"},
+        {"gn = group_norm 2 6", "t.case:3: gn = group_norm 2 6: input has shape 8x6x6; "
+                                "group_norm needs 6 channels first"},
+        {"gn = group_norm 0 8", "t.case:3: bad number '0' for num_groups"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "[model]\nc = conv2d 3 -> 8 kernel=3\n%s\n"
+                 "[data]\nbatch = 2\nshape = 3x8x8\ntarget = randn\n[train]\nloss = mse\n", bad[i][0]);
+        err_list_free(&errs);
+        cr_assert_gt(case_load(write_case(text), NULL, 0, cfg, &errs), 0, "%s", bad[i][0]);
+        cr_expect_not_null(strstr(errs.msgs[0], bad[i][1]), "%s: got %s", bad[i][0], errs.msgs[0]);
+    }
+    err_list_free(&errs);
     free(cfg);
     rm_rf(tmp_dir);
 }
@@ -328,7 +355,8 @@ Test(norm, layer_norm_shape_is_checked)
 
 Test(norm, cases_hold_their_expectations)
 {
-    static const char *const cases[] = {"tests/cases/small-layer-norm.case"};
+    static const char *const cases[] = {"tests/cases/small-layer-norm.case",
+                                        "tests/cases/small-group-norm.case"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[64];
         make_temp_dir(out, sizeof out);

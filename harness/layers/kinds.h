@@ -15,6 +15,7 @@ typedef enum layer_kind {
     LAYER_FLATTEN,
     /* normalization and pooling */
     LAYER_LAYER_NORM,
+    LAYER_GROUP_NORM,
     LAYER_KIND_COUNT
 } layer_kind;
 

@@ -156,7 +156,7 @@ typedef struct loss_def {
 /* The kinds' definitions (each in its layers/<kind>.c). */
 extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
 /* normalization and pooling */
-extern const layer_def layer_norm_def;
+extern const layer_def layer_norm_def, group_norm_def;
 extern const loss_def cross_entropy_def, mse_def;
 
 /* ---- the registry ---- */

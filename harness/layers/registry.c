@@ -16,6 +16,7 @@ static const layer_def *const layer_defs[] = {
     [LAYER_FLATTEN] = &flatten_def,
     /* normalization and pooling */
     [LAYER_LAYER_NORM] = &layer_norm_def,
+    [LAYER_GROUP_NORM] = &group_norm_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");

@@ -19,7 +19,9 @@ group_norm_kernel.cu: float32 opmath from the half values, each output rounded o
 half dtype), by running the op in float32 on the half values and rounding y, dx, dw and db
 once. PyTorch's CPU kernels round differently there (their half backward differs by up to
 a few half ulps: CPU accumulates dgamma and dbeta through half partial sums), so they are
-not the reference.
+not the reference. group_norm has no half-model configuration: its CUDA kernel stores mean
+and rstd in the half dtype and computes the output from those rounded values, which no
+PyTorch CPU run reproduces.
 """
 import os
 
@@ -36,6 +38,10 @@ CONFIGS = [
     ("layer_norm-f16-autocast", "layer_norm", (4, 24), 0, torch.float16, torch.float32, 3),
     ("layer_norm-f16-half", "layer_norm", (4, 24), 0, torch.float16, torch.float16, 4),
     ("layer_norm-bf16-half", "layer_norm", (3, 40), 0, torch.bfloat16, torch.bfloat16, 5),
+    ("group_norm-f32-2x6x4x5", "group_norm", (2, 6, 4, 5), 3, torch.float32, torch.float32, 6),
+    ("group_norm-f32-3x4x7", "group_norm", (3, 4, 7), 2, torch.float32, torch.float32, 7),
+    ("group_norm-f32-4x6", "group_norm", (4, 6), 2, torch.float32, torch.float32, 8),
+    ("group_norm-f16-autocast", "group_norm", (2, 8, 3, 3), 4, torch.float16, torch.float32, 9),
 ]
 
 
