@@ -175,7 +175,28 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* dw[c] = sum of dy * xhat over n and inner (db is channel_sum) */                       \
     X(norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,                \
                              const tensor *x, const tensor *mean, const tensor *rstd,          \
-                             tensor *dw, round_stats *st))
+                             tensor *dw, round_stats *st))                                     \
+    /* batch_norm in training mode, x [N, C, HW] as g = {N, C, 1, HW}: each channel's mean   \
+     * and invstd = 1 / sqrt(biased var + eps) over N and HW (float32 Welford sums, stored in  \
+     * their tensors' dtype), and the running stats updated in place, r = (1 - momentum) r +  \
+     * momentum s with the unbiased variance, rounded into their dtype (counted in st_mean,   \
+     * st_var) */                                                                              \
+    X(batch_norm_stats, (backend *be, const norm_geom *g, const tensor *x, float momentum,     \
+                         tensor *mean, tensor *invstd, tensor *running_mean,                   \
+                         tensor *running_var, round_stats *st_mean, round_stats *st_var))      \
+    /* y = w * (x - mean) * invstd + b per channel; w and b may be NULL */                    \
+    X(batch_norm_forward, (backend *be, const norm_geom *g, const tensor *x, const tensor *mean, \
+                           const tensor *invstd, const tensor *w, const tensor *b, tensor *y,  \
+                           round_stats *st))                                                   \
+    /* dx = (dy - sum(dy) / M - (x - mean) * sum(dy (x - mean)) / M * invstd^2) * invstd * w  \
+     * per channel, M = N * HW; w may be NULL */                                               \
+    X(batch_norm_backward_input, (backend *be, const norm_geom *g, const tensor *dy,           \
+                                  const tensor *x, const tensor *mean, const tensor *invstd,   \
+                                  const tensor *w, tensor *dx, round_stats *st))               \
+    /* dw[c] = sum(dy (x - mean)) * invstd (db is channel_sum) */                             \
+    X(batch_norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,          \
+                                   const tensor *x, const tensor *mean, const tensor *invstd,  \
+                                   tensor *dw, round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {

@@ -683,6 +683,94 @@ static void check_norm(selftest *c, round_stats *st)
         }
 }
 
+/* batch_norm's ops over [N, C, HW], with the input, parameter and running-stat dtypes of
+ * each path _select_batch_norm_backend takes (one dtype, or a half input with float32) */
+static void check_batch_norm(selftest *c, round_stats *st)
+{
+    static const norm_geom geoms[] = {
+        {4, 3, 1, 25, 1e-5f, NORM_CENTERED},
+        {2, 16, 1, 700, 1e-5f, NORM_CENTERED}, /* channels longer than a block */
+    };
+    static const dtype pairs[][2] = {
+        {DTYPE_FLOAT32, DTYPE_FLOAT32},   {DTYPE_FLOAT16, DTYPE_FLOAT16},
+        {DTYPE_BFLOAT16, DTYPE_BFLOAT16}, {DTYPE_FLOAT16, DTYPE_FLOAT32},
+        {DTYPE_BFLOAT16, DTYPE_FLOAT32},
+    };
+    for (size_t k = 0; k < sizeof geoms / sizeof geoms[0]; k++)
+        for (size_t a = 0; a < sizeof pairs / sizeof pairs[0]; a++) {
+            const norm_geom *g = &geoms[k];
+            dtype dt = pairs[a][0], pt = pairs[a][1];
+            int64_t n = g->n * g->groups * g->inner, ch = g->groups;
+            char what[96];
+            snprintf(what, sizeof what, "x %s, w %s [%lld, %lld, %lld]", dtype_name(dt),
+                     dtype_name(pt), (long long)g->n, (long long)g->groups, (long long)g->inner);
+            float *v = gen(c, ch, GEN_NORMAL, 1.0f);
+            for (int64_t i = 0; v && i < ch; i++)
+                v[i] = 0.5f + fabsf(v[i]);
+            pair x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            pair rm = make_random(c, "running_mean", pt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair rv = make(c, "running_var", pt, 1, &ch, v);
+            free(v);
+            pair mean = make(c, "mean", DTYPE_FLOAT32, 1, &ch, NULL);
+            pair invstd = make(c, "invstd", DTYPE_FLOAT32, 1, &ch, NULL);
+            round_stats sv[2];
+            stats_init2(st);
+            stats_init2(sv);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_stats(c->s[i].be, g, x.t[i], 0.1f, mean.t[i],
+                                                   invstd.t[i], rm.t[i], rv.t[i], &st[i], &sv[i]));
+            compare(c, "mean", mean, NULL, CLOSE);
+            compare(c, "invstd", invstd, NULL, CLOSE);
+            compare(c, "running_mean", rm, st, CLOSE);
+            compare(c, "running_var", rv, sv, CLOSE);
+            report(c, "batch_norm_stats", "%s", what);
+
+            x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            mean = make_random(c, "mean", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            invstd = make_random(c, "invstd", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            pair w = make_random(c, "w", pt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair b = make_random(c, "b", pt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair y = make(c, "y", dt, 1, &n, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_forward(c->s[i].be, g, x.t[i], mean.t[i],
+                                                     invstd.t[i], w.t[i], b.t[i], y.t[i], &st[i]));
+            compare(c, "y", y, st, EXACT);
+            report(c, "batch_norm_forward", "%s", what);
+
+            x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            mean = make_random(c, "mean", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            invstd = make_random(c, "invstd", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            w = make_random(c, "w", pt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
+            pair dx = make(c, "dx", dt, 1, &n, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_backward_input(c->s[i].be, g, dy.t[i], x.t[i],
+                                                            mean.t[i], invstd.t[i], w.t[i],
+                                                            dx.t[i], &st[i]));
+            compare(c, "dx", dx, st, CLOSE);
+            report(c, "batch_norm_backward_input", "%s", what);
+
+            x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            mean = make_random(c, "mean", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            invstd = make_random(c, "invstd", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
+            pair dw = make(c, "dw", pt, 1, &ch, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_backward_weight(c->s[i].be, g, dy.t[i], x.t[i],
+                                                             mean.t[i], invstd.t[i], dw.t[i],
+                                                             &st[i]));
+            compare(c, "dw", dw, st, CLOSE);
+            report(c, "batch_norm_backward_weight", "%s", what);
+        }
+}
+
 static void check_losses(selftest *c, round_stats *st)
 {
     static const int64_t ls_shapes[2][2] = {{6, 10}, {5, 300}};
@@ -1169,6 +1257,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_exact_counts(c, st);
     /* normalization and pooling */
     check_norm(c, st);
+    check_batch_norm(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

@@ -215,3 +215,192 @@ int cuda_norm_backward_weight(backend *be, const norm_geom *g, const tensor *dy,
     launch_store(be, norm_weight_grad_op{a}, dw, st);
     return 0;
 }
+
+/* ---- batch_norm: statistics per channel over N and HW (g = {N, C, 1, HW}), one block
+ * per channel for the statistics and the backward's sums ---- */
+struct bn_args {
+    norm_geom g;
+    const void *x, *dy, *mean, *invstd, *w, *b;
+    dtype x_dt, dy_dt, mean_dt, invstd_dt, w_dt, b_dt, out_dt;
+    void *out;
+};
+
+static __device__ inline int64_t bn_at(const norm_geom &g, int64_t n, int64_t ch, int64_t i)
+{
+    return (n * g.groups + ch) * g.inner + i;
+}
+
+/* mean and invstd into their tensors; the running stats' new values (float32) into rm, rv */
+__global__ void bn_stats_kernel(norm_geom g, const void *x, dtype x_dt, float momentum,
+                                void *mean, dtype mean_dt, void *invstd, dtype invstd_dt,
+                                const void *run_mean, const void *run_var, dtype run_dt,
+                                float *rm, float *rv)
+{
+    int64_t count = g.n * g.inner;
+    for (int64_t ch = blockIdx.x; ch < g.groups; ch += gridDim.x) {
+        welford s{0.0f, 0.0f, 0.0f};
+        for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+            float v = load_as_float(x, x_dt, bn_at(g, j / g.inner, ch, j % g.inner));
+            s.n += 1.0f;
+            float d = v - s.mean;
+            s.mean += d / s.n;
+            s.m2 += d * (v - s.mean);
+        }
+        s = block_welford(s);
+        if (threadIdx.x == 0) {
+            float var = s.m2 / (float)count, unbiased = s.m2 / (float)(count - 1);
+            store_from_float(mean, mean_dt, ch, s.mean);
+            store_from_float(invstd, invstd_dt, ch, 1.0f / sqrtf(var + g.eps));
+            rm[ch] = momentum * s.mean + (1.0f - momentum) * load_as_float(run_mean, run_dt, ch);
+            rv[ch] = momentum * unbiased + (1.0f - momentum) * load_as_float(run_var, run_dt, ch);
+        }
+    }
+}
+
+int cuda_batch_norm_stats(backend *be, const norm_geom *g, const tensor *x, float momentum,
+                          tensor *mean, tensor *invstd, tensor *running_mean,
+                          tensor *running_var, round_stats *st_mean, round_stats *st_var)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    int64_t bytes = 2 * g->groups * (int64_t)sizeof(float);
+    float *rm = (float *)cuda_scratch_alloc(be, bytes);
+    if (!rm)
+        return -1;
+    float *rv = rm + g->groups;
+    bn_stats_kernel<<<row_blocks(c, g->groups), CUDA_THREADS, 0, c->stream>>>(
+        *g, x->data, x->dtype, momentum, mean->data, mean->dtype, invstd->data, invstd->dtype,
+        running_mean->data, running_var->data, running_mean->dtype, rm, rv);
+    LAUNCH_CHECK();
+    /* the running stats rounded in place from the new values: one counted store each */
+    launch_store(be, f32_op{rm}, running_mean, st_mean);
+    launch_store(be, f32_op{rv}, running_var, st_var);
+    cuda_scratch_free(be, rm, bytes);
+    return 0;
+}
+
+struct bn_forward_op {
+    bn_args a;
+    __device__ float operator()(int64_t i) const
+    {
+        int64_t ch = i / a.g.inner % a.g.groups;
+        float m = load_as_float(a.mean, a.mean_dt, ch), is = load_as_float(a.invstd, a.invstd_dt, ch);
+        float w = weight_at(a.w, a.w_dt, ch), b = a.b ? load_as_float(a.b, a.b_dt, ch) : 0.0f;
+        return w * (load_as_float(a.x, a.x_dt, i) - m) * is + b;
+    }
+};
+
+int cuda_batch_norm_forward(backend *be, const norm_geom *g, const tensor *x, const tensor *mean,
+                            const tensor *invstd, const tensor *w, const tensor *b, tensor *y,
+                            round_stats *st)
+{
+    bn_args a = {};
+    a.g = *g;
+    a.x = x->data, a.x_dt = x->dtype;
+    a.mean = mean->data, a.mean_dt = mean->dtype;
+    a.invstd = invstd->data, a.invstd_dt = invstd->dtype;
+    a.w = w ? w->data : NULL, a.w_dt = w ? w->dtype : x->dtype;
+    a.b = b ? b->data : NULL, a.b_dt = b ? b->dtype : x->dtype;
+    launch_store(be, bn_forward_op{a}, y, st);
+    return 0;
+}
+
+/* per channel: sum(dy) into sums[ch], sum(dy (x - mean)) into sums[C + ch] */
+__global__ void bn_sums_kernel(bn_args a, float *sums)
+{
+    const norm_geom &g = a.g;
+    int64_t count = g.n * g.inner;
+    for (int64_t ch = blockIdx.x; ch < g.groups; ch += gridDim.x) {
+        float m = load_as_float(a.mean, a.mean_dt, ch), s = 0.0f, d = 0.0f;
+        for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+            int64_t at = bn_at(g, j / g.inner, ch, j % g.inner);
+            float v = load_as_float(a.dy, a.dy_dt, at);
+            s += v;
+            d += v * (load_as_float(a.x, a.x_dt, at) - m);
+        }
+        s = block_reduce(s, sum_op());
+        d = block_reduce(d, sum_op());
+        if (threadIdx.x == 0) {
+            sums[ch] = s;
+            sums[g.groups + ch] = d;
+        }
+    }
+}
+
+static float *bn_sums(backend *be, const bn_args &a, int64_t *bytes)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    *bytes = 2 * a.g.groups * (int64_t)sizeof(float);
+    float *sums = (float *)cuda_scratch_alloc(be, *bytes);
+    if (!sums)
+        return NULL;
+    bn_sums_kernel<<<row_blocks(c, a.g.groups), CUDA_THREADS, 0, c->stream>>>(a, sums);
+    LAUNCH_CHECK();
+    return sums;
+}
+
+/* batch_norm_backward_kernel's form: (dy - proj - grad_mean) * grad_scale */
+struct bn_grad_input_op {
+    bn_args a;
+    const float *sums;
+    __device__ float operator()(int64_t i) const
+    {
+        int64_t ch = i / a.g.inner % a.g.groups;
+        float count = (float)(a.g.n * a.g.inner);
+        float m = load_as_float(a.mean, a.mean_dt, ch), is = load_as_float(a.invstd, a.invstd_dt, ch);
+        float grad_mean = sums[ch] / count, proj_scale = sums[a.g.groups + ch] / count * is * is;
+        float grad_scale = is * weight_at(a.w, a.w_dt, ch);
+        float proj = (load_as_float(a.x, a.x_dt, i) - m) * proj_scale;
+        return (load_as_float(a.dy, a.dy_dt, i) - proj - grad_mean) * grad_scale;
+    }
+};
+
+struct bn_grad_weight_op {
+    const float *dot;
+    const void *invstd;
+    dtype invstd_dt;
+    __device__ float operator()(int64_t ch) const
+    {
+        return dot[ch] * load_as_float(invstd, invstd_dt, ch);
+    }
+};
+
+static bn_args bn_grad_args(const norm_geom *g, const tensor *dy, const tensor *x,
+                            const tensor *mean, const tensor *invstd, const tensor *w)
+{
+    bn_args a = {};
+    a.g = *g;
+    a.x = x->data, a.x_dt = x->dtype;
+    a.dy = dy->data, a.dy_dt = dy->dtype;
+    a.mean = mean->data, a.mean_dt = mean->dtype;
+    a.invstd = invstd->data, a.invstd_dt = invstd->dtype;
+    a.w = w ? w->data : NULL, a.w_dt = w ? w->dtype : x->dtype;
+    return a;
+}
+
+int cuda_batch_norm_backward_input(backend *be, const norm_geom *g, const tensor *dy,
+                                   const tensor *x, const tensor *mean, const tensor *invstd,
+                                   const tensor *w, tensor *dx, round_stats *st)
+{
+    bn_args a = bn_grad_args(g, dy, x, mean, invstd, w);
+    int64_t bytes;
+    float *sums = bn_sums(be, a, &bytes);
+    if (!sums)
+        return -1;
+    launch_store(be, bn_grad_input_op{a, sums}, dx, st);
+    cuda_scratch_free(be, sums, bytes);
+    return 0;
+}
+
+int cuda_batch_norm_backward_weight(backend *be, const norm_geom *g, const tensor *dy,
+                                    const tensor *x, const tensor *mean, const tensor *invstd,
+                                    tensor *dw, round_stats *st)
+{
+    bn_args a = bn_grad_args(g, dy, x, mean, invstd, NULL);
+    int64_t bytes;
+    float *sums = bn_sums(be, a, &bytes);
+    if (!sums)
+        return -1;
+    launch_store(be, bn_grad_weight_op{sums + g->groups, invstd->data, invstd->dtype}, dw, st);
+    cuda_scratch_free(be, sums, bytes);
+    return 0;
+}

@@ -1,5 +1,6 @@
 /*
- * test_norm.c: the normalization kinds (layer_norm, group_norm) on the CPU backend:
+ * test_norm.c: the normalization kinds (layer_norm, group_norm, batch_norm2d) on the CPU
+ * backend:
  *  - their backward ops against central finite differences of an independent float64
  *    forward written here, at several layouts (L = sum(R * y), so dL/dy = R);
  *  - their forward and backward against PyTorch's values (tests/references/norm/, written
@@ -150,6 +151,130 @@ Test(norm, group_norm_backward_matches_finite_differences)
     check_fd(&(fd_layout){{2, 4, 1, 9, 1e-5f, NORM_FUSED}, false, false}, 8);
 }
 
+/* ---- batch_norm: statistics per channel over N and HW ---- */
+
+typedef struct bn_layout {
+    int64_t n, c, hw;
+} bn_layout;
+
+/* L = sum(R * y) of y = (x - mean_c) / sqrt(var_c + eps) * w[c] + b[c], in float64 */
+static double bn_loss(const bn_layout *f, const double *x, const double *w, const double *b,
+                      const float *r, double *y_out)
+{
+    double L = 0, count = (double)(f->n * f->hw);
+    for (int64_t c = 0; c < f->c; c++) {
+        double m = 0, v = 0;
+        for (int64_t n = 0; n < f->n; n++)
+            for (int64_t i = 0; i < f->hw; i++)
+                m += x[(n * f->c + c) * f->hw + i];
+        m /= count;
+        for (int64_t n = 0; n < f->n; n++)
+            for (int64_t i = 0; i < f->hw; i++) {
+                double d = x[(n * f->c + c) * f->hw + i] - m;
+                v += d * d;
+            }
+        v /= count;
+        for (int64_t n = 0; n < f->n; n++)
+            for (int64_t i = 0; i < f->hw; i++) {
+                int64_t at = (n * f->c + c) * f->hw + i;
+                double y = (x[at] - m) / sqrt(v + 1e-5) * w[c] + b[c];
+                if (y_out)
+                    y_out[at] = y;
+                L += r[at] * y;
+            }
+    }
+    return L;
+}
+
+static void bn_fd(const bn_layout *f, double *v, int64_t n, double *x, double *w, double *b,
+                  const float *r, double *out)
+{
+    for (int64_t j = 0; j < n; j++) {
+        double keep = v[j];
+        v[j] = keep + FD_H;
+        double up = bn_loss(f, x, w, b, r, NULL);
+        v[j] = keep - FD_H;
+        double down = bn_loss(f, x, w, b, r, NULL);
+        v[j] = keep;
+        out[j] = (up - down) / (2 * FD_H);
+    }
+}
+
+static void check_bn_fd(const bn_layout *f, uint64_t seed)
+{
+    int64_t n = f->n * f->c * f->hw;
+    cr_assert_leq(n, MAXN);
+    rng gen;
+    rng_seed(&gen, seed);
+    static float xf[MAXN], wf[MAXN], bf[MAXN], rf[MAXN], rmf[MAXN], rvf[MAXN];
+    static double x[MAXN], w[MAXN], b[MAXN], want[MAXN];
+    for (int64_t i = 0; i < n; i++) {
+        xf[i] = (float)(2 * rng_normal(&gen) - 0.4), rf[i] = (float)rng_normal(&gen);
+        x[i] = xf[i];
+    }
+    for (int64_t c = 0; c < f->c; c++) {
+        wf[c] = (float)(1 + 0.5 * rng_normal(&gen)), bf[c] = (float)(0.5 * rng_normal(&gen));
+        w[c] = wf[c], b[c] = bf[c];
+        rmf[c] = (float)(0.1 * c), rvf[c] = (float)(1 + 0.25 * c);
+    }
+    norm_geom g = {f->n, f->c, 1, f->hw, 1e-5f, NORM_CENTERED};
+    test_env e;
+    env_open(&e);
+    int64_t xs[1] = {n}, cs[1] = {f->c};
+    tensor *tx = env_tensor(&e, "x", DTYPE_FLOAT32, 1, xs, xf);
+    tensor *tw = env_tensor(&e, "w", DTYPE_FLOAT32, 1, cs, wf);
+    tensor *tb = env_tensor(&e, "b", DTYPE_FLOAT32, 1, cs, bf);
+    tensor *dy = env_tensor(&e, "dy", DTYPE_FLOAT32, 1, xs, rf);
+    tensor *rm = env_tensor(&e, "rm", DTYPE_FLOAT32, 1, cs, rmf);
+    tensor *rv = env_tensor(&e, "rv", DTYPE_FLOAT32, 1, cs, rvf);
+    tensor *mean = env_zeros(&e, "mean", DTYPE_FLOAT32, 1, cs);
+    tensor *invstd = env_zeros(&e, "invstd", DTYPE_FLOAT32, 1, cs);
+    tensor *y = env_zeros(&e, "y", DTYPE_FLOAT32, 1, xs);
+    cr_assert_eq(e.be->batch_norm_stats(e.be, &g, tx, 0.1f, mean, invstd, rm, rv, NULL, NULL), 0);
+    cr_assert_eq(e.be->batch_norm_forward(e.be, &g, tx, mean, invstd, tw, tb, y, NULL), 0);
+    bn_loss(f, x, w, b, rf, want);
+    expect_near("y", y, want, 1e-5, 1e-5);
+    /* running stats: 0.9 r + 0.1 s, with the unbiased variance */
+    double count = (double)(f->n * f->hw);
+    for (int64_t c = 0; c < f->c; c++) {
+        double m = 0, v = 0;
+        for (int64_t s = 0; s < f->n; s++)
+            for (int64_t i = 0; i < f->hw; i++)
+                m += x[(s * f->c + c) * f->hw + i];
+        m /= count;
+        for (int64_t s = 0; s < f->n; s++)
+            for (int64_t i = 0; i < f->hw; i++)
+                v += pow(x[(s * f->c + c) * f->hw + i] - m, 2);
+        double want_m = 0.9 * rmf[c] + 0.1 * m, want_v = 0.9 * rvf[c] + 0.1 * v / (count - 1);
+        cr_expect(fabs(tensor_at(rm, c) - want_m) <= 1e-5 * (1 + fabs(want_m)), "running_mean[%lld]",
+                  (long long)c);
+        cr_expect(fabs(tensor_at(rv, c) - want_v) <= 1e-5 * (1 + fabs(want_v)), "running_var[%lld]",
+                  (long long)c);
+    }
+    tensor *dx = env_zeros(&e, "dx", DTYPE_FLOAT32, 1, xs);
+    tensor *dw = env_zeros(&e, "dw", DTYPE_FLOAT32, 1, cs);
+    tensor *db = env_zeros(&e, "db", DTYPE_FLOAT32, 1, cs);
+    cr_assert_eq(e.be->batch_norm_backward_input(e.be, &g, dy, tx, mean, invstd, tw, dx, NULL), 0);
+    cr_assert_eq(e.be->batch_norm_backward_weight(e.be, &g, dy, tx, mean, invstd, dw, NULL), 0);
+    cr_assert_eq(e.be->channel_sum(e.be, dy, f->n, f->hw, db, NULL), 0);
+    bn_fd(f, x, n, x, w, b, rf, want);
+    expect_near("dx", dx, want, 2e-4, 2e-5);
+    bn_fd(f, w, f->c, x, w, b, rf, want);
+    expect_near("dw", dw, want, 1e-4, 1e-5);
+    bn_fd(f, b, f->c, x, w, b, rf, want);
+    expect_near("db", db, want, 1e-4, 1e-5);
+    env_close(&e);
+}
+
+Test(norm, batch_norm_backward_matches_finite_differences)
+{
+    /* [N, C, HW]: 4 x 3 x 6, 2 x 5 x 1 (HW 1: N values per channel), 1 x 2 x 30, 3 x 4 x 9 */
+    check_bn_fd(&(bn_layout){4, 3, 6}, 9);
+    check_bn_fd(&(bn_layout){2, 5, 1}, 10);
+    check_bn_fd(&(bn_layout){1, 2, 30}, 11);
+    check_bn_fd(&(bn_layout){3, 4, 9}, 12);
+}
+
 /* ---- PyTorch's values ---- */
 
 typedef struct ref_config {
@@ -169,6 +294,20 @@ static const ref_config ref_configs[] = {
     {"group_norm-f32-3x4x7", NORM_FUSED, 2, DTYPE_FLOAT32, DTYPE_FLOAT32},
     {"group_norm-f32-4x6", NORM_FUSED, 2, DTYPE_FLOAT32, DTYPE_FLOAT32},
     {"group_norm-f16-autocast", NORM_FUSED, 4, DTYPE_FLOAT16, DTYPE_FLOAT32},
+};
+
+/* batch_norm's: the input's dtype, the parameters' and running stats' */
+typedef struct bn_ref_config {
+    const char *name;
+    dtype x, par;
+} bn_ref_config;
+
+static const bn_ref_config bn_ref_configs[] = {
+    {"batch_norm-f32-4x3x5x5", DTYPE_FLOAT32, DTYPE_FLOAT32},
+    {"batch_norm-f32-2x6x3x7", DTYPE_FLOAT32, DTYPE_FLOAT32},
+    {"batch_norm-f16-mixed", DTYPE_FLOAT16, DTYPE_FLOAT32},
+    {"batch_norm-f16-half", DTYPE_FLOAT16, DTYPE_FLOAT16},
+    {"batch_norm-bf16-half", DTYPE_BFLOAT16, DTYPE_BFLOAT16},
 };
 
 static npy_array ref_read(const char *cfg, const char *t)
@@ -246,6 +385,41 @@ Test(norm, values_match_pytorch)
         cr_assert_eq(e.be->norm_backward_weight(e.be, &g, dy, xr, mean, rstd, dw, NULL), 0);
         cr_assert_eq(e.be->channel_sum(e.be, dy, g.n, g.inner, db, NULL), 0);
         expect_ref(rc->name, "y", y);
+        expect_ref(rc->name, "dx", dx);
+        expect_ref(rc->name, "dw", dw);
+        expect_ref(rc->name, "db", db);
+        env_close(&e);
+    }
+}
+
+Test(norm, batch_norm_values_match_pytorch)
+{
+    for (size_t k = 0; k < sizeof bn_ref_configs / sizeof bn_ref_configs[0]; k++) {
+        const bn_ref_config *rc = &bn_ref_configs[k];
+        test_env e;
+        env_open(&e);
+        tensor *x = ref_tensor(&e, rc->name, "x", rc->x);
+        tensor *w = ref_tensor(&e, rc->name, "w", rc->par);
+        tensor *b = ref_tensor(&e, rc->name, "b", rc->par);
+        tensor *dy = ref_tensor(&e, rc->name, "dy", rc->x);
+        tensor *rm = ref_tensor(&e, rc->name, "rm0", rc->par);
+        tensor *rv = ref_tensor(&e, rc->name, "rv0", rc->par);
+        norm_geom g = {x->shape[0], x->shape[1], 1, x->shape[2] * x->shape[3], 1e-5f,
+                       NORM_CENTERED};
+        tensor *mean = env_zeros(&e, "mean", DTYPE_FLOAT32, 1, &g.groups);
+        tensor *invstd = env_zeros(&e, "invstd", DTYPE_FLOAT32, 1, &g.groups);
+        tensor *y = env_zeros(&e, "y", rc->x, x->ndim, x->shape);
+        tensor *dx = env_zeros(&e, "dx", rc->x, x->ndim, x->shape);
+        tensor *dw = env_zeros(&e, "dw", rc->par, 1, &g.groups);
+        tensor *db = env_zeros(&e, "db", rc->par, 1, &g.groups);
+        cr_assert_eq(e.be->batch_norm_stats(e.be, &g, x, 0.1f, mean, invstd, rm, rv, NULL, NULL), 0);
+        cr_assert_eq(e.be->batch_norm_forward(e.be, &g, x, mean, invstd, w, b, y, NULL), 0);
+        cr_assert_eq(e.be->batch_norm_backward_input(e.be, &g, dy, x, mean, invstd, w, dx, NULL), 0);
+        cr_assert_eq(e.be->batch_norm_backward_weight(e.be, &g, dy, x, mean, invstd, dw, NULL), 0);
+        cr_assert_eq(e.be->channel_sum(e.be, dy, g.n, g.inner, db, NULL), 0);
+        expect_ref(rc->name, "y", y);
+        expect_ref(rc->name, "rm", rm);
+        expect_ref(rc->name, "rv", rv);
         expect_ref(rc->name, "dx", dx);
         expect_ref(rc->name, "dw", dw);
         expect_ref(rc->name, "db", db);
@@ -356,7 +530,8 @@ Test(norm, shapes_are_checked)
 Test(norm, cases_hold_their_expectations)
 {
     static const char *const cases[] = {"tests/cases/small-layer-norm.case",
-                                        "tests/cases/small-group-norm.case"};
+                                        "tests/cases/small-group-norm.case",
+                                        "tests/cases/small-batch-norm.case"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[64];
         make_temp_dir(out, sizeof out);

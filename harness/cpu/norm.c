@@ -1,7 +1,8 @@
 /*
- * norm.c: layer_norm's and group_norm's forward and backward on the CPU (twin of
- * kernels/norm.cu), over x viewed as [n, groups, cpg, inner] (backend.h's norm_geom). One
- * row is one (n, group): its cpg * inner values share a mean and an rstd.
+ * norm.c: the normalizations' forward and backward on the CPU (twin of kernels/norm.cu):
+ * layer_norm's and group_norm's over x viewed as [n, groups, cpg, inner] (backend.h's
+ * norm_geom; one row is one (n, group): its cpg * inner values share a mean and an rstd),
+ * and batch_norm's (at the end), whose statistics are per channel over N and HW.
  *
  * As PyTorch's CUDA kernels (aten/src/ATen/native/cuda/layer_norm_kernel.cu,
  * group_norm_kernel.cu): the statistics are float32 Welford sums over the row (the biased
@@ -167,4 +168,172 @@ int cpu_norm_backward_weight(backend *be, const norm_geom *g, const tensor *dy, 
     cpu_store(sums, dw->data, dw->dtype, 0, channels, st);
     cpu_scratch_free(be, sums, channels);
     return 0;
+}
+
+/* ---- batch_norm: statistics per channel over N and HW (g = {N, C, 1, HW}) ---- */
+/* As PyTorch's native CUDA kernels (aten/src/ATen/native/cuda/Normalization.cuh:
+ * batch_norm_collect_statistics_kernel, batch_norm_transform_input_kernel,
+ * batch_norm_backward_kernel) with float32 accumulation; cuDNN, which PyTorch picks for
+ * float32 and for float16 input with float32 parameters, computes the same quantities in
+ * its own order. */
+
+/* element i of channel ch's values: n-th sample, i-th position */
+static inline int64_t bn_at(const norm_geom *g, int64_t n, int64_t ch, int64_t i)
+{
+    return (n * g->groups + ch) * g->inner + i;
+}
+
+int cpu_batch_norm_stats(backend *be, const norm_geom *g, const tensor *x, float momentum,
+                         tensor *mean, tensor *invstd, tensor *running_mean, tensor *running_var,
+                         round_stats *st_mean, round_stats *st_var)
+{
+    int64_t channels = g->groups, count = g->n * g->inner;
+    float *rm = cpu_scratch(be, channels), *rv = cpu_scratch(be, channels);
+    int rc = rm && rv ? 0 : -1;
+    if (rc == 0) {
+#pragma omp parallel for schedule(static) if (count * channels >= (1 << 16))
+        for (int64_t ch = 0; ch < channels; ch++) {
+            float m = 0.0f, m2 = 0.0f, k = 0.0f;
+            for (int64_t n = 0; n < g->n; n++)
+                for (int64_t i = 0; i < g->inner; i++) {
+                    float v = load_as_float(x->data, x->dtype, bn_at(g, n, ch, i));
+                    k += 1.0f;
+                    float d = v - m;
+                    m += d / k;
+                    m2 += d * (v - m);
+                }
+            float var = m2 / (float)count, unbiased = m2 / (float)(count - 1);
+            store_from_float(mean->data, mean->dtype, ch, m);
+            store_from_float(invstd->data, invstd->dtype, ch, 1.0f / sqrtf(var + g->eps));
+            rm[ch] = momentum * m + (1.0f - momentum) * load_as_float(running_mean->data,
+                                                                      running_mean->dtype, ch);
+            rv[ch] = momentum * unbiased + (1.0f - momentum) * load_as_float(running_var->data,
+                                                                             running_var->dtype, ch);
+        }
+        cpu_store(rm, running_mean->data, running_mean->dtype, 0, channels, st_mean);
+        cpu_store(rv, running_var->data, running_var->dtype, 0, channels, st_var);
+    }
+    cpu_scratch_free(be, rv, channels);
+    cpu_scratch_free(be, rm, channels);
+    return rc;
+}
+
+typedef struct bn_ctx {
+    const norm_geom *g;
+    const tensor *x, *dy, *mean, *invstd, *w, *b;
+    tensor *out;
+} bn_ctx;
+
+/* one (n, channel) plane of HW values */
+static void bn_forward_plane(const void *p, int64_t plane, round_stats *st)
+{
+    const bn_ctx *c = p;
+    const norm_geom *g = c->g;
+    int64_t ch = plane % g->groups, base = plane * g->inner;
+    float m = load_as_float(c->mean->data, c->mean->dtype, ch);
+    float is = load_as_float(c->invstd->data, c->invstd->dtype, ch);
+    float w = weight_at(c->w, ch), b = c->b ? load_as_float(c->b->data, c->b->dtype, ch) : 0.0f;
+    float buf[CPU_CHUNK];
+    for (int64_t i0 = 0; i0 < g->inner; i0 += CPU_CHUNK) {
+        int64_t n = g->inner - i0 < CPU_CHUNK ? g->inner - i0 : CPU_CHUNK;
+        for (int64_t i = 0; i < n; i++)
+            buf[i] = w * (load_as_float(c->x->data, c->x->dtype, base + i0 + i) - m) * is + b;
+        cpu_store(buf, c->out->data, c->out->dtype, base + i0, n, st);
+    }
+}
+
+int cpu_batch_norm_forward(backend *be, const norm_geom *g, const tensor *x, const tensor *mean,
+                           const tensor *invstd, const tensor *w, const tensor *b, tensor *y,
+                           round_stats *st)
+{
+    (void)be;
+    bn_ctx c = {.g = g, .x = x, .mean = mean, .invstd = invstd, .w = w, .b = b, .out = y};
+    for_norm_rows(g->n * g->groups, g->inner, bn_forward_plane, &c, st);
+    return 0;
+}
+
+/* sum(dy) and sum(dy (x - mean)) of each channel, in float32 in (n, i) order */
+static int bn_channel_sums(backend *be, const norm_geom *g, const tensor *dy, const tensor *x,
+                           const tensor *mean, float **sum_dy, float **dot)
+{
+    int64_t channels = g->groups;
+    *sum_dy = cpu_scratch(be, channels);
+    *dot = cpu_scratch(be, channels);
+    if (!*sum_dy || !*dot)
+        return -1;
+#pragma omp parallel for schedule(static) if (g->n * g->inner * channels >= (1 << 16))
+    for (int64_t ch = 0; ch < channels; ch++) {
+        float m = load_as_float(mean->data, mean->dtype, ch), s = 0.0f, d = 0.0f;
+        for (int64_t n = 0; n < g->n; n++)
+            for (int64_t i = 0; i < g->inner; i++) {
+                int64_t at = bn_at(g, n, ch, i);
+                float v = load_as_float(dy->data, dy->dtype, at);
+                s += v;
+                d += v * (load_as_float(x->data, x->dtype, at) - m);
+            }
+        (*sum_dy)[ch] = s;
+        (*dot)[ch] = d;
+    }
+    return 0;
+}
+
+typedef struct bn_grad_ctx {
+    bn_ctx c;
+    const float *sum_dy, *dot;
+} bn_grad_ctx;
+
+static void bn_backward_plane(const void *p, int64_t plane, round_stats *st)
+{
+    const bn_grad_ctx *gc = p;
+    const bn_ctx *c = &gc->c;
+    const norm_geom *g = c->g;
+    int64_t ch = plane % g->groups, base = plane * g->inner;
+    float count = (float)(g->n * g->inner);
+    float m = load_as_float(c->mean->data, c->mean->dtype, ch);
+    float is = load_as_float(c->invstd->data, c->invstd->dtype, ch);
+    /* batch_norm_backward_kernel's grad_mean, proj_scale and grad_scale */
+    float grad_mean = gc->sum_dy[ch] / count, proj_scale = gc->dot[ch] / count * is * is;
+    float grad_scale = is * weight_at(c->w, ch), buf[CPU_CHUNK];
+    for (int64_t i0 = 0; i0 < g->inner; i0 += CPU_CHUNK) {
+        int64_t n = g->inner - i0 < CPU_CHUNK ? g->inner - i0 : CPU_CHUNK;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t at = base + i0 + i;
+            float proj = (load_as_float(c->x->data, c->x->dtype, at) - m) * proj_scale;
+            buf[i] = (load_as_float(c->dy->data, c->dy->dtype, at) - proj - grad_mean) * grad_scale;
+        }
+        cpu_store(buf, c->out->data, c->out->dtype, base + i0, n, st);
+    }
+}
+
+int cpu_batch_norm_backward_input(backend *be, const norm_geom *g, const tensor *dy,
+                                  const tensor *x, const tensor *mean, const tensor *invstd,
+                                  const tensor *w, tensor *dx, round_stats *st)
+{
+    float *sum_dy, *dot;
+    int rc = bn_channel_sums(be, g, dy, x, mean, &sum_dy, &dot);
+    if (rc == 0) {
+        bn_grad_ctx c = {{.g = g, .x = x, .dy = dy, .mean = mean, .invstd = invstd, .w = w,
+                          .out = dx},
+                         sum_dy, dot};
+        for_norm_rows(g->n * g->groups, g->inner, bn_backward_plane, &c, st);
+    }
+    cpu_scratch_free(be, dot, g->groups);
+    cpu_scratch_free(be, sum_dy, g->groups);
+    return rc;
+}
+
+int cpu_batch_norm_backward_weight(backend *be, const norm_geom *g, const tensor *dy,
+                                   const tensor *x, const tensor *mean, const tensor *invstd,
+                                   tensor *dw, round_stats *st)
+{
+    float *sum_dy, *dot;
+    int rc = bn_channel_sums(be, g, dy, x, mean, &sum_dy, &dot);
+    if (rc == 0) {
+        for (int64_t ch = 0; ch < g->groups; ch++)
+            dot[ch] *= load_as_float(invstd->data, invstd->dtype, ch);
+        cpu_store(dot, dw->data, dw->dtype, 0, g->groups, st);
+    }
+    cpu_scratch_free(be, dot, g->groups);
+    cpu_scratch_free(be, sum_dy, g->groups);
+    return rc;
 }

@@ -16,6 +16,7 @@ typedef enum layer_kind {
     /* normalization and pooling */
     LAYER_LAYER_NORM,
     LAYER_GROUP_NORM,
+    LAYER_BATCH_NORM2D,
     LAYER_KIND_COUNT
 } layer_kind;
 

@@ -37,7 +37,7 @@
 #include "../autocast.h"
 #include "../run.h"
 
-#define LAYER_MAX_PARAMS 2 /* parameters of one layer */
+#define LAYER_MAX_PARAMS 4 /* parameters and buffers of one layer */
 #define LAYER_MAX_OPTS 8   /* options of one kind */
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -108,7 +108,10 @@ typedef enum param_init {
     PARAM_INIT_UNIFORM_FAN_IN,
     /* normalization */
     PARAM_INIT_ONES, /* init.ones_: a norm's weight */
-    PARAM_INIT_ZEROS /* init.zeros_: a norm's bias */
+    PARAM_INIT_ZEROS, /* init.zeros_: a norm's bias */
+    /* buffers (register_buffer): no gradient, no optimizer step, memory category buffers */
+    PARAM_BUFFER_ZEROS, /* batch_norm's running_mean */
+    PARAM_BUFFER_ONES   /* batch_norm's running_var */
 } param_init;
 
 typedef struct layer_param {
@@ -118,6 +121,12 @@ typedef struct layer_param {
     param_init init;
     int64_t fan_in;
 } layer_param;
+
+/* whether p is a buffer: its init says so */
+static inline bool param_is_buffer(const layer_param *p)
+{
+    return p->init == PARAM_BUFFER_ZEROS || p->init == PARAM_BUFFER_ONES;
+}
 
 /* ---- definitions ---- */
 
@@ -156,7 +165,7 @@ typedef struct loss_def {
 /* The kinds' definitions (each in its layers/<kind>.c). */
 extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
 /* normalization and pooling */
-extern const layer_def layer_norm_def, group_norm_def;
+extern const layer_def layer_norm_def, group_norm_def, batch_norm2d_def;
 extern const loss_def cross_entropy_def, mse_def;
 
 /* ---- the registry ---- */

@@ -19,7 +19,9 @@ group_norm_kernel.cu: float32 opmath from the half values, each output rounded o
 half dtype), by running the op in float32 on the half values and rounding y, dx, dw and db
 once. PyTorch's CPU kernels round differently there (their half backward differs by up to
 a few half ulps: CPU accumulates dgamma and dbeta through half partial sums), so they are
-not the reference. group_norm has no half-model configuration: its CUDA kernel stores mean
+not the reference; batch_norm's half models likewise (the native CUDA kernel, which
+PyTorch picks for them, computes in float32 and rounds y, dx, the running stats, dw and db
+once). group_norm has no half-model configuration: its CUDA kernel stores mean
 and rstd in the half dtype and computes the output from those rounded values, which no
 PyTorch CPU run reproduces.
 """
@@ -42,6 +44,13 @@ CONFIGS = [
     ("group_norm-f32-3x4x7", "group_norm", (3, 4, 7), 2, torch.float32, torch.float32, 7),
     ("group_norm-f32-4x6", "group_norm", (4, 6), 2, torch.float32, torch.float32, 8),
     ("group_norm-f16-autocast", "group_norm", (2, 8, 3, 3), 4, torch.float16, torch.float32, 9),
+    # batch_norm in training mode, momentum 0.1: on no autocast list, so under autocast a
+    # float16 input meets float32 weight and stats and the output is float16 ("-mixed")
+    ("batch_norm-f32-4x3x5x5", "batch_norm", (4, 3, 5, 5), 0, torch.float32, torch.float32, 10),
+    ("batch_norm-f32-2x6x3x7", "batch_norm", (2, 6, 3, 7), 0, torch.float32, torch.float32, 11),
+    ("batch_norm-f16-mixed", "batch_norm", (3, 4, 4, 4), 0, torch.float16, torch.float16, 12),
+    ("batch_norm-f16-half", "batch_norm", (3, 4, 4, 4), 0, torch.float16, torch.float16, 13),
+    ("batch_norm-bf16-half", "batch_norm", (2, 5, 3, 3), 0, torch.bfloat16, torch.bfloat16, 14),
 ]
 
 
@@ -56,8 +65,9 @@ def main():
         rng = np.random.default_rng(seed)
         channels = shape[-1] if op == "layer_norm" else shape[1]
         # the input's dtype (what the previous layer stored); parameters in the run dtype
-        # for a .half() model, float32 otherwise
-        par_dt = run_dt if run_dt != torch.float32 or in_dt == torch.float32 else torch.float32
+        # for a .half() model, float32 otherwise (under autocast)
+        half_model = name.endswith("-half")
+        par_dt = run_dt if half_model else torch.float32
         x = torch.tensor(rng.standard_normal(shape, dtype=np.float32) * 2 + 0.5).to(in_dt)
         w = torch.tensor(rng.standard_normal(channels, dtype=np.float32) * 0.5 + 1).to(par_dt)
         b = torch.tensor(rng.standard_normal(channels, dtype=np.float32) * 0.5).to(par_dt)
@@ -67,14 +77,21 @@ def main():
         xr = x.to(torch.float32).requires_grad_()
         wr = w.to(torch.float32).requires_grad_()
         br = b.to(torch.float32).requires_grad_()
+        extra = ()
         if op == "layer_norm":
             y = F.layer_norm(xr, (channels,), wr, br, eps=1e-5)
-        else:
+        elif op == "group_norm":
             y = F.group_norm(xr, groups, wr, br, eps=1e-5)
+        else:
+            rm0 = torch.tensor(rng.standard_normal(channels, dtype=np.float32) * 0.1).to(par_dt)
+            rv0 = torch.tensor(rng.uniform(0.5, 2.0, channels).astype(np.float32)).to(par_dt)
+            rm, rv = rm0.to(torch.float32).clone(), rv0.to(torch.float32).clone()  # in place
+            y = F.batch_norm(xr, rm, rv, wr, br, training=True, momentum=0.1, eps=1e-5)
+            extra = (("rm0", rm0), ("rv0", rv0), ("rm", rm.to(par_dt)), ("rv", rv.to(par_dt)))
         y.backward(dy.to(torch.float32))
         for tname, t in (("x", x), ("w", w), ("b", b), ("dy", dy), ("y", y.to(run_dt)),
                          ("dx", xr.grad.to(run_dt)), ("dw", wr.grad.to(par_dt)),
-                         ("db", br.grad.to(par_dt))):
+                         ("db", br.grad.to(par_dt))) + extra:
             save(name, tname, t)
         print(name, tuple(y.shape), run_dt, "torch", torch.__version__)
 
