@@ -196,7 +196,26 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* dw[c] = sum(dy (x - mean)) * invstd (db is channel_sum) */                             \
     X(batch_norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,          \
                                    const tensor *x, const tensor *mean, const tensor *invstd,  \
-                                   tensor *dw, round_stats *st))
+                                   tensor *dw, round_stats *st))                               \
+    /* ---- pooling (cpu/pool.c, kernels/pool.cu): NCHW, g's c_in = c_out, dilation 1 ---- */ \
+    /* y = the max of each window (NaN wins; padding never does), indices (int64) its         \
+     * position h * W + w in the input plane */                                               \
+    X(max_pool2d_forward, (backend *be, const conv2d_geom *g, const tensor *x, tensor *y,      \
+                           tensor *indices, round_stats *st))                                  \
+    /* dx = the sum of dy over the windows whose max each element was */                     \
+    X(max_pool2d_backward, (backend *be, const conv2d_geom *g, const tensor *dy,               \
+                            const tensor *indices, tensor *dx, round_stats *st))               \
+    /* y = sum of the window's inputs / divisor: the window's size clipped to the padded     \
+     * input (count_include_pad) or to the input */                                           \
+    X(avg_pool2d_forward, (backend *be, const conv2d_geom *g, bool count_include_pad,          \
+                           const tensor *x, tensor *y, round_stats *st))                      \
+    /* dx = sum over the windows holding the element of dy / divisor */                      \
+    X(avg_pool2d_backward, (backend *be, const conv2d_geom *g, bool count_include_pad,         \
+                            const tensor *dy, tensor *dx, round_stats *st))                   \
+    /* x [N, C, H, W] -> y [N, C, 1, 1] = sum over H and W * (1 / (H W)): mean's kernel */    \
+    X(global_avg_pool_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))    \
+    /* dx = dy[n, c] / (H W) at every position: mean's backward */                           \
+    X(global_avg_pool_backward, (backend *be, const tensor *dy, tensor *dx, round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {

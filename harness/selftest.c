@@ -771,6 +771,108 @@ static void check_batch_norm(selftest *c, round_stats *st)
         }
 }
 
+/* int64 tensors (max_pool2d's indices), element by element */
+static void compare_int64(selftest *c, const char *what, pair p)
+{
+    if (c->err[0])
+        return;
+    int64_t *r = download(c, 0, p.t[0]), *d = download(c, 1, p.t[1]);
+    for (int64_t i = 0; r && d && i < p.t[0]->numel; i++)
+        if (r[i] != d[i]) {
+            differ(c, "%s: [%lld]: ref %lld dut %lld", what, (long long)i, (long long)r[i],
+                   (long long)d[i]);
+            break;
+        }
+    free(r);
+    free(d);
+}
+
+/* the pools' ops over windows that tile, overlap and pad, in each dtype */
+static void check_pools(selftest *c, round_stats *st)
+{
+    static const int64_t shapes[][7] = {
+        /* n, c, h, w, kernel, stride, padding */
+        {2, 3, 8, 8, 2, 2, 0},
+        {1, 4, 9, 7, 3, 2, 1},
+        {2, 2, 6, 6, 3, 1, 1},
+    };
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int a = 0; a < 3; a++) {
+            const int64_t *s = shapes[k];
+            dtype dt = float_dtypes[a];
+            conv2d_geom g = conv_geom(s[0], s[1], s[2], s[3], s[1], s[4], s[5], s[6], 1);
+            const int64_t xs[4] = {g.n, g.c_in, g.h_in, g.w_in}, ys[4] = {g.n, g.c_out, g.h_out, g.w_out};
+            char what[96];
+            snprintf(what, sizeof what, "%s %lldx%lld kernel %lld stride %lld padding %lld",
+                     dtype_name(dt), (long long)s[2], (long long)s[3], (long long)s[4],
+                     (long long)s[5], (long long)s[6]);
+            pair x = make_random(c, "x", dt, 4, xs, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 4, ys, NULL);
+            pair idx = make(c, "indices", DTYPE_INT64, 4, ys, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->max_pool2d_forward(c->s[i].be, &g, x.t[i], y.t[i], idx.t[i],
+                                                           &st[i]));
+            compare(c, "y", y, st, EXACT);
+            compare_int64(c, "indices", idx);
+            report(c, "max_pool2d_forward", "%s", what);
+
+            /* the indices of a forward on the reference side, the same on both */
+            x = make_random(c, "x", dt, 4, xs, GEN_NORMAL, 1.0f);
+            y = make(c, "y", dt, 4, ys, NULL);
+            idx = make(c, "indices", DTYPE_INT64, 4, ys, NULL);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->max_pool2d_forward(c->s[i].be, &g, x.t[i], y.t[i], idx.t[i],
+                                                           NULL));
+            compare_int64(c, "indices", idx);
+            pair dy = make_random(c, "dy", dt, 4, ys, GEN_NORMAL, 1.0f);
+            pair dx = make(c, "dx", dt, 4, xs, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->max_pool2d_backward(c->s[i].be, &g, dy.t[i], idx.t[i],
+                                                            dx.t[i], &st[i]));
+            compare(c, "dx", dx, st, EXACT);
+            report(c, "max_pool2d_backward", "%s", what);
+
+            for (int cip = 1; cip >= 0; cip--) {
+                x = make_random(c, "x", dt, 4, xs, GEN_NORMAL, 1.0f);
+                y = make(c, "y", dt, 4, ys, NULL);
+                stats_init2(st);
+                for (int i = 0; ready(c) && i < 2; i++)
+                    op_rc(c, i, c->s[i].be->avg_pool2d_forward(c->s[i].be, &g, cip, x.t[i],
+                                                               y.t[i], &st[i]));
+                compare(c, "y", y, st, EXACT);
+                report(c, "avg_pool2d_forward", "%s%s", what, cip ? "" : ", padding not counted");
+
+                dy = make_random(c, "dy", dt, 4, ys, GEN_NORMAL, 1.0f);
+                dx = make(c, "dx", dt, 4, xs, NULL);
+                stats_init2(st);
+                for (int i = 0; ready(c) && i < 2; i++)
+                    op_rc(c, i, c->s[i].be->avg_pool2d_backward(c->s[i].be, &g, cip, dy.t[i],
+                                                                dx.t[i], &st[i]));
+                compare(c, "dx", dx, st, EXACT);
+                report(c, "avg_pool2d_backward", "%s%s", what, cip ? "" : ", padding not counted");
+            }
+
+            const int64_t gs[4] = {g.n, g.c_in, 1, 1};
+            x = make_random(c, "x", dt, 4, xs, GEN_NORMAL, 1.0f);
+            y = make(c, "y", dt, 4, gs, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->global_avg_pool_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            report(c, "global_avg_pool_forward", "%s", what);
+
+            dy = make_random(c, "dy", dt, 4, gs, GEN_NORMAL, 1.0f);
+            dx = make(c, "dx", dt, 4, xs, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->global_avg_pool_backward(c->s[i].be, dy.t[i], dx.t[i], &st[i]));
+            compare(c, "dx", dx, st, EXACT);
+            report(c, "global_avg_pool_backward", "%s", what);
+        }
+}
+
 static void check_losses(selftest *c, round_stats *st)
 {
     static const int64_t ls_shapes[2][2] = {{6, 10}, {5, 300}};
@@ -1258,6 +1360,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     /* normalization and pooling */
     check_norm(c, st);
     check_batch_norm(c, st);
+    check_pools(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

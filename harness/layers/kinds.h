@@ -17,6 +17,9 @@ typedef enum layer_kind {
     LAYER_LAYER_NORM,
     LAYER_GROUP_NORM,
     LAYER_BATCH_NORM2D,
+    LAYER_MAX_POOL2D,
+    LAYER_AVG_POOL2D,
+    LAYER_ADAPTIVE_AVG_POOL2D,
     LAYER_KIND_COUNT
 } layer_kind;
 

@@ -165,7 +165,8 @@ typedef struct loss_def {
 /* The kinds' definitions (each in its layers/<kind>.c). */
 extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
 /* normalization and pooling */
-extern const layer_def layer_norm_def, group_norm_def, batch_norm2d_def;
+extern const layer_def layer_norm_def, group_norm_def, batch_norm2d_def, max_pool2d_def,
+    avg_pool2d_def, adaptive_avg_pool2d_def;
 extern const loss_def cross_entropy_def, mse_def;
 
 /* ---- the registry ---- */
