@@ -543,3 +543,22 @@ Test(norm, cases_hold_their_expectations)
         rm_rf(out);
     }
 }
+
+Test(norm, batch_norm_needs_more_than_one_value_per_channel)
+{
+    make_temp_dir(tmp_dir, sizeof tmp_dir);
+    char path[PATH_MAX], out[64];
+    write_file(tmp_dir, "one.case",
+               "[model]\nbn = batch_norm2d 3\nflat = flatten\nfc = linear 3 -> 2\n"
+               "[data]\nbatch = 1\nshape = 3x1x1\ntarget = classes\n",
+               path, sizeof path);
+    make_temp_dir(out, sizeof out);
+    case_result res;
+    run_case_file(path, out, &res, NULL);
+    cr_expect(!res.ok);
+    cr_expect_not_null(strstr(res.error, "Expected more than 1 value per channel when training, "
+                                         "got input size torch.Size([1, 3, 1, 1])"),
+                       "%s", res.error);
+    rm_rf(out);
+    rm_rf(tmp_dir);
+}

@@ -94,6 +94,11 @@ static tensor *batch_norm2d_forward(run *r, const layer_spec *l, tensor *const *
                  scalar_type_name(p->dtype));
     norm_geom g = bn_geom(x);
     g.eps = (float)l->BN_EPS;
+    if (g.n * g.inner == 1) /* _verify_batch_size in torch/nn/functional.py */
+        run_fail(r, "Expected more than 1 value per channel when training, got input size "
+                    "torch.Size([%lld, %lld, %lld, %lld])",
+                 (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
+                 (long long)x->shape[3]);
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, x, name, x->dtype, MEM_ACTIVATIONS);
