@@ -562,3 +562,37 @@ Test(norm, batch_norm_needs_more_than_one_value_per_channel)
     rm_rf(out);
     rm_rf(tmp_dir);
 }
+
+/* ---- saved for backward, against saved_tensors_hooks ---- */
+
+/* what each case (tests/references/norm/saved_bytes.csv, float32) keeps for backward:
+ * PyTorch's count, less the 4 bytes of nll_loss's float32 total_weight, which the harness
+ * does not count (the 1% of tests/test_memory.c would hide a norm's mean or rstd) */
+Test(norm, saved_for_backward_matches_pytorch)
+{
+    csv ref;
+    cr_assert(csv_read("tests/references/norm/saved_bytes.csv", &ref));
+    cr_assert_geq(ref.n_rows, 4);
+    for (int i = 0; i < ref.n_rows; i++) {
+        const char *case_file = ref.rows[i][csv_col(&ref, "case")];
+        const char *sets[1] = {ref.rows[i][csv_col(&ref, "sets")]};
+        long long want = atoll(ref.rows[i][csv_col(&ref, "saved_bytes")]);
+        char out[64], path[PATH_MAX];
+        make_temp_dir(out, sizeof out);
+        train_options opt = {.quiet = true, .observe_off = true};
+        case_result res;
+        run_case_file_set(case_file, sets, 1, out, &res, &opt);
+        cr_assert(res.ok, "%s: %s", case_file, res.error);
+        snprintf(path, sizeof path, "%s/%s/memory.csv", out, res.name);
+        csv mem;
+        cr_assert(csv_read(path, &mem));
+        char **row = csv_find(&mem, "category", "saved_for_backward", NULL, NULL, NULL, NULL);
+        cr_assert_not_null(row);
+        long long got = atoll(row[csv_col(&mem, "peak_bytes")]);
+        cr_expect_eq(got + 4, want, "%s: harness keeps %lld bytes for backward, PyTorch %lld",
+                     case_file, got, want);
+        csv_free(&mem);
+        rm_rf(out);
+    }
+    csv_free(&ref);
+}
