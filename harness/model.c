@@ -112,9 +112,8 @@ static void *param_values(void *ctx)
 }
 
 /* a parameter, or a buffer (no gradient: not a leaf autograd tracks) */
-static tensor *make_param(run *r, uint64_t stream, const char *layer, const char *what,
-                          int ndim, const int64_t *shape, double bound, param_init kind,
-                          bool buffer)
+static tensor *make_param(run *r, uint64_t stream, const char *layer, const char *what, int ndim,
+                          const int64_t *shape, double bound, param_init kind, bool buffer)
 {
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.%s", layer, what);
@@ -194,9 +193,9 @@ void model_init(run *r, model *m)
         layer_param ps[LAYER_MAX_PARAMS];
         int n = layer_def_of(l->kind)->params(l, ps);
         for (int k = 0; k < n; k++) {
-            tensor *p = make_param(r, (uint64_t)m->n_params + 1, l->name, ps[k].name, ps[k].ndim,
-                                   ps[k].shape, init_bound(&ps[k]), ps[k].init,
-                                   param_is_buffer(&ps[k]));
+            tensor *p =
+                make_param(r, (uint64_t)m->n_params + 1, l->name, ps[k].name, ps[k].ndim,
+                           ps[k].shape, init_bound(&ps[k]), ps[k].init, param_is_buffer(&ps[k]));
             m->layer_params[i][k] = p;
             if (!param_is_buffer(&ps[k]))
                 m->params[m->n_params++] = p;

@@ -616,10 +616,10 @@ static void check_conv2d(selftest *c, round_stats *st)
 static void check_norm(selftest *c, round_stats *st)
 {
     static const norm_geom geoms[] = {
-        {7, 1, 33, 1, 1e-5f, NORM_CENTERED},   /* layer_norm: 7 rows of 33 */
-        {2, 1, 700, 1, 1e-5f, NORM_CENTERED},  /* rows longer than a block */
-        {3, 4, 2, 10, 1e-5f, NORM_FUSED},      /* group_norm [3, 8, 10] in 4 groups */
-        {2, 2, 3, 300, 1e-3f, NORM_FUSED},     /* group_norm [2, 6, 300] in 2 groups */
+        {7, 1, 33, 1, 1e-5f, NORM_CENTERED},  /* layer_norm: 7 rows of 33 */
+        {2, 1, 700, 1, 1e-5f, NORM_CENTERED}, /* rows longer than a block */
+        {3, 4, 2, 10, 1e-5f, NORM_FUSED},     /* group_norm [3, 8, 10] in 4 groups */
+        {2, 2, 3, 300, 1e-3f, NORM_FUSED},    /* group_norm [2, 6, 300] in 2 groups */
     };
     for (size_t k = 0; k < sizeof geoms / sizeof geoms[0]; k++)
         for (int a = 0; a < 3; a++) {
@@ -735,8 +735,8 @@ static void check_batch_norm(selftest *c, round_stats *st)
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
                 op_rc(c, i,
-                      c->s[i].be->batch_norm_forward(c->s[i].be, g, x.t[i], mean.t[i],
-                                                     invstd.t[i], w.t[i], b.t[i], y.t[i], &st[i]));
+                      c->s[i].be->batch_norm_forward(c->s[i].be, g, x.t[i], mean.t[i], invstd.t[i],
+                                                     w.t[i], b.t[i], y.t[i], &st[i]));
             compare(c, "y", y, st, EXACT);
             report(c, "batch_norm_forward", "%s", what);
 
@@ -750,8 +750,8 @@ static void check_batch_norm(selftest *c, round_stats *st)
             for (int i = 0; ready(c) && i < 2; i++)
                 op_rc(c, i,
                       c->s[i].be->batch_norm_backward_input(c->s[i].be, g, dy.t[i], x.t[i],
-                                                            mean.t[i], invstd.t[i], w.t[i],
-                                                            dx.t[i], &st[i]));
+                                                            mean.t[i], invstd.t[i], w.t[i], dx.t[i],
+                                                            &st[i]));
             compare(c, "dx", dx, st, CLOSE);
             report(c, "batch_norm_backward_input", "%s", what);
 
@@ -763,9 +763,8 @@ static void check_batch_norm(selftest *c, round_stats *st)
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
                 op_rc(c, i,
-                      c->s[i].be->batch_norm_backward_weight(c->s[i].be, g, dy.t[i], x.t[i],
-                                                             mean.t[i], invstd.t[i], dw.t[i],
-                                                             &st[i]));
+                      c->s[i].be->batch_norm_backward_weight(
+                          c->s[i].be, g, dy.t[i], x.t[i], mean.t[i], invstd.t[i], dw.t[i], &st[i]));
             compare(c, "dw", dw, st, CLOSE);
             report(c, "batch_norm_backward_weight", "%s", what);
         }
@@ -801,7 +800,8 @@ static void check_pools(selftest *c, round_stats *st)
             const int64_t *s = shapes[k];
             dtype dt = float_dtypes[a];
             conv2d_geom g = conv_geom(s[0], s[1], s[2], s[3], s[1], s[4], s[5], s[6], 1);
-            const int64_t xs[4] = {g.n, g.c_in, g.h_in, g.w_in}, ys[4] = {g.n, g.c_out, g.h_out, g.w_out};
+            const int64_t xs[4] = {g.n, g.c_in, g.h_in, g.w_in},
+                          ys[4] = {g.n, g.c_out, g.h_out, g.w_out};
             char what[96];
             snprintf(what, sizeof what, "%s %lldx%lld kernel %lld stride %lld padding %lld",
                      dtype_name(dt), (long long)s[2], (long long)s[3], (long long)s[4],
@@ -811,8 +811,9 @@ static void check_pools(selftest *c, round_stats *st)
             pair idx = make(c, "indices", DTYPE_INT64, 4, ys, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->max_pool2d_forward(c->s[i].be, &g, x.t[i], y.t[i], idx.t[i],
-                                                           &st[i]));
+                op_rc(c, i,
+                      c->s[i].be->max_pool2d_forward(c->s[i].be, &g, x.t[i], y.t[i], idx.t[i],
+                                                     &st[i]));
             compare(c, "y", y, st, EXACT);
             compare_int64(c, "indices", idx);
             report(c, "max_pool2d_forward", "%s", what);
@@ -822,15 +823,17 @@ static void check_pools(selftest *c, round_stats *st)
             y = make(c, "y", dt, 4, ys, NULL);
             idx = make(c, "indices", DTYPE_INT64, 4, ys, NULL);
             for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->max_pool2d_forward(c->s[i].be, &g, x.t[i], y.t[i], idx.t[i],
-                                                           NULL));
+                op_rc(
+                    c, i,
+                    c->s[i].be->max_pool2d_forward(c->s[i].be, &g, x.t[i], y.t[i], idx.t[i], NULL));
             compare_int64(c, "indices", idx);
             pair dy = make_random(c, "dy", dt, 4, ys, GEN_NORMAL, 1.0f);
             pair dx = make(c, "dx", dt, 4, xs, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->max_pool2d_backward(c->s[i].be, &g, dy.t[i], idx.t[i],
-                                                            dx.t[i], &st[i]));
+                op_rc(c, i,
+                      c->s[i].be->max_pool2d_backward(c->s[i].be, &g, dy.t[i], idx.t[i], dx.t[i],
+                                                      &st[i]));
             compare(c, "dx", dx, st, EXACT);
             report(c, "max_pool2d_backward", "%s", what);
 
@@ -839,8 +842,9 @@ static void check_pools(selftest *c, round_stats *st)
                 y = make(c, "y", dt, 4, ys, NULL);
                 stats_init2(st);
                 for (int i = 0; ready(c) && i < 2; i++)
-                    op_rc(c, i, c->s[i].be->avg_pool2d_forward(c->s[i].be, &g, cip, x.t[i],
-                                                               y.t[i], &st[i]));
+                    op_rc(c, i,
+                          c->s[i].be->avg_pool2d_forward(c->s[i].be, &g, cip, x.t[i], y.t[i],
+                                                         &st[i]));
                 compare(c, "y", y, st, EXACT);
                 report(c, "avg_pool2d_forward", "%s%s", what, cip ? "" : ", padding not counted");
 
@@ -848,8 +852,9 @@ static void check_pools(selftest *c, round_stats *st)
                 dx = make(c, "dx", dt, 4, xs, NULL);
                 stats_init2(st);
                 for (int i = 0; ready(c) && i < 2; i++)
-                    op_rc(c, i, c->s[i].be->avg_pool2d_backward(c->s[i].be, &g, cip, dy.t[i],
-                                                                dx.t[i], &st[i]));
+                    op_rc(c, i,
+                          c->s[i].be->avg_pool2d_backward(c->s[i].be, &g, cip, dy.t[i], dx.t[i],
+                                                          &st[i]));
                 compare(c, "dx", dx, st, EXACT);
                 report(c, "avg_pool2d_backward", "%s%s", what, cip ? "" : ", padding not counted");
             }
@@ -859,7 +864,8 @@ static void check_pools(selftest *c, round_stats *st)
             y = make(c, "y", dt, 4, gs, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->global_avg_pool_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
+                op_rc(c, i,
+                      c->s[i].be->global_avg_pool_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
             compare(c, "y", y, st, CLOSE);
             report(c, "global_avg_pool_forward", "%s", what);
 
@@ -867,7 +873,8 @@ static void check_pools(selftest *c, round_stats *st)
             dx = make(c, "dx", dt, 4, xs, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->global_avg_pool_backward(c->s[i].be, dy.t[i], dx.t[i], &st[i]));
+                op_rc(c, i,
+                      c->s[i].be->global_avg_pool_backward(c->s[i].be, dy.t[i], dx.t[i], &st[i]));
             compare(c, "dx", dx, st, EXACT);
             report(c, "global_avg_pool_backward", "%s", what);
         }

@@ -132,7 +132,8 @@ __global__ void norm_backward_input_kernel(norm_args a, dev_stats *out)
             float wdy = weight_at(a.w, a.w_dt, norm_channel(g, r, j)) *
                         load_as_float(a.dy, a.dy_dt, base + j);
             float xhat = (load_as_float(a.x, a.x_dt, base + j) - m) * rs;
-            tally_store(&t, a.out, a.out_dt, base + j, rs * (wdy - s1 * inv_n - xhat * (s2 * inv_n)));
+            tally_store(&t, a.out, a.out_dt, base + j,
+                        rs * (wdy - s1 * inv_n - xhat * (s2 * inv_n)));
         }
     }
     tally_flush(&t);
@@ -151,7 +152,8 @@ struct norm_weight_grad_op {
             float m = load_as_float(a.mean, a.mean_dt, r), rs = load_as_float(a.rstd, a.rstd_dt, r);
             for (int64_t i = 0; i < g.inner; i++) {
                 int64_t at = r * cols + k * g.inner + i;
-                acc += load_as_float(a.dy, a.dy_dt, at) * ((load_as_float(a.x, a.x_dt, at) - m) * rs);
+                acc +=
+                    load_as_float(a.dy, a.dy_dt, at) * ((load_as_float(a.x, a.x_dt, at) - m) * rs);
             }
         }
         return acc;
@@ -196,8 +198,8 @@ int cuda_norm_backward_input(backend *be, const norm_geom *g, const tensor *dy, 
     a.rstd = rstd->data, a.rstd_dt = rstd->dtype;
     a.out = dx->data, a.out_dt = dx->dtype;
     dev_stats *ds = cuda_stats_begin(be, 0, st);
-    norm_backward_input_kernel<<<row_blocks(c, g->n * g->groups), CUDA_THREADS, 0, c->stream>>>(
-        a, ds);
+    norm_backward_input_kernel<<<row_blocks(c, g->n * g->groups), CUDA_THREADS, 0, c->stream>>>(a,
+                                                                                                ds);
     LAUNCH_CHECK();
     cuda_stats_end(be, 0, st, dx->numel);
     return 0;
@@ -231,10 +233,9 @@ static __device__ inline int64_t bn_at(const norm_geom &g, int64_t n, int64_t ch
 }
 
 /* mean and invstd into their tensors; the running stats' new values (float32) into rm, rv */
-__global__ void bn_stats_kernel(norm_geom g, const void *x, dtype x_dt, float momentum,
-                                void *mean, dtype mean_dt, void *invstd, dtype invstd_dt,
-                                const void *run_mean, const void *run_var, dtype run_dt,
-                                float *rm, float *rv)
+__global__ void bn_stats_kernel(norm_geom g, const void *x, dtype x_dt, float momentum, void *mean,
+                                dtype mean_dt, void *invstd, dtype invstd_dt, const void *run_mean,
+                                const void *run_var, dtype run_dt, float *rm, float *rv)
 {
     int64_t count = g.n * g.inner;
     for (int64_t ch = blockIdx.x; ch < g.groups; ch += gridDim.x) {
@@ -258,8 +259,8 @@ __global__ void bn_stats_kernel(norm_geom g, const void *x, dtype x_dt, float mo
 }
 
 int cuda_batch_norm_stats(backend *be, const norm_geom *g, const tensor *x, float momentum,
-                          tensor *mean, tensor *invstd, tensor *running_mean,
-                          tensor *running_var, round_stats *st_mean, round_stats *st_var)
+                          tensor *mean, tensor *invstd, tensor *running_mean, tensor *running_var,
+                          round_stats *st_mean, round_stats *st_var)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     int64_t bytes = 2 * g->groups * (int64_t)sizeof(float);
@@ -283,7 +284,8 @@ struct bn_forward_op {
     __device__ float operator()(int64_t i) const
     {
         int64_t ch = i / a.g.inner % a.g.groups;
-        float m = load_as_float(a.mean, a.mean_dt, ch), is = load_as_float(a.invstd, a.invstd_dt, ch);
+        float m = load_as_float(a.mean, a.mean_dt, ch),
+              is = load_as_float(a.invstd, a.invstd_dt, ch);
         float w = weight_at(a.w, a.w_dt, ch), b = a.b ? load_as_float(a.b, a.b_dt, ch) : 0.0f;
         return w * (load_as_float(a.x, a.x_dt, i) - m) * is + b;
     }
@@ -346,7 +348,8 @@ struct bn_grad_input_op {
     {
         int64_t ch = i / a.g.inner % a.g.groups;
         float count = (float)(a.g.n * a.g.inner);
-        float m = load_as_float(a.mean, a.mean_dt, ch), is = load_as_float(a.invstd, a.invstd_dt, ch);
+        float m = load_as_float(a.mean, a.mean_dt, ch),
+              is = load_as_float(a.invstd, a.invstd_dt, ch);
         float grad_mean = sums[ch] / count, proj_scale = sums[a.g.groups + ch] / count * is * is;
         float grad_scale = is * weight_at(a.w, a.w_dt, ch);
         float proj = (load_as_float(a.x, a.x_dt, i) - m) * proj_scale;

@@ -8,8 +8,8 @@
  */
 #include "cuda.cuh"
 
-static __device__ inline void windows_of(int64_t i, int64_t k, int64_t s, int64_t p,
-                                         int64_t n_out, int64_t *lo, int64_t *hi)
+static __device__ inline void windows_of(int64_t i, int64_t k, int64_t s, int64_t p, int64_t n_out,
+                                         int64_t *lo, int64_t *hi)
 {
     int64_t a = i + p - k + 1;
     *lo = a <= 0 ? 0 : (a + s - 1) / s;
@@ -81,13 +81,13 @@ struct max_pool_grad_op {
 int cuda_max_pool2d_backward(backend *be, const conv2d_geom *g, const tensor *dy,
                              const tensor *indices, tensor *dx, round_stats *st)
 {
-    launch_store(be, max_pool_grad_op{*g, dy->data, dy->dtype, (const int64_t *)indices->data},
-                 dx, st);
+    launch_store(be, max_pool_grad_op{*g, dy->data, dy->dtype, (const int64_t *)indices->data}, dx,
+                 st);
     return 0;
 }
 
-static __device__ inline float avg_divisor(const conv2d_geom &g, bool count_include_pad,
-                                           int64_t oh, int64_t ow)
+static __device__ inline float avg_divisor(const conv2d_geom &g, bool count_include_pad, int64_t oh,
+                                           int64_t ow)
 {
     int64_t h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
     int64_t h1 = h0 + g.kh < g.h_in + g.padding ? h0 + g.kh : g.h_in + g.padding;
@@ -194,7 +194,6 @@ struct global_avg_grad_op {
 
 int cuda_global_avg_pool_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st)
 {
-    launch_store(be, global_avg_grad_op{dy->data, dy->dtype, dx->shape[2] * dx->shape[3]}, dx,
-                 st);
+    launch_store(be, global_avg_grad_op{dy->data, dy->dtype, dx->shape[2] * dx->shape[3]}, dx, st);
     return 0;
 }

@@ -246,8 +246,8 @@ static void check_bn_fd(const bn_layout *f, uint64_t seed)
             for (int64_t i = 0; i < f->hw; i++)
                 v += pow(x[(s * f->c + c) * f->hw + i] - m, 2);
         double want_m = 0.9 * rmf[c] + 0.1 * m, want_v = 0.9 * rvf[c] + 0.1 * v / (count - 1);
-        cr_expect(fabs(tensor_at(rm, c) - want_m) <= 1e-5 * (1 + fabs(want_m)), "running_mean[%lld]",
-                  (long long)c);
+        cr_expect(fabs(tensor_at(rm, c) - want_m) <= 1e-5 * (1 + fabs(want_m)),
+                  "running_mean[%lld]", (long long)c);
         cr_expect(fabs(tensor_at(rv, c) - want_v) <= 1e-5 * (1 + fabs(want_v)), "running_var[%lld]",
                   (long long)c);
     }
@@ -404,17 +404,19 @@ Test(norm, batch_norm_values_match_pytorch)
         tensor *dy = ref_tensor(&e, rc->name, "dy", rc->x);
         tensor *rm = ref_tensor(&e, rc->name, "rm0", rc->par);
         tensor *rv = ref_tensor(&e, rc->name, "rv0", rc->par);
-        norm_geom g = {x->shape[0], x->shape[1], 1, x->shape[2] * x->shape[3], 1e-5f,
-                       NORM_CENTERED};
+        norm_geom g = {x->shape[0], x->shape[1],  1, x->shape[2] * x->shape[3],
+                       1e-5f,       NORM_CENTERED};
         tensor *mean = env_zeros(&e, "mean", DTYPE_FLOAT32, 1, &g.groups);
         tensor *invstd = env_zeros(&e, "invstd", DTYPE_FLOAT32, 1, &g.groups);
         tensor *y = env_zeros(&e, "y", rc->x, x->ndim, x->shape);
         tensor *dx = env_zeros(&e, "dx", rc->x, x->ndim, x->shape);
         tensor *dw = env_zeros(&e, "dw", rc->par, 1, &g.groups);
         tensor *db = env_zeros(&e, "db", rc->par, 1, &g.groups);
-        cr_assert_eq(e.be->batch_norm_stats(e.be, &g, x, 0.1f, mean, invstd, rm, rv, NULL, NULL), 0);
+        cr_assert_eq(e.be->batch_norm_stats(e.be, &g, x, 0.1f, mean, invstd, rm, rv, NULL, NULL),
+                     0);
         cr_assert_eq(e.be->batch_norm_forward(e.be, &g, x, mean, invstd, w, b, y, NULL), 0);
-        cr_assert_eq(e.be->batch_norm_backward_input(e.be, &g, dy, x, mean, invstd, w, dx, NULL), 0);
+        cr_assert_eq(e.be->batch_norm_backward_input(e.be, &g, dy, x, mean, invstd, w, dx, NULL),
+                     0);
         cr_assert_eq(e.be->batch_norm_backward_weight(e.be, &g, dy, x, mean, invstd, dw, NULL), 0);
         cr_assert_eq(e.be->channel_sum(e.be, dy, g.n, g.inner, db, NULL), 0);
         expect_ref(rc->name, "y", y);
@@ -438,8 +440,7 @@ static const char *write_case(const char *text)
     return path;
 }
 
-#define LN_CASE(opts)                                                                            \
-    "[model]\nfc = linear 8 -> 8\nln = layer_norm 8" opts "\n[data]\nbatch = 2\n"
+#define LN_CASE(opts) "[model]\nfc = linear 8 -> 8\nln = layer_norm 8" opts "\n[data]\nbatch = 2\n"
 
 Test(norm, layer_norm_eps_option)
 {
@@ -499,10 +500,12 @@ Test(norm, shapes_are_checked)
                        errs.msgs[0]);
     err_list_free(&errs);
     /* group_norm: channels first, divisible into the groups */
-    cr_assert_eq(case_load(write_case("[model]\nc = conv2d 3 -> 8 kernel=3\ngn = group_norm 4 8\n"
-                                      "[data]\nbatch = 2\nshape = 3x8x8\ntarget = randn\n[train]\nloss = mse\n"),
-                           NULL, 0, cfg, &errs),
-                 0);
+    cr_assert_eq(
+        case_load(
+            write_case("[model]\nc = conv2d 3 -> 8 kernel=3\ngn = group_norm 4 8\n"
+                       "[data]\nbatch = 2\nshape = 3x8x8\ntarget = randn\n[train]\nloss = mse\n"),
+            NULL, 0, cfg, &errs),
+        0);
     cr_expect(cfg->layers[1].opt_int[0] == 4 && cfg->layers[1].in == 8);
     cr_expect_eq(cfg->layers[1].out_ndim, 3);
     static const char *const bad[][2] = {
@@ -514,8 +517,10 @@ Test(norm, shapes_are_checked)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[256];
-        snprintf(text, sizeof text, "[model]\nc = conv2d 3 -> 8 kernel=3\n%s\n"
-                 "[data]\nbatch = 2\nshape = 3x8x8\ntarget = randn\n[train]\nloss = mse\n", bad[i][0]);
+        snprintf(text, sizeof text,
+                 "[model]\nc = conv2d 3 -> 8 kernel=3\n%s\n"
+                 "[data]\nbatch = 2\nshape = 3x8x8\ntarget = randn\n[train]\nloss = mse\n",
+                 bad[i][0]);
         err_list_free(&errs);
         cr_assert_gt(case_load(write_case(text), NULL, 0, cfg, &errs), 0, "%s", bad[i][0]);
         cr_expect_not_null(strstr(errs.msgs[0], bad[i][1]), "%s: got %s", bad[i][0], errs.msgs[0]);

@@ -47,8 +47,10 @@ static void pool_ref(const pool_case *p, const double *x, double *y)
                         mx = fmax(mx, v), sum += v, valid++;
                     }
                 /* the padded window clipped at the padded input's far edge */
-                int64_t hh = (h0 + g->kh < g->h_in + g->padding ? h0 + g->kh : g->h_in + g->padding) - h0;
-                int64_t ww = (w0 + g->kw < g->w_in + g->padding ? w0 + g->kw : g->w_in + g->padding) - w0;
+                int64_t hh =
+                    (h0 + g->kh < g->h_in + g->padding ? h0 + g->kh : g->h_in + g->padding) - h0;
+                int64_t ww =
+                    (w0 + g->kw < g->w_in + g->padding ? w0 + g->kw : g->w_in + g->padding) - w0;
                 double div = p->count_include_pad ? (double)(hh * ww) : (double)valid;
                 y[(pl * g->h_out + oh) * g->w_out + ow] = p->op == POOL_MAX ? mx : sum / div;
             }
@@ -67,8 +69,17 @@ static double pool_loss(const pool_case *p, const double *x, const float *r)
 static pool_case make_case(pool_op op, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
                            int64_t s, int64_t pad, bool cip)
 {
-    pool_case p = {op, {.n = n, .c_in = c, .h_in = h, .w_in = w, .c_out = c, .kh = k, .kw = k,
-                        .stride = s, .padding = pad, .dilation = 1},
+    pool_case p = {op,
+                   {.n = n,
+                    .c_in = c,
+                    .h_in = h,
+                    .w_in = w,
+                    .c_out = c,
+                    .kh = k,
+                    .kw = k,
+                    .stride = s,
+                    .padding = pad,
+                    .dilation = 1},
                    cip};
     if (op == POOL_GLOBAL) {
         p.g.kh = h, p.g.kw = w, p.g.stride = 1, p.g.padding = 0, p.count_include_pad = true;
@@ -126,8 +137,8 @@ static void check_pool_fd(const pool_case *p, uint64_t seed)
     }
     pool_ref(p, x, want);
     for (int64_t i = 0; i < ny; i++)
-        cr_expect(fabs(tensor_at(y, i) - want[i]) <= 1e-6 * fabs(want[i]) + 1e-7, "y[%lld]: %.8g, expected %.8g",
-                  (long long)i, tensor_at(y, i), want[i]);
+        cr_expect(fabs(tensor_at(y, i) - want[i]) <= 1e-6 * fabs(want[i]) + 1e-7,
+                  "y[%lld]: %.8g, expected %.8g", (long long)i, tensor_at(y, i), want[i]);
     for (int64_t j = 0; j < nx; j++) {
         double keep = x[j];
         x[j] = keep + FD_H;
@@ -253,8 +264,10 @@ Test(pool, values_match_pytorch)
             break;
         }
         case POOL_AVG:
-            cr_assert_eq(e.be->avg_pool2d_forward(e.be, &p.g, rc->count_include_pad, x, y, NULL), 0);
-            cr_assert_eq(e.be->avg_pool2d_backward(e.be, &p.g, rc->count_include_pad, dy, dx, NULL), 0);
+            cr_assert_eq(e.be->avg_pool2d_forward(e.be, &p.g, rc->count_include_pad, x, y, NULL),
+                         0);
+            cr_assert_eq(e.be->avg_pool2d_backward(e.be, &p.g, rc->count_include_pad, dy, dx, NULL),
+                         0);
             break;
         case POOL_GLOBAL:
             cr_assert_eq(e.be->global_avg_pool_forward(e.be, x, y, NULL), 0);
@@ -277,8 +290,10 @@ Test(pool, shapes_are_checked)
     cr_assert_not_null(cfg);
     err_list errs = {0};
     static const char *const good[][2] = {
-        {"p = max_pool2d kernel=2", "4x4"},     {"p = max_pool2d kernel=3 stride=2 padding=1", "4x4"},
-        {"p = avg_pool2d kernel=3 stride=1", "6x6"}, {"p = adaptive_avg_pool2d 1", "1x1"},
+        {"p = max_pool2d kernel=2", "4x4"},
+        {"p = max_pool2d kernel=3 stride=2 padding=1", "4x4"},
+        {"p = avg_pool2d kernel=3 stride=1", "6x6"},
+        {"p = adaptive_avg_pool2d 1", "1x1"},
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         char text[512];

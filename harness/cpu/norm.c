@@ -72,14 +72,16 @@ static void forward_row(const void *p, int64_t r, round_stats *st)
     }
     float var = m2 / (float)cols;
     float ms = store_from_float(c->mean_out->data, c->mean_out->dtype, r, m);
-    float rs = store_from_float(c->rstd_out->data, c->rstd_out->dtype, r, 1.0f / sqrtf(var + g->eps));
+    float rs =
+        store_from_float(c->rstd_out->data, c->rstd_out->dtype, r, 1.0f / sqrtf(var + g->eps));
     float buf[CPU_CHUNK];
     for (int64_t j0 = 0; j0 < cols; j0 += CPU_CHUNK) {
         int64_t n = cols - j0 < CPU_CHUNK ? cols - j0 : CPU_CHUNK;
         for (int64_t j = j0; j < j0 + n; j++) {
             int64_t ch = norm_channel(g, r, j);
             float v = load_as_float(c->x->data, c->x->dtype, base + j);
-            float w = weight_at(c->w, ch), b = c->b ? load_as_float(c->b->data, c->b->dtype, ch) : 0.0f;
+            float w = weight_at(c->w, ch),
+                  b = c->b ? load_as_float(c->b->data, c->b->dtype, ch) : 0.0f;
             switch (g->form) {
             case NORM_CENTERED:
                 buf[j - j0] = (v - ms) * rs * w + b;
@@ -205,10 +207,10 @@ int cpu_batch_norm_stats(backend *be, const norm_geom *g, const tensor *x, float
             float var = m2 / (float)count, unbiased = m2 / (float)(count - 1);
             store_from_float(mean->data, mean->dtype, ch, m);
             store_from_float(invstd->data, invstd->dtype, ch, 1.0f / sqrtf(var + g->eps));
-            rm[ch] = momentum * m + (1.0f - momentum) * load_as_float(running_mean->data,
-                                                                      running_mean->dtype, ch);
-            rv[ch] = momentum * unbiased + (1.0f - momentum) * load_as_float(running_var->data,
-                                                                             running_var->dtype, ch);
+            rm[ch] = momentum * m +
+                     (1.0f - momentum) * load_as_float(running_mean->data, running_mean->dtype, ch);
+            rv[ch] = momentum * unbiased +
+                     (1.0f - momentum) * load_as_float(running_var->data, running_var->dtype, ch);
         }
         cpu_store(rm, running_mean->data, running_mean->dtype, 0, channels, st_mean);
         cpu_store(rv, running_var->data, running_var->dtype, 0, channels, st_var);
@@ -312,9 +314,10 @@ int cpu_batch_norm_backward_input(backend *be, const norm_geom *g, const tensor 
     float *sum_dy, *dot;
     int rc = bn_channel_sums(be, g, dy, x, mean, &sum_dy, &dot);
     if (rc == 0) {
-        bn_grad_ctx c = {{.g = g, .x = x, .dy = dy, .mean = mean, .invstd = invstd, .w = w,
-                          .out = dx},
-                         sum_dy, dot};
+        bn_grad_ctx c = {
+            {.g = g, .x = x, .dy = dy, .mean = mean, .invstd = invstd, .w = w, .out = dx},
+            sum_dy,
+            dot};
         for_norm_rows(g->n * g->groups, g->inner, bn_backward_plane, &c, st);
     }
     cpu_scratch_free(be, dot, g->groups);

@@ -35,8 +35,8 @@ static tensor *adaptive_avg_pool2d_forward(run *r, const layer_spec *l, tensor *
     return y;
 }
 
-static bool adaptive_avg_pool2d_shape(const layer_spec *l, const layer_shape *in,
-                                      layer_shape *out, shape_check *sc)
+static bool adaptive_avg_pool2d_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
+                                      shape_check *sc)
 {
     if (in[0].ndim != 3) {
         char s[128];

@@ -63,7 +63,8 @@ static const kind_opt avg_pool2d_opts[] = {
     {"stride", KIND_OPT_INT, offsetof(layer_spec, stride), .min = 1, .def = 0},
     {"padding", KIND_OPT_INT, offsetof(layer_spec, padding), .min = 0, .def = 0},
     {"count_include_pad", KIND_OPT_BOOL, offsetof(layer_spec, AVG_COUNT_PAD), .def = 1},
-    {"ceil_mode", KIND_OPT_REFUSED, .refusal = "ceil_mode is not supported (avg_pool2d layers floor)"},
+    {"ceil_mode", KIND_OPT_REFUSED,
+     .refusal = "ceil_mode is not supported (avg_pool2d layers floor)"},
     {"divisor_override", KIND_OPT_REFUSED, .refusal = "divisor_override is not supported"},
 };
 static const autocast_op avg_pool2d_autocast[] = {

@@ -39,8 +39,8 @@
 
 static norm_geom bn_geom(const tensor *x)
 {
-    return (norm_geom){.n = x->shape[0], .groups = x->shape[1], .cpg = 1,
-                       .inner = x->shape[2] * x->shape[3]};
+    return (norm_geom){
+        .n = x->shape[0], .groups = x->shape[1], .cpg = 1, .inner = x->shape[2] * x->shape[3]};
 }
 
 static void batch_norm2d_backward(run *r, node *n)
@@ -95,8 +95,9 @@ static tensor *batch_norm2d_forward(run *r, const layer_spec *l, tensor *const *
     norm_geom g = bn_geom(x);
     g.eps = (float)l->BN_EPS;
     if (g.n * g.inner == 1) /* _verify_batch_size in torch/nn/functional.py */
-        run_fail(r, "Expected more than 1 value per channel when training, got input size "
-                    "torch.Size([%lld, %lld, %lld, %lld])",
+        run_fail(r,
+                 "Expected more than 1 value per channel when training, got input size "
+                 "torch.Size([%lld, %lld, %lld, %lld])",
                  (long long)x->shape[0], (long long)x->shape[1], (long long)x->shape[2],
                  (long long)x->shape[3]);
     char name[TENSOR_NAME_MAX];
@@ -160,7 +161,8 @@ static int batch_norm2d_params(const layer_spec *l, layer_param *out)
 static int batch_norm2d_describe(const layer_spec *l, char *buf, size_t len)
 {
     return snprintf(buf, len, "batch_norm2d %lld, eps %g, momentum %g, training%s",
-                    (long long)l->in, l->BN_EPS, l->BN_MOMENTUM, l->BN_AFFINE ? "" : " (no affine)");
+                    (long long)l->in, l->BN_EPS, l->BN_MOMENTUM,
+                    l->BN_AFFINE ? "" : " (no affine)");
 }
 
 static const kind_arg batch_norm2d_args[] = {

@@ -23,8 +23,8 @@ static void group_norm_backward(run *r, node *n)
 {
     const tensor *x = n->saved[0];
     int64_t batch = x->shape[0], c = x->shape[1], groups = n->saved[1]->numel / batch;
-    norm_geom g = {.n = batch, .groups = groups, .cpg = c / groups,
-                   .inner = x->numel / (batch * c)};
+    norm_geom g = {
+        .n = batch, .groups = groups, .cpg = c / groups, .inner = x->numel / (batch * c)};
     norm_backward(r, n, &g);
 }
 
@@ -37,8 +37,11 @@ static tensor *group_norm_forward(run *r, const layer_spec *l, tensor *const *in
 {
     tensor *x = in[0];
     tensor *w = l->GN_AFFINE ? params[0] : NULL, *b = l->GN_AFFINE ? params[1] : NULL;
-    norm_geom g = {.n = x->shape[0], .groups = l->GN_GROUPS, .cpg = l->in / l->GN_GROUPS,
-                   .inner = x->numel / (x->shape[0] * l->in), .eps = (float)l->GN_EPS,
+    norm_geom g = {.n = x->shape[0],
+                   .groups = l->GN_GROUPS,
+                   .cpg = l->in / l->GN_GROUPS,
+                   .inner = x->numel / (x->shape[0] * l->in),
+                   .eps = (float)l->GN_EPS,
                    .form = NORM_FUSED};
     return norm_run(r, l, "group_norm", group_norm_backward, &g, x, w, b, NORM_STATS_INPUT);
 }

@@ -107,7 +107,7 @@ typedef enum param_init {
      * nn.Conv2d's weight, and their bias's init */
     PARAM_INIT_UNIFORM_FAN_IN,
     /* normalization */
-    PARAM_INIT_ONES, /* init.ones_: a norm's weight */
+    PARAM_INIT_ONES,  /* init.ones_: a norm's weight */
     PARAM_INIT_ZEROS, /* init.zeros_: a norm's bias */
     /* buffers (register_buffer): no gradient, no optimizer step, memory category buffers */
     PARAM_BUFFER_ZEROS, /* batch_norm's running_mean */

@@ -33,8 +33,12 @@ static tensor *layer_norm_forward(run *r, const layer_spec *l, tensor *const *in
     tensor *x = in[0];
     tensor *w = l->LN_AFFINE ? params[0] : NULL, *b = l->LN_AFFINE && l->bias ? params[1] : NULL;
     int64_t c = x->shape[x->ndim - 1];
-    norm_geom g = {.n = x->numel / c, .groups = 1, .cpg = c, .inner = 1,
-                   .eps = (float)l->LN_EPS, .form = NORM_CENTERED};
+    norm_geom g = {.n = x->numel / c,
+                   .groups = 1,
+                   .cpg = c,
+                   .inner = 1,
+                   .eps = (float)l->LN_EPS,
+                   .form = NORM_CENTERED};
     return norm_run(r, l, "layer_norm", layer_norm_backward, &g, x, w, b, NORM_STATS_FLOAT32);
 }
 
@@ -44,8 +48,9 @@ static bool layer_norm_shape(const layer_spec *l, const layer_shape *in, layer_s
     if (in[0].dim[in[0].ndim - 1] != l->in) {
         char s[128];
         shape_text(&in[0], s, sizeof s);
-        shape_fail(sc, SHAPE_INPUT, "input has shape %s; layer_norm %lld normalizes a last dim of %lld",
-                   s, (long long)l->in, (long long)l->in);
+        shape_fail(sc, SHAPE_INPUT,
+                   "input has shape %s; layer_norm %lld normalizes a last dim of %lld", s,
+                   (long long)l->in, (long long)l->in);
         return false;
     }
     *out = in[0];
@@ -72,7 +77,9 @@ static int layer_norm_params(const layer_spec *l, layer_param *out)
 static int layer_norm_describe(const layer_spec *l, char *buf, size_t len)
 {
     return snprintf(buf, len, "layer_norm %lld, eps %g%s", (long long)l->in, l->LN_EPS,
-                    !l->LN_AFFINE ? " (no affine)" : l->bias ? "" : " (no bias)");
+                    !l->LN_AFFINE ? " (no affine)"
+                    : l->bias     ? ""
+                                  : " (no bias)");
 }
 
 static const kind_arg layer_norm_args[] = {

@@ -59,8 +59,10 @@ static const kind_opt max_pool2d_opts[] = {
     {"kernel", KIND_OPT_INT, offsetof(layer_spec, kernel), .min = 1, .required = "kernel=K"},
     {"stride", KIND_OPT_INT, offsetof(layer_spec, stride), .min = 1, .def = 0},
     {"padding", KIND_OPT_INT, offsetof(layer_spec, padding), .min = 0, .def = 0},
-    {"dilation", KIND_OPT_REFUSED, .refusal = "dilation is not supported (max_pool2d layers have dilation=1)"},
-    {"ceil_mode", KIND_OPT_REFUSED, .refusal = "ceil_mode is not supported (max_pool2d layers floor)"},
+    {"dilation", KIND_OPT_REFUSED,
+     .refusal = "dilation is not supported (max_pool2d layers have dilation=1)"},
+    {"ceil_mode", KIND_OPT_REFUSED,
+     .refusal = "ceil_mode is not supported (max_pool2d layers floor)"},
 };
 static const autocast_op max_pool2d_autocast[] = {
     {"max_pool2d", AUTOCAST_NONE, "not listed: runs in its input's dtype"},

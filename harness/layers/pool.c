@@ -41,10 +41,18 @@ bool pool_shape(const layer_spec *l, const layer_shape *in, layer_shape *out, sh
 
 conv2d_geom pool_geom(const layer_spec *l, const tensor *x)
 {
-    return (conv2d_geom){.n = x->shape[0], .c_in = x->shape[1], .h_in = x->shape[2],
-                         .w_in = x->shape[3], .c_out = x->shape[1], .h_out = l->out_shape[1],
-                         .w_out = l->out_shape[2], .kh = l->kernel, .kw = l->kernel,
-                         .stride = pool_stride(l), .padding = l->padding, .dilation = 1};
+    return (conv2d_geom){.n = x->shape[0],
+                         .c_in = x->shape[1],
+                         .h_in = x->shape[2],
+                         .w_in = x->shape[3],
+                         .c_out = x->shape[1],
+                         .h_out = l->out_shape[1],
+                         .w_out = l->out_shape[2],
+                         .kh = l->kernel,
+                         .kw = l->kernel,
+                         .stride = pool_stride(l),
+                         .padding = l->padding,
+                         .dilation = 1};
 }
 
 int pool_describe_window(const layer_spec *l, char *buf, size_t len)
