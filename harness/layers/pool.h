@@ -1,7 +1,8 @@
 /*
  * pool.h: what the window pooling kinds' files (max_pool2d.c, avg_pool2d.c) share: their
  * options' fields (kernel, stride, padding of layer_spec; stride 0 means the kernel, as
- * PyTorch's stride=None), their shape rule and their geometry (pool.c).
+ * PyTorch's stride=None, and `check --json` shows it so), their shape rule and their
+ * geometry (pool.c).
  */
 #ifndef AMPSCOPE_LAYERS_POOL_H
 #define AMPSCOPE_LAYERS_POOL_H
