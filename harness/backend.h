@@ -29,6 +29,7 @@
  * binary's, before anything in it runs. Bump BACKEND_ABI_VERSION with every change to
  * struct backend or to a type its functions take (tensor, round_stats, conv2d_geom,
  * sdpa_geom, optim_*, mem_account, backend_values_fn): a field or op added, removed, reordered,
+ * norm_geom, optim_*, mem_account, backend_values_fn): a field or op added, removed, reordered,
  * retyped or given another meaning. The size catches only some of these; the version all.
  */
 #ifndef AMPSCOPE_BACKEND_H
@@ -56,6 +57,21 @@ typedef struct sdpa_geom {
     int64_t n, l, s, e, ev;
     bool causal;
 } sdpa_geom;
+/* A normalization's layout: x viewed as [n, groups, cpg, inner], statistics over each
+ * (n, group)'s cpg * inner values, the affine weight and bias indexed by the channel
+ * group * cpg + k. layer_norm is groups = 1, cpg = C, inner = 1 (n: every leading index);
+ * group_norm is [N, G, C/G, H*W]. */
+typedef enum norm_form {
+    NORM_CENTERED, /* y = (x - mean) * rstd * w + b (layer_norm_kernel.cu) */
+    NORM_FUSED     /* y = x * a + c, a = rstd * w, c = b - a * mean per (n, channel)
+                    * (group_norm_kernel.cu's ComputeFusedParamsCUDAKernel) */
+} norm_form;
+
+typedef struct norm_geom {
+    int64_t n, groups, cpg, inner;
+    float eps;
+    norm_form form;
+} norm_geom;
 
 /* One parameter's optimizer step: param (and master when master weights are on), grad,
  * state tensors as optim_math.h lists them for the optimizer kind. */
@@ -214,7 +230,62 @@ typedef void *(*backend_values_fn)(void *ctx);
                            tensor *out, round_stats *st))                                        \
     /* dp = dout v^T, dv = p^T dout (uncounted: callers observe) */                              \
     X(sdpa_value_backward, (backend *be, const sdpa_geom *g, const tensor *dout,                 \
-                            const tensor *p, const tensor *v, tensor *dp, tensor *dv))
+                            const tensor *p, const tensor *v, tensor *dp, tensor *dv))        \
+    /* ---- normalization (cpu/norm.c, kernels/norm.cu) ---- */                                \
+    /* mean and rstd [n * groups] (float32 sums, rstd = 1 / sqrt(biased var + eps), stored    \
+     * in their tensors' dtype), then y from the stored mean and rstd as g->form says; w      \
+     * and b may be NULL (no affine: 1 and 0); st counts y's rounding */                      \
+    X(norm_forward, (backend *be, const norm_geom *g, const tensor *x, const tensor *w,         \
+                     const tensor *b, tensor *y, tensor *mean, tensor *rstd, round_stats *st))  \
+    /* dx = rstd * (w dy - mean(w dy) - xhat mean(w dy xhat)) per (n, group), xhat =          \
+     * (x - mean) * rstd; w may be NULL */                                                    \
+    X(norm_backward_input, (backend *be, const norm_geom *g, const tensor *dy, const tensor *x, \
+                            const tensor *mean, const tensor *rstd, const tensor *w,           \
+                            tensor *dx, round_stats *st))                                      \
+    /* dw[c] = sum of dy * xhat over n and inner (db is channel_sum) */                       \
+    X(norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,                \
+                             const tensor *x, const tensor *mean, const tensor *rstd,          \
+                             tensor *dw, round_stats *st))                                     \
+    /* batch_norm in training mode, x [N, C, HW] as g = {N, C, 1, HW}: each channel's mean   \
+     * and invstd = 1 / sqrt(biased var + eps) over N and HW (float32 Welford sums, stored in  \
+     * their tensors' dtype), and the running stats updated in place, r = (1 - momentum) r +  \
+     * momentum s with the unbiased variance, rounded into their dtype (counted in st_mean,   \
+     * st_var) */                                                                              \
+    X(batch_norm_stats, (backend *be, const norm_geom *g, const tensor *x, float momentum,     \
+                         tensor *mean, tensor *invstd, tensor *running_mean,                   \
+                         tensor *running_var, round_stats *st_mean, round_stats *st_var))      \
+    /* y = w * (x - mean) * invstd + b per channel; w and b may be NULL */                    \
+    X(batch_norm_forward, (backend *be, const norm_geom *g, const tensor *x, const tensor *mean, \
+                           const tensor *invstd, const tensor *w, const tensor *b, tensor *y,  \
+                           round_stats *st))                                                   \
+    /* dx = (dy - sum(dy) / M - (x - mean) * sum(dy (x - mean)) / M * invstd^2) * invstd * w  \
+     * per channel, M = N * HW; w may be NULL */                                               \
+    X(batch_norm_backward_input, (backend *be, const norm_geom *g, const tensor *dy,           \
+                                  const tensor *x, const tensor *mean, const tensor *invstd,   \
+                                  const tensor *w, tensor *dx, round_stats *st))               \
+    /* dw[c] = sum(dy (x - mean)) * invstd (db is channel_sum) */                             \
+    X(batch_norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,          \
+                                   const tensor *x, const tensor *mean, const tensor *invstd,  \
+                                   tensor *dw, round_stats *st))                               \
+    /* ---- pooling (cpu/pool.c, kernels/pool.cu): NCHW, g's c_in = c_out, dilation 1 ---- */ \
+    /* y = the max of each window (NaN wins; padding never does), indices (int64) its         \
+     * position h * W + w in the input plane */                                               \
+    X(max_pool2d_forward, (backend *be, const conv2d_geom *g, const tensor *x, tensor *y,      \
+                           tensor *indices, round_stats *st))                                  \
+    /* dx = the sum of dy over the windows whose max each element was */                     \
+    X(max_pool2d_backward, (backend *be, const conv2d_geom *g, const tensor *dy,               \
+                            const tensor *indices, tensor *dx, round_stats *st))               \
+    /* y = sum of the window's inputs / divisor: the window's size clipped to the padded     \
+     * input (count_include_pad) or to the input */                                           \
+    X(avg_pool2d_forward, (backend *be, const conv2d_geom *g, bool count_include_pad,          \
+                           const tensor *x, tensor *y, round_stats *st))                      \
+    /* dx = sum over the windows holding the element of dy / divisor */                      \
+    X(avg_pool2d_backward, (backend *be, const conv2d_geom *g, bool count_include_pad,         \
+                            const tensor *dy, tensor *dx, round_stats *st))                   \
+    /* x [N, C, H, W] -> y [N, C, 1, 1] = sum over H and W * (1 / (H W)): mean's kernel */    \
+    X(global_avg_pool_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))    \
+    /* dx = dy[n, c] / (H W) at every position: mean's backward */                           \
+    X(global_avg_pool_backward, (backend *be, const tensor *dy, tensor *dx, round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {
@@ -253,7 +324,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 4
+#define BACKEND_ABI_VERSION 5
 
 #ifdef __cplusplus
 extern "C" {

@@ -11,6 +11,7 @@ const char *mem_category_name(mem_category c)
         [MEM_ACTIVATIONS] = "activations",
         [MEM_AUTOCAST_CACHE] = "autocast_cache",
         [MEM_INPUTS] = "inputs",
+        [MEM_BUFFERS] = "buffers",
         [MEM_WORKSPACE] = "workspace",
     };
     return c < MEM_CATEGORY_COUNT ? names[c] : "?";

@@ -14,6 +14,9 @@
  *   activations      tensors the forward pass produces (kept for backward or not yet freed)
  *   autocast_cache   autocast's low-precision copies of parameters
  *   inputs           the input batch and the targets
+ *   buffers          a module's buffers (batch_norm's running_mean and running_var), in
+ *                    the parameters' dtype; state_dict() holds them with the parameters,
+ *                    but no optimizer steps them and they have no gradient
  *   workspace        float32 copies of half operands and library scratch
  */
 #ifndef AMPSCOPE_MEMORY_H
@@ -29,6 +32,7 @@ typedef enum mem_category {
     MEM_ACTIVATIONS,
     MEM_AUTOCAST_CACHE,
     MEM_INPUTS,
+    MEM_BUFFERS,
     MEM_WORKSPACE,
     MEM_CATEGORY_COUNT
 } mem_category;

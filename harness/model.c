@@ -17,6 +17,7 @@ typedef struct values_job {
     const init_spec *init; /* a parameter's [init] file, or NULL */
     uint64_t stream;       /* else the seed's stream and the bound of its uniform */
     double bound;
+    param_init init_kind; /* a parameter's init when there is no file */
 } values_job;
 
 static void upload(const values_job *j, backend_values_fn make)
@@ -94,22 +95,34 @@ static void *param_values(void *ctx)
         v = read_npy_f32(j->r, j->init->path, j->init->line, t->ndim, t->shape);
     } else {
         v = host_floats(j->r, t->numel, t->name);
-        rng_fill_uniform(j->r->cfg->seed, j->stream, v, t->numel, -j->bound, j->bound);
+        switch (j->init_kind) {
+        case PARAM_INIT_UNIFORM_FAN_IN:
+            rng_fill_uniform(j->r->cfg->seed, j->stream, v, t->numel, -j->bound, j->bound);
+            break;
+        case PARAM_INIT_ONES:
+        case PARAM_INIT_ZEROS:
+        case PARAM_BUFFER_ONES:
+        case PARAM_BUFFER_ZEROS:
+            for (int64_t i = 0; i < t->numel; i++)
+                v[i] = j->init_kind == PARAM_INIT_ONES || j->init_kind == PARAM_BUFFER_ONES;
+            break;
+        }
     }
     return in_dtype(j, v);
 }
 
-static tensor *make_param(run *r, uint64_t stream, const char *layer, const char *what,
-                          int ndim, const int64_t *shape, double bound)
+/* a parameter, or a buffer (no gradient: not a leaf autograd tracks) */
+static tensor *make_param(run *r, uint64_t stream, const char *layer, const char *what, int ndim,
+                          const int64_t *shape, double bound, param_init kind, bool buffer)
 {
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.%s", layer, what);
-    tensor *p = run_tensor(r, name, r->cfg->params, ndim, shape, MEM_PARAMS);
+    tensor *p = run_tensor(r, name, r->cfg->params, ndim, shape, buffer ? MEM_BUFFERS : MEM_PARAMS);
     upload(&(values_job){.r = r, .t = p, .init = find_init(r->cfg, name), .stream = stream,
-                         .bound = bound},
+                         .bound = bound, .init_kind = kind},
            param_values);
-    p->is_leaf = true;
-    p->requires_grad = true;
+    p->is_leaf = !buffer;
+    p->requires_grad = !buffer;
     return p;
 }
 
@@ -145,6 +158,11 @@ static double init_bound(const layer_param *p)
     switch (p->init) {
     case PARAM_INIT_UNIFORM_FAN_IN:
         return 1.0 / sqrt((double)p->fan_in); /* kaiming_uniform_(a=sqrt(5)) and bias */
+    case PARAM_INIT_ONES:
+    case PARAM_INIT_ZEROS:
+    case PARAM_BUFFER_ONES:
+    case PARAM_BUFFER_ZEROS:
+        break;
     }
     return 0.0;
 }
@@ -175,10 +193,12 @@ void model_init(run *r, model *m)
         layer_param ps[LAYER_MAX_PARAMS];
         int n = layer_def_of(l->kind)->params(l, ps);
         for (int k = 0; k < n; k++) {
-            tensor *p = make_param(r, (uint64_t)m->n_params + 1, l->name, ps[k].name, ps[k].ndim,
-                                   ps[k].shape, init_bound(&ps[k]));
+            tensor *p =
+                make_param(r, (uint64_t)m->n_params + 1, l->name, ps[k].name, ps[k].ndim,
+                           ps[k].shape, init_bound(&ps[k]), ps[k].init, param_is_buffer(&ps[k]));
             m->layer_params[i][k] = p;
-            m->params[m->n_params++] = p;
+            if (!param_is_buffer(&ps[k]))
+                m->params[m->n_params++] = p;
         }
     }
     int64_t shape[4] = {cfg->batch};

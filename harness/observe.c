@@ -23,6 +23,7 @@ const char *tensor_role_name(tensor_role r)
         [ROLE_OPTIMIZER_STATE] = "optimizer_state",
         [ROLE_MASTER_PARAM] = "master_param",
         [ROLE_GRAD_MASTER] = "grad_master",
+        [ROLE_BUFFER] = "buffer",
     };
     return r < ROLE_COUNT ? names[r] : "?";
 }

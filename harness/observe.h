@@ -30,6 +30,7 @@ typedef enum tensor_role {
     ROLE_OPTIMIZER_STATE,
     ROLE_MASTER_PARAM,
     ROLE_GRAD_MASTER,
+    ROLE_BUFFER, /* a module's buffer, as its forward updates it (batch_norm's running stats) */
     ROLE_COUNT
 } tensor_role;
 

@@ -24,7 +24,7 @@
 #include "case.h"
 #include "observe.h"
 
-#define NODE_MAX_INPUTS 3
+#define NODE_MAX_INPUTS 4 /* inputs and saved tensors (a norm saves x, mean, rstd, w) */
 #define RUN_MAX_NODES 512
 #define RUN_MAX_CACHE 256
 

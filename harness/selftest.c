@@ -798,6 +798,277 @@ static void check_conv2d(selftest *c, round_stats *st)
         }
 }
 
+/* ---- normalization and pooling ---- */
+
+/* the layer_norm and group_norm layouts of norm_forward and its backward, in each dtype
+ * (statistics float32 for layer_norm, in the input's dtype for group_norm) */
+static void check_norm(selftest *c, round_stats *st)
+{
+    static const norm_geom geoms[] = {
+        {7, 1, 33, 1, 1e-5f, NORM_CENTERED},  /* layer_norm: 7 rows of 33 */
+        {2, 1, 700, 1, 1e-5f, NORM_CENTERED}, /* rows longer than a block */
+        {3, 4, 2, 10, 1e-5f, NORM_FUSED},     /* group_norm [3, 8, 10] in 4 groups */
+        {2, 2, 3, 300, 1e-3f, NORM_FUSED},    /* group_norm [2, 6, 300] in 2 groups */
+    };
+    for (size_t k = 0; k < sizeof geoms / sizeof geoms[0]; k++)
+        for (int a = 0; a < 3; a++) {
+            const norm_geom *g = &geoms[k];
+            dtype dt = float_dtypes[a];
+            dtype sdt = g->form == NORM_CENTERED ? DTYPE_FLOAT32 : dt;
+            int64_t n = g->n * g->groups * g->cpg * g->inner, ch = g->groups * g->cpg,
+                    rows = g->n * g->groups;
+            char what[96];
+            snprintf(what, sizeof what, "%s [%lld, %lld, %lld, %lld]", dtype_name(dt),
+                     (long long)g->n, (long long)g->groups, (long long)g->cpg, (long long)g->inner);
+            pair x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            pair w = make_random(c, "w", dt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair b = make_random(c, "b", dt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair y = make(c, "y", dt, 1, &n, NULL);
+            pair mean = make(c, "mean", sdt, 1, &rows, NULL);
+            pair rstd = make(c, "rstd", sdt, 1, &rows, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->norm_forward(c->s[i].be, g, x.t[i], w.t[i], b.t[i], y.t[i],
+                                               mean.t[i], rstd.t[i], &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            compare(c, "mean", mean, NULL, CLOSE);
+            compare(c, "rstd", rstd, NULL, CLOSE);
+            report(c, "norm_forward", "%s", what);
+
+            /* the backward from the same statistics on both sides (rstd in [0.5, 2)); report()
+             * freed the forward's tensors */
+            float *sv = gen(c, rows, GEN_NORMAL, 1.0f);
+            for (int64_t i = 0; sv && i < rows; i++)
+                sv[i] = 0.5f + 1.5f * fabsf(sv[i]) / (1.0f + fabsf(sv[i]));
+            mean = make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
+            rstd = make(c, "rstd", sdt, 1, &rows, sv);
+            free(sv);
+            x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            w = make_random(c, "w", dt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
+            pair dx = make(c, "dx", dt, 1, &n, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->norm_backward_input(c->s[i].be, g, dy.t[i], x.t[i], mean.t[i],
+                                                      rstd.t[i], w.t[i], dx.t[i], &st[i]));
+            compare(c, "dx", dx, st, CLOSE);
+            report(c, "norm_backward_input", "%s", what);
+
+            /* the same values again, for dw */
+            mean = make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
+            rstd = make_random(c, "rstd", sdt, 1, &rows, GEN_NORMAL, 1.0f);
+            x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
+            pair dw = make(c, "dw", dt, 1, &ch, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->norm_backward_weight(c->s[i].be, g, dy.t[i], x.t[i], mean.t[i],
+                                                       rstd.t[i], dw.t[i], &st[i]));
+            compare(c, "dw", dw, st, CLOSE);
+            report(c, "norm_backward_weight", "%s", what);
+        }
+}
+
+/* batch_norm's ops over [N, C, HW], with the input, parameter and running-stat dtypes of
+ * each path _select_batch_norm_backend takes (one dtype, or a half input with float32) */
+static void check_batch_norm(selftest *c, round_stats *st)
+{
+    static const norm_geom geoms[] = {
+        {4, 3, 1, 25, 1e-5f, NORM_CENTERED},
+        {2, 16, 1, 700, 1e-5f, NORM_CENTERED}, /* channels longer than a block */
+    };
+    static const dtype pairs[][2] = {
+        {DTYPE_FLOAT32, DTYPE_FLOAT32},   {DTYPE_FLOAT16, DTYPE_FLOAT16},
+        {DTYPE_BFLOAT16, DTYPE_BFLOAT16}, {DTYPE_FLOAT16, DTYPE_FLOAT32},
+        {DTYPE_BFLOAT16, DTYPE_FLOAT32},
+    };
+    for (size_t k = 0; k < sizeof geoms / sizeof geoms[0]; k++)
+        for (size_t a = 0; a < sizeof pairs / sizeof pairs[0]; a++) {
+            const norm_geom *g = &geoms[k];
+            dtype dt = pairs[a][0], pt = pairs[a][1];
+            int64_t n = g->n * g->groups * g->inner, ch = g->groups;
+            char what[96];
+            snprintf(what, sizeof what, "x %s, w %s [%lld, %lld, %lld]", dtype_name(dt),
+                     dtype_name(pt), (long long)g->n, (long long)g->groups, (long long)g->inner);
+            float *v = gen(c, ch, GEN_NORMAL, 1.0f);
+            for (int64_t i = 0; v && i < ch; i++)
+                v[i] = 0.5f + fabsf(v[i]);
+            pair x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            pair rm = make_random(c, "running_mean", pt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair rv = make(c, "running_var", pt, 1, &ch, v);
+            free(v);
+            pair mean = make(c, "mean", DTYPE_FLOAT32, 1, &ch, NULL);
+            pair invstd = make(c, "invstd", DTYPE_FLOAT32, 1, &ch, NULL);
+            round_stats sv[2];
+            stats_init2(st);
+            stats_init2(sv);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_stats(c->s[i].be, g, x.t[i], 0.1f, mean.t[i],
+                                                   invstd.t[i], rm.t[i], rv.t[i], &st[i], &sv[i]));
+            compare(c, "mean", mean, NULL, CLOSE);
+            compare(c, "invstd", invstd, NULL, CLOSE);
+            compare(c, "running_mean", rm, st, CLOSE);
+            compare(c, "running_var", rv, sv, CLOSE);
+            report(c, "batch_norm_stats", "%s", what);
+
+            x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            mean = make_random(c, "mean", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            invstd = make_random(c, "invstd", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            pair w = make_random(c, "w", pt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair b = make_random(c, "b", pt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair y = make(c, "y", dt, 1, &n, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_forward(c->s[i].be, g, x.t[i], mean.t[i], invstd.t[i],
+                                                     w.t[i], b.t[i], y.t[i], &st[i]));
+            compare(c, "y", y, st, EXACT);
+            report(c, "batch_norm_forward", "%s", what);
+
+            x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            mean = make_random(c, "mean", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            invstd = make_random(c, "invstd", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            w = make_random(c, "w", pt, 1, &ch, GEN_NORMAL, 1.0f);
+            pair dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
+            pair dx = make(c, "dx", dt, 1, &n, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_backward_input(c->s[i].be, g, dy.t[i], x.t[i],
+                                                            mean.t[i], invstd.t[i], w.t[i], dx.t[i],
+                                                            &st[i]));
+            compare(c, "dx", dx, st, CLOSE);
+            report(c, "batch_norm_backward_input", "%s", what);
+
+            x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
+            mean = make_random(c, "mean", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            invstd = make_random(c, "invstd", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
+            pair dw = make(c, "dw", pt, 1, &ch, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_backward_weight(
+                          c->s[i].be, g, dy.t[i], x.t[i], mean.t[i], invstd.t[i], dw.t[i], &st[i]));
+            compare(c, "dw", dw, st, CLOSE);
+            report(c, "batch_norm_backward_weight", "%s", what);
+        }
+}
+
+/* int64 tensors (max_pool2d's indices), element by element */
+static void compare_int64(selftest *c, const char *what, pair p)
+{
+    if (c->err[0])
+        return;
+    int64_t *r = download(c, 0, p.t[0]), *d = download(c, 1, p.t[1]);
+    for (int64_t i = 0; r && d && i < p.t[0]->numel; i++)
+        if (r[i] != d[i]) {
+            differ(c, "%s: [%lld]: ref %lld dut %lld", what, (long long)i, (long long)r[i],
+                   (long long)d[i]);
+            break;
+        }
+    free(r);
+    free(d);
+}
+
+/* the pools' ops over windows that tile, overlap and pad, in each dtype */
+static void check_pools(selftest *c, round_stats *st)
+{
+    static const int64_t shapes[][7] = {
+        /* n, c, h, w, kernel, stride, padding */
+        {2, 3, 8, 8, 2, 2, 0},
+        {1, 4, 9, 7, 3, 2, 1},
+        {2, 2, 6, 6, 3, 1, 1},
+    };
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int a = 0; a < 3; a++) {
+            const int64_t *s = shapes[k];
+            dtype dt = float_dtypes[a];
+            conv2d_geom g = conv_geom(s[0], s[1], s[2], s[3], s[1], s[4], s[5], s[6], 1);
+            const int64_t xs[4] = {g.n, g.c_in, g.h_in, g.w_in},
+                          ys[4] = {g.n, g.c_out, g.h_out, g.w_out};
+            char what[96];
+            snprintf(what, sizeof what, "%s %lldx%lld kernel %lld stride %lld padding %lld",
+                     dtype_name(dt), (long long)s[2], (long long)s[3], (long long)s[4],
+                     (long long)s[5], (long long)s[6]);
+            pair x = make_random(c, "x", dt, 4, xs, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 4, ys, NULL);
+            pair idx = make(c, "indices", DTYPE_INT64, 4, ys, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->max_pool2d_forward(c->s[i].be, &g, x.t[i], y.t[i], idx.t[i],
+                                                     &st[i]));
+            compare(c, "y", y, st, EXACT);
+            compare_int64(c, "indices", idx);
+            report(c, "max_pool2d_forward", "%s", what);
+
+            /* the indices of a forward on the reference side, the same on both */
+            x = make_random(c, "x", dt, 4, xs, GEN_NORMAL, 1.0f);
+            y = make(c, "y", dt, 4, ys, NULL);
+            idx = make(c, "indices", DTYPE_INT64, 4, ys, NULL);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(
+                    c, i,
+                    c->s[i].be->max_pool2d_forward(c->s[i].be, &g, x.t[i], y.t[i], idx.t[i], NULL));
+            compare_int64(c, "indices", idx);
+            pair dy = make_random(c, "dy", dt, 4, ys, GEN_NORMAL, 1.0f);
+            pair dx = make(c, "dx", dt, 4, xs, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->max_pool2d_backward(c->s[i].be, &g, dy.t[i], idx.t[i], dx.t[i],
+                                                      &st[i]));
+            compare(c, "dx", dx, st, EXACT);
+            report(c, "max_pool2d_backward", "%s", what);
+
+            for (int cip = 1; cip >= 0; cip--) {
+                x = make_random(c, "x", dt, 4, xs, GEN_NORMAL, 1.0f);
+                y = make(c, "y", dt, 4, ys, NULL);
+                stats_init2(st);
+                for (int i = 0; ready(c) && i < 2; i++)
+                    op_rc(c, i,
+                          c->s[i].be->avg_pool2d_forward(c->s[i].be, &g, cip, x.t[i], y.t[i],
+                                                         &st[i]));
+                compare(c, "y", y, st, EXACT);
+                report(c, "avg_pool2d_forward", "%s%s", what, cip ? "" : ", padding not counted");
+
+                dy = make_random(c, "dy", dt, 4, ys, GEN_NORMAL, 1.0f);
+                dx = make(c, "dx", dt, 4, xs, NULL);
+                stats_init2(st);
+                for (int i = 0; ready(c) && i < 2; i++)
+                    op_rc(c, i,
+                          c->s[i].be->avg_pool2d_backward(c->s[i].be, &g, cip, dy.t[i], dx.t[i],
+                                                          &st[i]));
+                compare(c, "dx", dx, st, EXACT);
+                report(c, "avg_pool2d_backward", "%s%s", what, cip ? "" : ", padding not counted");
+            }
+
+            const int64_t gs[4] = {g.n, g.c_in, 1, 1};
+            x = make_random(c, "x", dt, 4, xs, GEN_NORMAL, 1.0f);
+            y = make(c, "y", dt, 4, gs, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->global_avg_pool_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            report(c, "global_avg_pool_forward", "%s", what);
+
+            dy = make_random(c, "dy", dt, 4, gs, GEN_NORMAL, 1.0f);
+            dx = make(c, "dx", dt, 4, xs, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->global_avg_pool_backward(c->s[i].be, dy.t[i], dx.t[i], &st[i]));
+            compare(c, "dx", dx, st, EXACT);
+            report(c, "global_avg_pool_backward", "%s", what);
+        }
+}
+
 static void check_losses(selftest *c, round_stats *st)
 {
     static const int64_t ls_shapes[2][2] = {{6, 10}, {5, 300}};
@@ -1430,6 +1701,10 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_softmax(c, st);
     check_causal_fill(c, st);
     check_dropout(c, st);
+    /* normalization and pooling */
+    check_norm(c, st);
+    check_batch_norm(c, st);
+    check_pools(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

@@ -482,8 +482,9 @@ static int write_memory_csv(const char *dir, const case_config *cfg, const mem_a
     if (!f)
         return -1;
     for (int c = 0; c < MEM_CATEGORY_COUNT; c++)
-        fprintf(f, "%s,%s,%lld,%lld\n", cfg->name, mem_category_name((mem_category)c),
-                (long long)a->peak[c], (long long)end->current[c]);
+        if (c != MEM_BUFFERS || a->peak[c]) /* buffers: a row only for models that have them */
+            fprintf(f, "%s,%s,%lld,%lld\n", cfg->name, mem_category_name((mem_category)c),
+                    (long long)a->peak[c], (long long)end->current[c]);
     fprintf(f, "%s,total,%lld,%lld\n", cfg->name, (long long)a->total_peak, (long long)end->total);
     fprintf(f, "%s,saved_for_backward,%lld,0\n", cfg->name, (long long)saved);
     if (fclose(f)) {

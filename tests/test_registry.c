@@ -262,17 +262,12 @@ Test(registry, ops_prints_every_kind_s_autocast_entries_in_the_usual_order)
     fclose(f);
     /* grouped by policy (lower precision, float32, none), then layers, losses and the
      * harness's own ops in enum order */
-    static const char *const rows[] = {"op ",          "linear ",
-                                       "conv2d ",      "scaled_dot_product_attention ",
-                                       "softmax ",     "log_softmax ",
-                                       "log_softmax ", "nll_loss ",
-                                       "mse_loss ",    "binary_cross_entropy_with_logits ",
-                                       "l1_loss ",     "relu ",
-                                       "flatten ",     "gelu ",
-                                       "silu ",        "sigmoid ",
-                                       "tanh ",        "causal_mask ",
-                                       "dropout ",     "mean ",
-                                       "mul "};
+    static const char *const rows[] = {
+        "op ", "linear ", "conv2d ", "scaled_dot_product_attention ", "softmax ", "log_softmax ",
+        "layer_norm ", "group_norm ", "log_softmax ", "nll_loss ", "mse_loss ",
+        "binary_cross_entropy_with_logits ", "l1_loss ", "relu ", "flatten ", "gelu ", "silu ",
+        "sigmoid ", "tanh ", "causal_mask ", "dropout ", "batch_norm ", "max_pool2d ",
+        "avg_pool2d ", "adaptive_avg_pool2d ", "mean ", "mul "};
     const char *p = text;
     size_t column = 0; /* where "runs in" starts: the same in every row */
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

@@ -24,6 +24,13 @@ typedef enum layer_kind {
     LAYER_DROPOUT,
     /* scaled_dot_product_attention */
     LAYER_SCALED_DOT_PRODUCT_ATTENTION,
+    /* normalization and pooling */
+    LAYER_LAYER_NORM,
+    LAYER_GROUP_NORM,
+    LAYER_BATCH_NORM2D,
+    LAYER_MAX_POOL2D,
+    LAYER_AVG_POOL2D,
+    LAYER_ADAPTIVE_AVG_POOL2D,
     LAYER_KIND_COUNT
 } layer_kind;
 

@@ -37,7 +37,7 @@
 #include "../autocast.h"
 #include "../run.h"
 
-#define LAYER_MAX_PARAMS 2 /* parameters of one layer */
+#define LAYER_MAX_PARAMS 4 /* parameters and buffers of one layer */
 #define LAYER_MAX_OPTS 8   /* options of one kind */
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -105,7 +105,13 @@ int64_t size_add(int64_t a, int64_t b);
 typedef enum param_init {
     /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)): kaiming_uniform_(a=sqrt(5)) for nn.Linear's and
      * nn.Conv2d's weight, and their bias's init */
-    PARAM_INIT_UNIFORM_FAN_IN
+    PARAM_INIT_UNIFORM_FAN_IN,
+    /* normalization */
+    PARAM_INIT_ONES,  /* init.ones_: a norm's weight */
+    PARAM_INIT_ZEROS, /* init.zeros_: a norm's bias */
+    /* buffers (register_buffer): no gradient, no optimizer step, memory category buffers */
+    PARAM_BUFFER_ZEROS, /* batch_norm's running_mean */
+    PARAM_BUFFER_ONES   /* batch_norm's running_var */
 } param_init;
 
 typedef struct layer_param {
@@ -115,6 +121,12 @@ typedef struct layer_param {
     param_init init;
     int64_t fan_in;
 } layer_param;
+
+/* whether p is a buffer: its init says so */
+static inline bool param_is_buffer(const layer_param *p)
+{
+    return p->init == PARAM_BUFFER_ZEROS || p->init == PARAM_BUFFER_ONES;
+}
 
 /* ---- definitions ---- */
 
@@ -158,6 +170,9 @@ extern const layer_def gelu_def, silu_def, sigmoid_def, tanh_def, softmax_def, l
     causal_mask_def, dropout_def;
 /* scaled_dot_product_attention */
 extern const layer_def scaled_dot_product_attention_def;
+/* normalization and pooling */
+extern const layer_def layer_norm_def, group_norm_def, batch_norm2d_def, max_pool2d_def,
+    avg_pool2d_def, adaptive_avg_pool2d_def;
 extern const loss_def cross_entropy_def, mse_def;
 /* losses bce_with_logits and l1 */
 extern const loss_def bce_with_logits_def, l1_def;

@@ -25,6 +25,13 @@ static const layer_def *const layer_defs[] = {
     [LAYER_DROPOUT] = &dropout_def,
     /* scaled_dot_product_attention */
     [LAYER_SCALED_DOT_PRODUCT_ATTENTION] = &scaled_dot_product_attention_def,
+    /* normalization and pooling */
+    [LAYER_LAYER_NORM] = &layer_norm_def,
+    [LAYER_GROUP_NORM] = &group_norm_def,
+    [LAYER_BATCH_NORM2D] = &batch_norm2d_def,
+    [LAYER_MAX_POOL2D] = &max_pool2d_def,
+    [LAYER_AVG_POOL2D] = &avg_pool2d_def,
+    [LAYER_ADAPTIVE_AVG_POOL2D] = &adaptive_avg_pool2d_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
