@@ -144,7 +144,20 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* *found_inf |= any element of g is inf or NaN; then g = round(float(g) * inv_scale) */     \
     X(unscale, (backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st))       \
     X(optimizer_step, (backend *be, const optim_config *cfg, const optim_hyper *h,               \
-                       optim_tensors *t, optim_result *out))
+                       optim_tensors *t, optim_result *out))                                     \
+    /* ---- graph models ---- */                                                                 \
+    /* y[i] = round(float(a[i]) + float(b[i % b.numel])): b repeats over a's leading dims        \
+     * (b's numel divides a's); a, b, y of any float dtypes (y's the promoted one) */            \
+    X(add, (backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st))         \
+    /* y[i] = round(float(a[i]) * float(b[i % b.numel])), as add */                             \
+    X(mul, (backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st))         \
+    /* y[n, :] = w[idx[n], :]; idx int64 [N], w [V, C], y [N, C] in w's dtype */                 \
+    X(embedding_forward, (backend *be, const tensor *idx, const tensor *w, tensor *y,            \
+                          round_stats *st))                                                      \
+    /* dw[v, :] = sum of dy[n, :] over n with idx[n] == v (none where v == padding_idx, -1:      \
+     * no padding), summed in float32 and rounded once into dw's dtype */                        \
+    X(embedding_backward, (backend *be, const tensor *dy, const tensor *idx,                     \
+                           int64_t padding_idx, tensor *dw, round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {
@@ -183,7 +196,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 2
+#define BACKEND_ABI_VERSION 3
 
 #ifdef __cplusplus
 extern "C" {

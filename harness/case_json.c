@@ -66,9 +66,13 @@ static void json_layer(FILE *f, const layer_spec *l)
     fputs("    {\"name\": ", f);
     json_string(f, l->name);
     fprintf(f, ", \"kind\": \"%s\", \"line\": %d", d->name, l->line);
-    for (int i = 0; i < d->n_args; i++)
-        fprintf(f, ", \"%s\": %" PRId64, d->args[i].json,
-                *(const int64_t *)((const char *)l + d->args[i].offset));
+    for (int i = 0; i < d->n_args; i++) {
+        const void *v = (const char *)l + d->args[i].offset;
+        if (d->args[i].min == KIND_ARG_REAL)
+            fprintf(f, ", \"%s\": %.17g", d->args[i].json, *(const double *)v);
+        else
+            fprintf(f, ", \"%s\": %" PRId64, d->args[i].json, *(const int64_t *)v);
+    }
     for (int i = 0; i < d->n_opts; i++) {
         const kind_opt *o = &d->opts[i];
         const char *field = (const char *)l + o->offset;

@@ -13,6 +13,11 @@ typedef enum layer_kind {
     LAYER_RELU,
     LAYER_CONV2D,
     LAYER_FLATTEN,
+    /* graph models */
+    LAYER_EMBEDDING,
+    LAYER_ADD,
+    LAYER_MUL,
+    LAYER_SCALE,
     LAYER_KIND_COUNT
 } layer_kind;
 

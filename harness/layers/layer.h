@@ -19,7 +19,11 @@
  *  - the one-line description reports print.
  * Inputs and parameters reach a forward as arrays (in[0..n_inputs), params in the order
  * the params rule gives), so kinds with several inputs or a shared parameter need no other
- * signature.
+ * signature. A one-input kind reads the previous layer's output or `from=NAME`; a kind of
+ * n_inputs > 1 takes that many layer names after its signature's numbers (`add a b`); a
+ * kind whose first parameter is "weight" takes `weight=LAYER.weight` (a tied weight: the
+ * forward receives that layer's tensor). The case parser resolves the names
+ * (layer_spec.inputs).
  *
  * A new kind takes: its file here (its definition, with its forward and backward), its
  * value in kinds.h's enum and its line in registry.c's array, its ops in the backend table
@@ -72,9 +76,11 @@ typedef struct kind_opt {
 /* A number of the signature: "in_features" names it in messages, "in" in JSON. */
 typedef struct kind_arg {
     const char *name, *json;
-    size_t offset; /* an int64_t of the layer_spec */
-    int64_t min;
+    size_t offset; /* an int64_t of the layer_spec; a double for KIND_ARG_REAL */
+    int64_t min;   /* the smallest value, or KIND_ARG_REAL */
 } kind_arg;
+/* kind_arg.min of a number that is a Python float (`scale 0.125`): any finite double */
+#define KIND_ARG_REAL INT64_MIN
 
 /* ---- shapes ---- */
 
@@ -105,7 +111,9 @@ int64_t size_add(int64_t a, int64_t b);
 typedef enum param_init {
     /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)): kaiming_uniform_(a=sqrt(5)) for nn.Linear's and
      * nn.Conv2d's weight, and their bias's init */
-    PARAM_INIT_UNIFORM_FAN_IN
+    PARAM_INIT_UNIFORM_FAN_IN,
+    /* N(0, 1): nn.Embedding's init (normal_), the padding_idx row zeroed */
+    PARAM_INIT_NORMAL
 } param_init;
 
 typedef struct layer_param {
@@ -113,6 +121,8 @@ typedef struct layer_param {
     int ndim;
     int64_t shape[4];
     param_init init;
+    /* PARAM_INIT_UNIFORM_FAN_IN: the fan in; PARAM_INIT_NORMAL: the row zeroed
+     * (padding_idx), -1 for none (one field, so the kinds' initializers stay positional) */
     int64_t fan_in;
 } layer_param;
 
@@ -137,6 +147,8 @@ typedef struct layer_def {
     tensor *(*forward)(run *r, const layer_spec *l, tensor *const *in, tensor *const *params);
     /* "linear 4 → 8 (no bias)": snprintf's contract */
     int (*describe)(const layer_spec *l, char *buf, size_t len);
+    int n_inputs; /* inputs the forward takes; 0 means 1 */
+    bool reads_tokens; /* its input is int64 token ids (embedding) */
 } layer_def;
 
 typedef struct loss_def {
@@ -152,6 +164,8 @@ typedef struct loss_def {
 
 /* The kinds' definitions (each in its layers/<kind>.c). */
 extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
+/* graph models */
+extern const layer_def embedding_def, add_def, mul_def, scale_def;
 extern const loss_def cross_entropy_def, mse_def;
 
 /* ---- the registry ---- */
@@ -170,8 +184,24 @@ int loss_defs_check(const loss_def *const *defs, int n, char *err, size_t len);
 
 /* the rules of a kind that keeps its input's shape, implies no input, has no parameters */
 bool shape_same(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc);
+/* two inputs of one shape, the output of it (add.c) */
+bool shape_same_two(const layer_spec *l, const layer_shape *in, layer_shape *out,
+                    shape_check *sc);
 bool no_input_shape(const layer_spec *l, layer_shape *in);
 int no_params(const layer_spec *l, layer_param *out);
+/* PyTorch's type promotion of two floating tensors (c10/core/ScalarType.h, promoteTypes):
+ * the same dtype stays, float32 with either half is float32, float16 with bfloat16 is
+ * float32. Autocast does not change it for ops on no list (add, mul). */
+dtype promote_types(dtype a, dtype b);
+/* "<layer>.out" into buf */
+void layer_out_name(const layer_spec *l, char *buf, size_t len);
+/* Inside a backward: hands g, the gradient of an op whose input i receives it unchanged
+ * (add, a view's inverse), to that input: a view of g when the dtypes agree (no memory,
+ * observed as it is), else g cast into the input's dtype, as autograd's engine casts each
+ * gradient to its input's dtype (validate_outputs in torch/csrc/autograd/engine.cpp). */
+void give_grad_as_is(run *r, node *n, int i, tensor *g);
+/* A view of base with another name and shape, or the run ends */
+tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape);
 /* PyTorch's names of a dtype in its error texts (linear.c) */
 const char *scalar_type_name(dtype dt);      /* "Half" */
 const char *type_meta_name(dtype dt);        /* "c10::Half" */

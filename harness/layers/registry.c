@@ -14,6 +14,11 @@ static const layer_def *const layer_defs[] = {
     [LAYER_RELU] = &relu_def,
     [LAYER_CONV2D] = &conv2d_def,
     [LAYER_FLATTEN] = &flatten_def,
+    /* graph models */
+    [LAYER_EMBEDDING] = &embedding_def,
+    [LAYER_ADD] = &add_def,
+    [LAYER_MUL] = &mul_def,
+    [LAYER_SCALE] = &scale_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
@@ -190,3 +195,37 @@ bool shape_same(const layer_spec *l, const layer_shape *in, layer_shape *out, sh
 bool no_input_shape(const layer_spec *l, layer_shape *in) { return false; }
 
 int no_params(const layer_spec *l, layer_param *out) { return 0; }
+
+dtype promote_types(dtype a, dtype b) { return a == b ? a : DTYPE_FLOAT32; }
+
+void layer_out_name(const layer_spec *l, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s.out", l->name);
+}
+
+tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape)
+{
+    char err[512];
+    tensor *v = tensor_view(&r->pool, base, name, ndim, shape, err, sizeof err);
+    if (!v)
+        run_fail(r, "%s", err);
+    return v;
+}
+
+void give_grad_as_is(run *r, node *n, int i, tensor *g)
+{
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    if (g->dtype == n->in[i].dtype) {
+        char name[TENSOR_NAME_MAX + 8];
+        node_grad_name(r, n, i, name, sizeof name);
+        tensor *v = view_or_fail(r, g, name, n->in[i].ndim, n->in[i].shape);
+        if (stp)
+            run_check(r, r->be->observe(r->be, v, stp));
+        node_give_grad(r, n, i, v, stp);
+        return;
+    }
+    tensor *dx = node_grad_tensor(r, n, i);
+    run_check(r, r->be->cast(r->be, g, dx, stp));
+    node_give_grad(r, n, i, dx, stp);
+}
