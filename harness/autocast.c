@@ -104,7 +104,7 @@ tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat)
 /* Autocast's cast of an activation: cached_cast caches only leaves (parameters), so each
  * consumer of an activation makes a cast node and a copy of its own (three linears reading
  * ln1.out: three float16 copies, three gradient casts). The copies are named in the order
- * they are made in the region: "ln1.out@float16", "ln1.out@float16#2", ... */
+ * they are made in the region: "ln1.out@float16", "ln1.out@float16_2", ... */
 static tensor *cast_activation(run *r, tensor *src, dtype dt)
 {
     int k = 0;
@@ -122,7 +122,7 @@ static tensor *cast_activation(run *r, tensor *src, dtype dt)
     if (nth == 1)
         snprintf(name, sizeof name, "%s@%s", src->name, dtype_name(dt));
     else
-        snprintf(name, sizeof name, "%s@%s#%d", src->name, dtype_name(dt), nth);
+        snprintf(name, sizeof name, "%s@%s_%d", src->name, dtype_name(dt), nth);
     return cast_named(r, src, dt, MEM_ACTIVATIONS, name);
 }
 

@@ -14,7 +14,7 @@
  * parameter's .grad (AccumulateGrad). A node keeps copies of its inputs' and output's
  * metadata, so forward tensors that nothing saved are freed as in PyTorch. A tensor read by
  * several nodes (a residual, a tied weight) receives several gradients, summed as autograd
- * sums them (tape.c): each contribution is named "<x>.grad#k" in the order they arrive,
+ * sums them (tape.c): each contribution is named "<x>.grad_k" in the order they arrive,
  * the sum "<x>.grad".
  */
 #ifndef AMPSCOPE_RUN_H
@@ -67,7 +67,7 @@ typedef struct run {
     tensor *cache_src[RUN_MAX_CACHE], *cache_copy[RUN_MAX_CACHE];
     int n_cache;
     /* the activations autocast has cast in this region, by name, and how many times (each
-     * consumer's cast is a new node: "x@float16", "x@float16#2", ...) */
+     * consumer's cast is a new node: "x@float16", "x@float16_2", ...) */
     char cast_of[RUN_MAX_CACHE][TENSOR_NAME_MAX];
     int cast_count[RUN_MAX_CACHE];
     int n_cast_of;
@@ -110,7 +110,7 @@ void tape_clear(run *r);
 /* Inside a node's backward: whether input i needs a gradient, and hands it over. */
 bool node_needs_grad(const node *n, int i);
 tensor *node_grad_tensor(run *r, const node *n, int i);
-/* The name of the gradient node n hands to its input i: "<x>.grad", or "<x>.grad#k" when x
+/* The name of the gradient node n hands to its input i: "<x>.grad", or "<x>.grad_k" when x
  * receives several (the k-th to arrive). */
 void node_grad_name(const run *r, const node *n, int i, char *buf, size_t len);
 void node_give_grad(run *r, node *n, int i, tensor *g, round_stats *st);

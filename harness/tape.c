@@ -98,7 +98,7 @@ void node_grad_name(const run *r, const node *n, int i, char *buf, size_t len)
     int uses, arrived;
     grad_counts(r, n, i, &uses, &arrived);
     if (uses > 1)
-        snprintf(buf, len, "%s.grad#%d", n->in[i].name, arrived + 1);
+        snprintf(buf, len, "%s.grad_%d", n->in[i].name, arrived + 1);
     else
         snprintf(buf, len, "%s.grad", n->in[i].name);
 }

@@ -262,7 +262,7 @@ Test(registry, ops_prints_every_kind_s_autocast_entries_in_the_usual_order)
     fclose(f);
     static const char *const rows[] = {
         "op ",      "linear ",    "conv2d ", "log_softmax ", "nll_loss ", "mse_loss ", "relu ",
-        "flatten ", "embedding ", "add ",    "mul ",         "scale ",    "mean "};
+        "flatten ", "embedding ", "add ",    "mul ",         "scale ",    "position_embedding ", "mean "};
     const char *p = text;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         cr_expect_eq(strncmp(p, rows[i], strlen(rows[i])), 0, "row %zu: %.40s", i, p);

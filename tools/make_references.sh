@@ -40,6 +40,10 @@ CONFIGS=(
     "bf16-params-autocast-adam|tests/cases/small-half.case|precision.params=bfloat16;precision.autocast=bfloat16;train.steps=3"
     "bf16-params-no-autocast-sgd|tests/cases/small-half-sgd.case|precision.params=bfloat16;data.input_dtype=bfloat16"
     "bf16-mse-in-autocast-adam|tests/cases/small-mse-autocast.case|precision.autocast=bfloat16"
+    # graph models
+    "graph-fp32-sgd|tests/cases/small-graph-tokens-autocast.case|precision.autocast=off"
+    "graph-fp16-autocast-sgd|tests/cases/small-graph-tokens-autocast.case|"
+    "graph-bf16-autocast-adam|tests/cases/small-graph-tokens-autocast.case|precision.autocast=bfloat16;train.optimizer=adam lr=1e-2;train.steps=3"
 )
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then

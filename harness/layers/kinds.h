@@ -18,6 +18,7 @@ typedef enum layer_kind {
     LAYER_ADD,
     LAYER_MUL,
     LAYER_SCALE,
+    LAYER_POSITION_EMBEDDING,
     LAYER_KIND_COUNT
 } layer_kind;
 

@@ -165,7 +165,7 @@ typedef struct loss_def {
 /* The kinds' definitions (each in its layers/<kind>.c). */
 extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
 /* graph models */
-extern const layer_def embedding_def, add_def, mul_def, scale_def;
+extern const layer_def embedding_def, add_def, mul_def, scale_def, position_embedding_def;
 extern const loss_def cross_entropy_def, mse_def;
 
 /* ---- the registry ---- */

@@ -19,6 +19,7 @@ static const layer_def *const layer_defs[] = {
     [LAYER_ADD] = &add_def,
     [LAYER_MUL] = &mul_def,
     [LAYER_SCALE] = &scale_def,
+    [LAYER_POSITION_EMBEDDING] = &position_embedding_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
