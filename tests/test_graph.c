@@ -1,0 +1,289 @@
+/*
+ * test_graph.c: what graph models add to the tape and the backend.
+ *  - A tensor read by several nodes sums their gradients as autograd does, in its dtype,
+ *    rounded at each sum (a float16 sum of 1 + 2^-11 + 2^-11 in that order is 1: each
+ *    2^-11 is half an ulp of 1 and ties to even, where one float32 sum would give
+ *    1 + 2^-10), and the contributions and the sum carry the names results/README.md
+ *    gives ("h.grad_1", ..., "h.grad"); a parameter read twice sums into one .grad.
+ *  - The graph ops' backward against central finite differences of a float64 forward
+ *    written here (add and mul with a repeating second operand, embedding with repeated
+ *    ids and a padding row), as tests/test_layers.c does for linear and conv2d.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/rng.h"
+#include "../harness/run.h"
+#include "helpers.h"
+
+static run *r;
+
+static void run_open(void)
+{
+    r = calloc(1, sizeof *r);
+    cr_assert_not_null(r);
+    r->be = backend_cpu_open(&r->account);
+    cr_assert_not_null(r->be);
+    r->be->account = &r->account;
+    r->pool = (tensor_pool){.be = r->be, .account = &r->account};
+    r->obs = calloc(1, sizeof *r->obs);
+    cr_assert_not_null(r->obs);
+}
+
+static void run_close(void)
+{
+    tape_clear(r);
+    tensor_pool_clear(&r->pool);
+    observe_free(r->obs);
+    free(r->obs);
+    r->be->close(r->be);
+    free(r);
+}
+
+/* ---- sums of gradients ---- */
+
+/* the value each consumer hands back, by the order the consumers run in backward */
+static const float contributions[] = {1.0f, 0x1p-11f, 0x1p-11f};
+static int n_run;
+static char names[4][TENSOR_NAME_MAX];
+static float summed;
+static char summed_name[TENSOR_NAME_MAX];
+
+static void consumer_backward(run *rr, node *n)
+{
+    tensor *g = node_grad_tensor(rr, n, 0);
+    snprintf(names[n_run], sizeof names[n_run], "%s", g->name);
+    cr_assert_eq(rr->be->fill(rr->be, g, contributions[n_run++]), 0);
+    node_give_grad(rr, n, 0, g, NULL);
+}
+
+static void producer_backward(run *rr, node *n)
+{
+    (void)rr;
+    summed = tensor_at(n->grad, 0);
+    snprintf(summed_name, sizeof summed_name, "%s", n->grad->name);
+}
+
+static void ignore_backward(run *rr, node *n) { (void)rr, (void)n; }
+
+Test(graph, an_activation_read_three_times_sums_in_its_dtype_rounding_each_sum,
+     .init = run_open, .fini = run_close)
+{
+    int64_t one = 1;
+    tensor *x = run_tensor(r, "x", DTYPE_FLOAT16, 1, &one, MEM_PARAMS);
+    x->requires_grad = x->is_leaf = true;
+    tensor *h = run_tensor(r, "h", DTYPE_FLOAT16, 1, &one, MEM_ACTIVATIONS);
+    cr_assert_not_null(tape_record(r, "producer", producer_backward, h, &x, 1));
+    tensor *ys[3];
+    for (int k = 0; k < 3; k++) {
+        ys[k] = run_tensor(r, "y", DTYPE_FLOAT16, 1, &one, MEM_ACTIVATIONS);
+        cr_assert_not_null(tape_record(r, "consumer", consumer_backward, ys[k], &h, 1));
+    }
+    /* one root reading the three consumers, so backward runs them all */
+    tensor *root = run_tensor(r, "root", DTYPE_FLOAT32, 0, NULL, MEM_ACTIVATIONS);
+    node *n = tape_record(r, "root", ignore_backward, root, ys, 3);
+    cr_assert_not_null(n);
+    n_run = 0;
+    summed = -1;
+    /* the root's backward hands nothing on: give each consumer its gradient by hand */
+    for (int k = 2; k >= 0; k--)
+        r->nodes[ys[k]->grad_fn].grad = run_tensor(r, "g", DTYPE_FLOAT16, 1, &one, MEM_GRADS);
+    r->error[0] = '\0';
+    cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
+    tape_backward(r, root, 1.0f);
+    cr_assert_eq(n_run, 3);
+    cr_expect_str_eq(names[0], "h.grad_1");
+    cr_expect_str_eq(names[1], "h.grad_2");
+    cr_expect_str_eq(names[2], "h.grad_3");
+    cr_expect_str_eq(summed_name, "h.grad");
+    cr_expect_eq(summed, 1.0f, "float16 sums rounded at each step give 1, got %.10g", summed);
+}
+
+Test(graph, a_parameter_read_twice_sums_into_one_grad, .init = run_open, .fini = run_close)
+{
+    int64_t one = 1;
+    tensor *w = run_tensor(r, "w", DTYPE_FLOAT32, 1, &one, MEM_PARAMS);
+    w->requires_grad = w->is_leaf = true;
+    tensor *ys[2];
+    for (int k = 0; k < 2; k++) {
+        ys[k] = run_tensor(r, "y", DTYPE_FLOAT32, 1, &one, MEM_ACTIVATIONS);
+        cr_assert_not_null(tape_record(r, "consumer", consumer_backward, ys[k], &w, 1));
+    }
+    tensor *root = run_tensor(r, "root", DTYPE_FLOAT32, 0, NULL, MEM_ACTIVATIONS);
+    cr_assert_not_null(tape_record(r, "root", ignore_backward, root, ys, 2));
+    for (int k = 0; k < 2; k++)
+        r->nodes[ys[k]->grad_fn].grad = run_tensor(r, "g", DTYPE_FLOAT32, 1, &one, MEM_GRADS);
+    n_run = 0;
+    cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
+    tape_backward(r, root, 1.0f);
+    cr_assert_not_null(w->grad);
+    cr_expect_str_eq(names[0], "w.grad_1");
+    cr_expect_str_eq(names[1], "w.grad_2");
+    cr_expect_str_eq(w->grad->name, "w.grad");
+    /* float32: 1 + 2^-11 is exact */
+    cr_expect_eq(tensor_at(w->grad, 0), 1.0f + 0x1p-11f);
+}
+
+/* ---- the ops' backward against finite differences ---- */
+
+#define FD_H 1e-4
+static rng g_rng;
+
+static void randn(float *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        v[i] = (float)rng_normal(&g_rng);
+}
+
+static void expect_close(const char *what, const tensor *got, const double *want)
+{
+    for (int64_t i = 0; i < got->numel; i++) {
+        double a = tensor_at(got, i), b = want[i];
+        cr_expect(fabs(a - b) <= 1e-4 * fabs(b) + 1e-5, "%s[%lld]: backward %.8g, finite differences %.8g",
+                  what, (long long)i, a, b);
+    }
+}
+
+/* L = sum R * (a op b[i % nb]); its derivative by a[j] or b[j], numerically */
+enum { NA = 12, NB = 4 };
+static double binary_loss(const double *a, const double *b, const float *rr, bool mul)
+{
+    double L = 0;
+    for (int i = 0; i < NA; i++)
+        L += rr[i] * (mul ? a[i] * b[i % NB] : a[i] + b[i % NB]);
+    return L;
+}
+
+static void check_binary(bool mul)
+{
+    rng_seed(&g_rng, mul ? 4 : 3);
+    float a[NA], b[NB], rr[NA], bb[NA];
+    randn(a, NA), randn(b, NB), randn(rr, NA);
+    test_env e;
+    env_open(&e);
+    int64_t sa[2] = {3, NB}, sb[1] = {NB};
+    tensor *ta = env_tensor(&e, "a", DTYPE_FLOAT32, 2, sa, a);
+    tensor *tb = env_tensor(&e, "b", DTYPE_FLOAT32, 1, sb, b);
+    tensor *y = env_zeros(&e, "y", DTYPE_FLOAT32, 2, sa);
+    cr_assert_eq((mul ? e.be->mul : e.be->add)(e.be, ta, tb, y, NULL), 0);
+    double da[NA], db[NB], want_a[NA], want_b[NB] = {0};
+    for (int i = 0; i < NA; i++)
+        da[i] = a[i];
+    for (int i = 0; i < NB; i++)
+        db[i] = b[i];
+    double L = 0;
+    for (int i = 0; i < NA; i++)
+        L += rr[i] * tensor_at(y, i);
+    cr_expect(fabs(L - binary_loss(da, db, rr, mul)) < 1e-4, "forward");
+    for (int j = 0; j < NA; j++) {
+        double keep = da[j];
+        da[j] = keep + FD_H;
+        double up = binary_loss(da, db, rr, mul);
+        da[j] = keep - FD_H;
+        want_a[j] = (up - binary_loss(da, db, rr, mul)) / (2 * FD_H);
+        da[j] = keep;
+    }
+    for (int j = 0; j < NB; j++) {
+        double keep = db[j];
+        db[j] = keep + FD_H;
+        double up = binary_loss(da, db, rr, mul);
+        db[j] = keep - FD_H;
+        want_b[j] = (up - binary_loss(da, db, rr, mul)) / (2 * FD_H);
+        db[j] = keep;
+    }
+    /* the layers' backward: add hands dy on (b's: summed over the repeats, channel_sum);
+     * mul gives dy * other */
+    tensor *dy = env_tensor(&e, "dy", DTYPE_FLOAT32, 2, sa, rr);
+    tensor *ga = env_zeros(&e, "da", DTYPE_FLOAT32, 2, sa);
+    tensor *gb = env_zeros(&e, "db", DTYPE_FLOAT32, 1, sb);
+    if (mul) {
+        cr_assert_eq(e.be->mul(e.be, dy, tb, ga, NULL), 0);
+        for (int i = 0; i < NA; i++)
+            bb[i] = a[i];
+        tensor *prod = env_zeros(&e, "p", DTYPE_FLOAT32, 2, sa);
+        tensor *aa = env_tensor(&e, "aa", DTYPE_FLOAT32, 2, sa, bb);
+        cr_assert_eq(e.be->mul(e.be, dy, aa, prod, NULL), 0);
+        cr_assert_eq(e.be->channel_sum(e.be, prod, 3, 1, gb, NULL), 0);
+    } else {
+        cr_assert_eq(e.be->cast(e.be, dy, ga, NULL), 0);
+        cr_assert_eq(e.be->channel_sum(e.be, dy, 3, 1, gb, NULL), 0);
+    }
+    expect_close("da", ga, want_a);
+    expect_close("db", gb, want_b);
+    env_close(&e);
+}
+
+Test(graph, add_backward_matches_finite_differences) { check_binary(false); }
+Test(graph, mul_backward_matches_finite_differences) { check_binary(true); }
+
+/* embedding: y[n, :] = w[idx[n], :]; L = sum R * y */
+enum { EV = 5, EC = 3, EN = 7 };
+static const int64_t ids[EN] = {1, 3, 1, 0, 4, 1, 0};
+
+static double embedding_loss(const double *w, const float *rr, int64_t pad)
+{
+    double L = 0;
+    for (int n = 0; n < EN; n++)
+        for (int c = 0; c < EC; c++) /* the padding row's lookups take no gradient */
+            L += rr[n * EC + c] * (ids[n] == pad ? 0.0 : w[ids[n] * EC + c]);
+    return L;
+}
+
+static void check_embedding(int64_t pad)
+{
+    rng_seed(&g_rng, 5);
+    float w[EV * EC], rr[EN * EC];
+    randn(w, EV * EC), randn(rr, EN * EC);
+    test_env e;
+    env_open(&e);
+    int64_t sw[2] = {EV, EC}, si[1] = {EN}, sy[2] = {EN, EC};
+    tensor *tw = env_tensor(&e, "w", DTYPE_FLOAT32, 2, sw, w);
+    tensor *ti = env_zeros(&e, "ids", DTYPE_INT64, 1, si);
+    memcpy(ti->data, ids, sizeof ids);
+    tensor *y = env_zeros(&e, "y", DTYPE_FLOAT32, 2, sy);
+    cr_assert_eq(e.be->embedding_forward(e.be, ti, tw, y, NULL), 0);
+    for (int n = 0; n < EN; n++)
+        for (int c = 0; c < EC; c++)
+            cr_expect_eq(tensor_at(y, n * EC + c), w[ids[n] * EC + c]);
+    tensor *dy = env_tensor(&e, "dy", DTYPE_FLOAT32, 2, sy, rr);
+    tensor *dw = env_zeros(&e, "dw", DTYPE_FLOAT32, 2, sw);
+    cr_assert_eq(e.be->embedding_backward(e.be, dy, ti, pad, dw, NULL), 0);
+    double wd[EV * EC], want[EV * EC];
+    for (int i = 0; i < EV * EC; i++)
+        wd[i] = w[i];
+    for (int j = 0; j < EV * EC; j++) {
+        double keep = wd[j];
+        wd[j] = keep + FD_H;
+        double up = embedding_loss(wd, rr, pad);
+        wd[j] = keep - FD_H;
+        want[j] = (up - embedding_loss(wd, rr, pad)) / (2 * FD_H);
+        wd[j] = keep;
+    }
+    expect_close("dw", dw, want);
+    env_close(&e);
+}
+
+Test(graph, embedding_backward_matches_finite_differences) { check_embedding(-1); }
+Test(graph, embedding_backward_leaves_the_padding_row_zero) { check_embedding(1); }
+
+/* the weight gradient in float16 sums in float32 and rounds once: a row that gets 1 and
+ * three times 2^-11 sums to 1 + 1.5 ulps of float16, which rounds (ties to even) to
+ * 1 + 2^-9; rounded at each sum, as a tensor's gradients are, it would stay 1 */
+Test(graph, embedding_backward_in_float16_rounds_once)
+{
+    test_env e;
+    env_open(&e);
+    int64_t sw[2] = {2, 1}, si[1] = {4}, sy[2] = {4, 1};
+    const int64_t same[4] = {0, 0, 0, 0};
+    const float g[4] = {1.0f, 0x1p-11f, 0x1p-11f, 0x1p-11f};
+    tensor *ti = env_zeros(&e, "ids", DTYPE_INT64, 1, si);
+    memcpy(ti->data, same, sizeof same);
+    tensor *dy = env_tensor(&e, "dy", DTYPE_FLOAT16, 2, sy, g);
+    tensor *dw = env_zeros(&e, "dw", DTYPE_FLOAT16, 2, sw);
+    cr_assert_eq(e.be->embedding_backward(e.be, dy, ti, -1, dw, NULL), 0);
+    cr_expect_eq(tensor_at(dw, 0), 1.0f + 0x1p-9f, "got %.10g", tensor_at(dw, 0));
+    cr_expect_eq(tensor_at(dw, 1), 0.0f);
+    env_close(&e);
+}
