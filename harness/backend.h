@@ -157,7 +157,15 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* dw[v, :] = sum of dy[n, :] over n with idx[n] == v (none where v == padding_idx, -1:      \
      * no padding), summed in float32 and rounded once into dw's dtype */                        \
     X(embedding_backward, (backend *be, const tensor *dy, const tensor *idx,                     \
-                           int64_t padding_idx, tensor *dw, round_stats *st))
+                           int64_t padding_idx, tensor *dw, round_stats *st))                    \
+    /* y[..., M, N] = op(a)[..., M, K] op(b)[..., K, N] over y's leading dims (a and b have      \
+     * them too): op(a) = a^T when ta (a stored [..., K, M]), op(b) = b^T when tb (b stored      \
+     * [..., N, K]); float32 products and sums, rounded once into y's dtype */                   \
+    X(matmul, (backend *be, const tensor *a, const tensor *b, bool ta, bool tb, tensor *y,       \
+               round_stats *st))                                                                 \
+    /* y = x with dims d1 and d2 swapped, as a contiguous copy (exact); y's shape is x's with    \
+     * those dims swapped */                                                                     \
+    X(transpose, (backend *be, const tensor *x, int d1, int d2, tensor *y, round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {

@@ -44,6 +44,9 @@ CONFIGS=(
     "graph-fp32-sgd|tests/cases/small-graph-tokens-autocast.case|precision.autocast=off"
     "graph-fp16-autocast-sgd|tests/cases/small-graph-tokens-autocast.case|"
     "graph-bf16-autocast-adam|tests/cases/small-graph-tokens-autocast.case|precision.autocast=bfloat16;train.optimizer=adam lr=1e-2;train.steps=3"
+    "graph-attention-fp32-sgd|tests/cases/small-graph-attention-autocast.case|precision.autocast=off"
+    "graph-attention-fp16-autocast-sgd|tests/cases/small-graph-attention-autocast.case|"
+    "graph-attention-bf16-autocast-sgd|tests/cases/small-graph-attention-autocast.case|precision.autocast=bfloat16"
 )
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then

@@ -133,6 +133,36 @@ class Scale(nn.Module):
         return x * self.factor  # a Python float: no type promotion
 
 
+class Matmul(nn.Module):
+    def forward(self, a, b):
+        return torch.matmul(a, b)
+
+
+class Transpose(nn.Module):
+    def __init__(self, d1, d2):
+        super().__init__()
+        self.dims = (d1, d2)
+
+    def forward(self, x):
+        return x.transpose(*self.dims)
+
+
+class SplitHeads(nn.Module):
+    def __init__(self, heads):
+        super().__init__()
+        self.heads = heads
+
+    def forward(self, x):
+        b, t, c = x.shape
+        return x.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+
+
+class MergeHeads(nn.Module):
+    def forward(self, x):
+        b, h, t, d = x.shape
+        return x.transpose(1, 2).contiguous().view(b, t, h * d)
+
+
 class PositionEmbedding(nn.Module):
     """x + weight[:T]: a learned [P, C] table added by position (nn.Embedding's init)."""
 
@@ -189,6 +219,14 @@ def make_layer(l):
         return Mul()
     if kind == "scale":
         return Scale(l["factor"])
+    if kind == "matmul":
+        return Matmul()
+    if kind == "transpose":
+        return Transpose(l["dim0"], l["dim1"])
+    if kind == "split_heads":
+        return SplitHeads(l["heads"])
+    if kind == "merge_heads":
+        return MergeHeads()
     raise SystemExit("torch_reference: unknown layer kind %s" % kind)
 
 

@@ -19,6 +19,10 @@ typedef enum layer_kind {
     LAYER_MUL,
     LAYER_SCALE,
     LAYER_POSITION_EMBEDDING,
+    LAYER_MATMUL,
+    LAYER_TRANSPOSE,
+    LAYER_SPLIT_HEADS,
+    LAYER_MERGE_HEADS,
     LAYER_KIND_COUNT
 } layer_kind;
 

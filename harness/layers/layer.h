@@ -165,7 +165,8 @@ typedef struct loss_def {
 /* The kinds' definitions (each in its layers/<kind>.c). */
 extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
 /* graph models */
-extern const layer_def embedding_def, add_def, mul_def, scale_def, position_embedding_def;
+extern const layer_def embedding_def, add_def, mul_def, scale_def, position_embedding_def,
+    matmul_def, transpose_def, split_heads_def, merge_heads_def;
 extern const loss_def cross_entropy_def, mse_def;
 
 /* ---- the registry ---- */
@@ -200,6 +201,11 @@ void layer_out_name(const layer_spec *l, char *buf, size_t len);
  * observed as it is), else g cast into the input's dtype, as autograd's engine casts each
  * gradient to its input's dtype (validate_outputs in torch/csrc/autograd/engine.cpp). */
 void give_grad_as_is(run *r, node *n, int i, tensor *g);
+/* t's metadata with another shape of the same numel (no memory: a stack copy) */
+tensor reshaped(const tensor *t, int ndim, const int64_t *shape);
+/* a new tensor `name`: x with dims d1 and d2 swapped, copied (transpose.c) */
+tensor *swap_copy(run *r, const tensor *x, int d1, int d2, const char *name, mem_category cat,
+                  round_stats *st);
 /* A view of base with another name and shape, or the run ends */
 tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape);
 /* PyTorch's names of a dtype in its error texts (linear.c) */

@@ -20,6 +20,10 @@ static const layer_def *const layer_defs[] = {
     [LAYER_MUL] = &mul_def,
     [LAYER_SCALE] = &scale_def,
     [LAYER_POSITION_EMBEDDING] = &position_embedding_def,
+    [LAYER_MATMUL] = &matmul_def,
+    [LAYER_TRANSPOSE] = &transpose_def,
+    [LAYER_SPLIT_HEADS] = &split_heads_def,
+    [LAYER_MERGE_HEADS] = &merge_heads_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
