@@ -501,6 +501,31 @@ static void check_graph_ops(selftest *c, round_stats *st)
         compare(c, "dw", dw, st, CLOSE);
         report(c, "embedding_backward", "%s, padding_idx 3", dtype_name(dt));
     }
+    /* attention's batched products [B*H, T, D] x [B*H, D, T] and their backward's transposed
+     * forms, and the dim swap of split_heads */
+    const int64_t qs[3] = {6, 13, 16}, ks[3] = {6, 16, 13}, ss[3] = {6, 13, 13};
+    for (int a = 0; a < 3; a++) {
+        dtype dt = float_dtypes[a];
+        for (int form = 0; form < 3; form++) {
+            bool ta = form == 2, tb = form == 1;
+            pair x = make_random(c, "a", dt, 3, ta ? ks : qs, GEN_WIDE, 1.0f);
+            pair w = make_random(c, "b", dt, 3, tb ? qs : ks, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 3, ss, NULL); /* [13, 13] in every form */
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->matmul(c->s[i].be, x.t[i], w.t[i], ta, tb, y.t[i], &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            report(c, "matmul", "%s%s%s", dtype_name(dt), ta ? ", a^T" : "", tb ? ", b^T" : "");
+        }
+        const int64_t xs[4] = {2, 13, 3, 16}, ys[4] = {2, 3, 13, 16};
+        pair x = make_random(c, "x", dt, 4, xs, GEN_WIDE, 1.0f);
+        pair y = make(c, "y", dt, 4, ys, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i, c->s[i].be->transpose(c->s[i].be, x.t[i], 1, 2, y.t[i], &st[i]));
+        compare(c, "y", y, st, EXACT);
+        report(c, "transpose", "%s, dims 1 and 2", dtype_name(dt));
+    }
 }
 
 typedef struct linear_case {

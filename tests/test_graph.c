@@ -287,3 +287,101 @@ Test(graph, embedding_backward_in_float16_rounds_once)
     cr_expect_eq(tensor_at(dw, 1), 0.0f);
     env_close(&e);
 }
+
+/* matmul: y[b] = a[b] c[b] for a [2, 3, 4], c [2, 4, 5]; L = sum R * y; the backward is
+ * matmul(dy, c^T) and matmul(a^T, dy), as matmul.c runs it */
+enum { MB = 2, MM = 3, MK = 4, MN = 5 };
+
+static double matmul_loss(const double *a, const double *c, const float *rr)
+{
+    double L = 0;
+    for (int b = 0; b < MB; b++)
+        for (int i = 0; i < MM; i++)
+            for (int j = 0; j < MN; j++) {
+                double y = 0;
+                for (int k = 0; k < MK; k++)
+                    y += a[(b * MM + i) * MK + k] * c[(b * MK + k) * MN + j];
+                L += rr[(b * MM + i) * MN + j] * y;
+            }
+    return L;
+}
+
+static void fd(double *v, int n, const double *a, const double *c, const float *rr, double *out)
+{
+    for (int j = 0; j < n; j++) {
+        double keep = v[j];
+        v[j] = keep + FD_H;
+        double up = matmul_loss(a, c, rr);
+        v[j] = keep - FD_H;
+        out[j] = (up - matmul_loss(a, c, rr)) / (2 * FD_H);
+        v[j] = keep;
+    }
+}
+
+Test(graph, matmul_backward_matches_finite_differences)
+{
+    rng_seed(&g_rng, 6);
+    enum { NA_ = MB * MM * MK, NC = MB * MK * MN, NY = MB * MM * MN };
+    float a[NA_], c[NC], rr[NY];
+    randn(a, NA_), randn(c, NC), randn(rr, NY);
+    test_env e;
+    env_open(&e);
+    int64_t sa[3] = {MB, MM, MK}, sc[3] = {MB, MK, MN}, sy[3] = {MB, MM, MN};
+    tensor *ta = env_tensor(&e, "a", DTYPE_FLOAT32, 3, sa, a);
+    tensor *tc = env_tensor(&e, "c", DTYPE_FLOAT32, 3, sc, c);
+    tensor *y = env_zeros(&e, "y", DTYPE_FLOAT32, 3, sy);
+    cr_assert_eq(e.be->matmul(e.be, ta, tc, false, false, y, NULL), 0);
+    double ad[NA_], cd[NC], want_a[NA_], want_c[NC];
+    for (int i = 0; i < NA_; i++)
+        ad[i] = a[i];
+    for (int i = 0; i < NC; i++)
+        cd[i] = c[i];
+    double L = 0;
+    for (int i = 0; i < NY; i++)
+        L += rr[i] * tensor_at(y, i);
+    cr_expect(fabs(L - matmul_loss(ad, cd, rr)) < 1e-4, "forward");
+    fd(ad, NA_, ad, cd, rr, want_a);
+    fd(cd, NC, ad, cd, rr, want_c);
+    tensor *dy = env_tensor(&e, "dy", DTYPE_FLOAT32, 3, sy, rr);
+    tensor *da = env_zeros(&e, "da", DTYPE_FLOAT32, 3, sa);
+    tensor *dc = env_zeros(&e, "dc", DTYPE_FLOAT32, 3, sc);
+    cr_assert_eq(e.be->matmul(e.be, dy, tc, false, true, da, NULL), 0);
+    cr_assert_eq(e.be->matmul(e.be, ta, dy, true, false, dc, NULL), 0);
+    expect_close("da", da, want_a);
+    expect_close("dc", dc, want_c);
+    env_close(&e);
+}
+
+/* transpose of dims 1 and 2 of [2, 3, 4, 5], and back: every element where
+ * x.transpose(1, 2) puts it, and the round trip the identity (the gradient's rule) */
+Test(graph, transpose_puts_each_element_where_pytorch_does_and_back)
+{
+    test_env e;
+    env_open(&e);
+    enum { N0 = 2, N1 = 3, N2 = 4, N3 = 5, N = N0 * N1 * N2 * N3 };
+    float v[N];
+    for (int i = 0; i < N; i++)
+        v[i] = (float)i;
+    int64_t sx[4] = {N0, N1, N2, N3}, sy[4] = {N0, N2, N1, N3};
+    tensor *x = env_tensor(&e, "x", DTYPE_FLOAT16, 4, sx, v);
+    tensor *y = env_zeros(&e, "y", DTYPE_FLOAT16, 4, sy);
+    tensor *back = env_zeros(&e, "back", DTYPE_FLOAT16, 4, sx);
+    cr_assert_eq(e.be->transpose(e.be, x, 1, 2, y, NULL), 0);
+    for (int a = 0; a < N0; a++)
+        for (int b = 0; b < N2; b++)
+            for (int c = 0; c < N1; c++)
+                for (int d = 0; d < N3; d++)
+                    cr_expect_eq(tensor_at(y, ((a * N2 + b) * N1 + c) * N3 + d),
+                                 v[((a * N1 + c) * N2 + b) * N3 + d]);
+    cr_assert_eq(e.be->transpose(e.be, y, 1, 2, back, NULL), 0);
+    for (int i = 0; i < N; i++)
+        cr_expect_eq(tensor_at(back, i), v[i]);
+    /* the last two dims of a 3-d tensor (k.transpose(-2, -1)) */
+    int64_t s3[3] = {N0 * N1, N2, N3}, t3[3] = {N0 * N1, N3, N2};
+    tensor *x3 = env_tensor(&e, "x3", DTYPE_FLOAT32, 3, s3, v);
+    tensor *y3 = env_zeros(&e, "y3", DTYPE_FLOAT32, 3, t3);
+    cr_assert_eq(e.be->transpose(e.be, x3, 1, 2, y3, NULL), 0);
+    cr_expect_eq(tensor_at(y3, 1), v[N3]);     /* y3[0, 0, 1] = x3[0, 1, 0] */
+    cr_expect_eq(tensor_at(y3, N2), v[1]);     /* y3[0, 1, 0] = x3[0, 0, 1] */
+    env_close(&e);
+}
