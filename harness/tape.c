@@ -170,6 +170,29 @@ static void node_clear(run *r, node *n)
     n->grad = NULL;
 }
 
+/* A node the root does not reach (an output nothing downstream reads) hands no gradient
+ * on: its inputs count one use less, so a tensor's single gradient keeps the name
+ * "<x>.grad". Nodes are in the order made, so one sweep down from the last sees every
+ * consumer of a node before the node. */
+static void discount_unreached(run *r, int root)
+{
+    bool reached[RUN_MAX_NODES] = {false};
+    reached[root] = true;
+    for (int k = r->n_nodes - 1; k >= 0; k--) {
+        const node *n = &r->nodes[k];
+        for (int i = 0; i < n->n_in; i++) {
+            if (!n->in[i].requires_grad)
+                continue;
+            if (reached[k] && !n->leaf[i])
+                reached[n->in[i].grad_fn] = true;
+            else if (!reached[k] && n->leaf[i])
+                r->leaf_uses[leaf_slot(r, n->leaf[i])]--;
+            else if (!reached[k])
+                r->nodes[n->in[i].grad_fn].uses--;
+        }
+    }
+}
+
 void tape_backward(run *r, tensor *root, float seed)
 {
     if (root->grad_fn < 0)
@@ -185,6 +208,7 @@ void tape_backward(run *r, tensor *root, float seed)
         run_check(r, r->be->observe(r->be, g, stp));
     observe_tensor(r->obs, g, ROLE_GRAD_ACTIVATION, stp);
     last->grad = g;
+    discount_unreached(r, root->grad_fn);
     for (int k = root->grad_fn; k >= 0; k--) {
         node *n = &r->nodes[k];
         if (n->grad) {

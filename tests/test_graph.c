@@ -385,3 +385,27 @@ Test(graph, transpose_puts_each_element_where_pytorch_does_and_back)
     cr_expect_eq(tensor_at(y3, N2), v[1]);     /* y3[0, 1, 0] = x3[0, 0, 1] */
     env_close(&e);
 }
+
+/* a consumer the root does not reach hands no gradient on: the one that comes keeps the
+ * plain name */
+Test(graph, a_consumer_outside_the_loss_leaves_the_gradient_its_plain_name, .init = run_open,
+     .fini = run_close)
+{
+    int64_t one = 1;
+    tensor *x = run_tensor(r, "x", DTYPE_FLOAT32, 1, &one, MEM_PARAMS);
+    x->requires_grad = x->is_leaf = true;
+    tensor *h = run_tensor(r, "h", DTYPE_FLOAT32, 1, &one, MEM_ACTIVATIONS);
+    cr_assert_not_null(tape_record(r, "producer", producer_backward, h, &x, 1));
+    tensor *used = run_tensor(r, "used", DTYPE_FLOAT32, 1, &one, MEM_ACTIVATIONS);
+    cr_assert_not_null(tape_record(r, "consumer", consumer_backward, used, &h, 1));
+    tensor *side = run_tensor(r, "side", DTYPE_FLOAT32, 1, &one, MEM_ACTIVATIONS);
+    cr_assert_not_null(tape_record(r, "consumer", consumer_backward, side, &h, 1));
+    n_run = 0;
+    summed_name[0] = '\0';
+    cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
+    tape_backward(r, used, 1.0f);
+    cr_assert_eq(n_run, 1);
+    cr_expect_str_eq(names[0], "h.grad");
+    cr_expect_str_eq(summed_name, "h.grad");
+    cr_expect_eq(summed, 1.0f);
+}
