@@ -47,6 +47,8 @@ CONFIGS=(
     "graph-attention-fp32-sgd|tests/cases/small-graph-attention-autocast.case|precision.autocast=off"
     "graph-attention-fp16-autocast-sgd|tests/cases/small-graph-attention-autocast.case|"
     "graph-attention-bf16-autocast-sgd|tests/cases/small-graph-attention-autocast.case|precision.autocast=bfloat16"
+    "graph-token-file-fp32-adam|tests/cases/small-graph-token-file.case|precision.autocast=off"
+    "graph-token-file-fp16-autocast-adam|tests/cases/small-graph-token-file.case|"
 )
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
