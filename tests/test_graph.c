@@ -288,20 +288,23 @@ Test(graph, embedding_backward_in_float16_rounds_once)
     env_close(&e);
 }
 
-/* matmul: y[b] = a[b] c[b] for a [2, 3, 4], c [2, 4, 5]; L = sum R * y; the backward is
- * matmul(dy, c^T) and matmul(a^T, dy), as matmul.c runs it */
-enum { MB = 2, MM = 3, MK = 4, MN = 5 };
+/* matmul: y[b] = a[b] c[b] for a [B, M, K], c [B, K, N], at several shapes; L = sum R * y;
+ * the backward is matmul(dy, c^T) and matmul(a^T, dy), as layers/matmul.c runs it */
+typedef struct mm_shape {
+    int b, m, k, n;
+} mm_shape;
+static mm_shape mm;
 
 static double matmul_loss(const double *a, const double *c, const float *rr)
 {
     double L = 0;
-    for (int b = 0; b < MB; b++)
-        for (int i = 0; i < MM; i++)
-            for (int j = 0; j < MN; j++) {
+    for (int b = 0; b < mm.b; b++)
+        for (int i = 0; i < mm.m; i++)
+            for (int j = 0; j < mm.n; j++) {
                 double y = 0;
-                for (int k = 0; k < MK; k++)
-                    y += a[(b * MM + i) * MK + k] * c[(b * MK + k) * MN + j];
-                L += rr[(b * MM + i) * MN + j] * y;
+                for (int k = 0; k < mm.k; k++)
+                    y += a[(b * mm.m + i) * mm.k + k] * c[(b * mm.k + k) * mm.n + j];
+                L += rr[(b * mm.m + i) * mm.n + j] * y;
             }
     return L;
 }
@@ -318,30 +321,34 @@ static void fd(double *v, int n, const double *a, const double *c, const float *
     }
 }
 
-Test(graph, matmul_backward_matches_finite_differences)
+#define MM_MAX 128
+
+static void check_matmul(mm_shape shape)
 {
-    rng_seed(&g_rng, 6);
-    enum { NA_ = MB * MM * MK, NC = MB * MK * MN, NY = MB * MM * MN };
-    float a[NA_], c[NC], rr[NY];
-    randn(a, NA_), randn(c, NC), randn(rr, NY);
+    mm = shape;
+    rng_seed(&g_rng, (uint64_t)(6 + shape.m));
+    int na = mm.b * mm.m * mm.k, nc = mm.b * mm.k * mm.n, ny = mm.b * mm.m * mm.n;
+    cr_assert(na <= MM_MAX && nc <= MM_MAX && ny <= MM_MAX);
+    float a[MM_MAX], c[MM_MAX], rr[MM_MAX];
+    randn(a, na), randn(c, nc), randn(rr, ny);
     test_env e;
     env_open(&e);
-    int64_t sa[3] = {MB, MM, MK}, sc[3] = {MB, MK, MN}, sy[3] = {MB, MM, MN};
+    int64_t sa[3] = {mm.b, mm.m, mm.k}, sc[3] = {mm.b, mm.k, mm.n}, sy[3] = {mm.b, mm.m, mm.n};
     tensor *ta = env_tensor(&e, "a", DTYPE_FLOAT32, 3, sa, a);
     tensor *tc = env_tensor(&e, "c", DTYPE_FLOAT32, 3, sc, c);
     tensor *y = env_zeros(&e, "y", DTYPE_FLOAT32, 3, sy);
     cr_assert_eq(e.be->matmul(e.be, ta, tc, false, false, y, NULL), 0);
-    double ad[NA_], cd[NC], want_a[NA_], want_c[NC];
-    for (int i = 0; i < NA_; i++)
+    double ad[MM_MAX], cd[MM_MAX], want_a[MM_MAX], want_c[MM_MAX];
+    for (int i = 0; i < na; i++)
         ad[i] = a[i];
-    for (int i = 0; i < NC; i++)
+    for (int i = 0; i < nc; i++)
         cd[i] = c[i];
     double L = 0;
-    for (int i = 0; i < NY; i++)
+    for (int i = 0; i < ny; i++)
         L += rr[i] * tensor_at(y, i);
     cr_expect(fabs(L - matmul_loss(ad, cd, rr)) < 1e-4, "forward");
-    fd(ad, NA_, ad, cd, rr, want_a);
-    fd(cd, NC, ad, cd, rr, want_c);
+    fd(ad, na, ad, cd, rr, want_a);
+    fd(cd, nc, ad, cd, rr, want_c);
     tensor *dy = env_tensor(&e, "dy", DTYPE_FLOAT32, 3, sy, rr);
     tensor *da = env_zeros(&e, "da", DTYPE_FLOAT32, 3, sa);
     tensor *dc = env_zeros(&e, "dc", DTYPE_FLOAT32, 3, sc);
@@ -350,6 +357,13 @@ Test(graph, matmul_backward_matches_finite_differences)
     expect_close("da", da, want_a);
     expect_close("dc", dc, want_c);
     env_close(&e);
+}
+
+Test(graph, matmul_backward_matches_finite_differences)
+{
+    check_matmul((mm_shape){2, 3, 4, 5});
+    check_matmul((mm_shape){1, 1, 6, 2}); /* a row times a matrix */
+    check_matmul((mm_shape){4, 5, 1, 3}); /* K = 1: outer products */
 }
 
 /* transpose of dims 1 and 2 of [2, 3, 4, 5], and back: every element where
