@@ -365,6 +365,11 @@ static bool check_init_layer(parse_ctx *c, entry *e, const char *name, const cha
             err_at(c, e, "layer %s is a %s: it has no parameters", name, d->name);
             return false;
         }
+        if (l->tied >= 0 && strcmp(param, "weight") == 0) { /* weight=LAYER.weight */
+            err_at(c, e, "%s.weight is %s.weight (a tied weight): give %s.weight", name,
+                   cfg->layers[l->tied].name, cfg->layers[l->tied].name);
+            return false;
+        }
         for (int k = 0; k < n; k++)
             if (strcmp(ps[k].name, param) == 0)
                 return true;

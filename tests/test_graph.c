@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../harness/rng.h"
+#include "../harness/layers/layer.h"
 #include "../harness/run.h"
 #include "helpers.h"
 
@@ -422,4 +423,29 @@ Test(graph, a_consumer_outside_the_loss_leaves_the_gradient_its_plain_name, .ini
     cr_expect_str_eq(names[0], "h.grad");
     cr_expect_str_eq(summed_name, "h.grad");
     cr_expect_eq(summed, 1.0f);
+}
+
+/* report.md's **Model:** line says what a layer reads when it is not the previous output */
+Test(graph, a_layer_s_description_names_its_inputs_and_tied_weight)
+{
+    static case_config cfg;
+    err_list errs = {0};
+    cr_assert_eq(case_load("tests/cases/small-graph-tokens-autocast.case", NULL, 0, &cfg, &errs),
+                 0);
+    char buf[256];
+    const char *want[] = {"tok = embedding 16 → 8",
+                          "pos = position_embedding 6 → 8",
+                          "fc = linear 8 → 8",
+                          "act = relu",
+                          "gate = linear 8 → 8 (from pos)",
+                          "g = mul (act, gate)",
+                          "s = scale 0.5",
+                          "res = add (pos, s)",
+                          "head = linear 8 → 16 (no bias) (weight: tok.weight)"};
+    cr_assert_eq(cfg.n_layers, 9);
+    for (int i = 0; i < 9; i++) {
+        layer_describe_at(&cfg, i, buf, sizeof buf);
+        cr_expect_str_eq(buf, want[i]);
+    }
+    err_list_free(&errs);
 }

@@ -189,6 +189,9 @@ Test(registry, descriptions_match_the_report_of_a_run, .timeout = 120)
     for (int i = 0; i < cfg.n_layers; i++) {
         n += snprintf(want + n, sizeof want - (size_t)n, "%s", i ? ", " : "");
         n += layer_describe(&cfg.layers[i], want + n, sizeof want - (size_t)n);
+        char at[256];
+        layer_describe_at(&cfg, i, at, sizeof at); /* a sequential model: the same words */
+        cr_expect_str_eq(at, want + n - strlen(at));
     }
     snprintf(want + n, sizeof want - (size_t)n, ".\n");
     cr_expect_str_eq(line, want);

@@ -176,6 +176,10 @@ const loss_def *loss_def_of(loss_kind k);
 extern const char *const reduction_names[REDUCTION_COUNT];
 /* "fc1 = linear 4 → 8" (what report.md's **Model:** line lists); snprintf's contract */
 int layer_describe(const layer_spec *l, char *buf, size_t len);
+/* the same for layer i of a case, with what it reads when that is not the previous layer's
+ * output and its tied weight: "res = add (pos, o)", "k = linear 8 → 8 (from pos)",
+ * "head = linear 8 → 16 (no bias) (weight: tok.weight)" */
+int layer_describe_at(const case_config *cfg, int i, char *buf, size_t len);
 /* 0 when the definitions are complete and their names unique; else -1 and a message
  * naming the kind and what it lacks. Run on the registry at start-up (registry.c). */
 int layer_defs_check(const layer_def *const *defs, int n, char *err, size_t len);

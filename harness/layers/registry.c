@@ -52,6 +52,25 @@ int layer_describe(const layer_spec *l, char *buf, size_t len)
     return m < 0 ? m : n + m;
 }
 
+int layer_describe_at(const case_config *cfg, int i, char *buf, size_t len)
+{
+    const layer_spec *l = &cfg->layers[i];
+    int n = layer_describe(l, buf, len);
+    bool given = l->n_inputs > 1 || (l->n_inputs == 1 && l->inputs[0] != i - 1);
+    for (int k = 0; given && k < l->n_inputs && n >= 0; k++) {
+        size_t off = (size_t)n < len ? (size_t)n : len;
+        int j = l->inputs[k];
+        n += snprintf(buf + off, len - off, "%s%s%s", k ? ", " : l->n_inputs > 1 ? " (" : " (from ",
+                      j == LAYER_INPUT ? "input" : cfg->layers[j].name,
+                      k == l->n_inputs - 1 ? ")" : "");
+    }
+    if (l->tied >= 0 && n >= 0) {
+        size_t off = (size_t)n < len ? (size_t)n : len;
+        n += snprintf(buf + off, len - off, " (weight: %s.weight)", cfg->layers[l->tied].name);
+    }
+    return n;
+}
+
 /* ---- the check ---- */
 
 static int bad(char *err, size_t len, const char *what, int i, const char *name, const char *lacks)
