@@ -140,6 +140,7 @@ typedef struct layer_def {
     /* the input it implies as the first layer of a case whose [data] has no shape; false:
      * it implies none, and [data] shape is required */
     bool (*input_shape)(const layer_spec *l, layer_shape *in);
+    bool reads_tokens; /* its input is int64 token ids (embedding): the case's input only */
     /* fills out[0..LAYER_MAX_PARAMS), returns how many */
     int (*params)(const layer_spec *l, layer_param *out);
     const autocast_op *autocast; /* the ops its forward runs */
@@ -148,7 +149,6 @@ typedef struct layer_def {
     /* "linear 4 → 8 (no bias)": snprintf's contract */
     int (*describe)(const layer_spec *l, char *buf, size_t len);
     int n_inputs; /* inputs the forward takes; 0 means 1 */
-    bool reads_tokens; /* its input is int64 token ids (embedding) */
 } layer_def;
 
 typedef struct loss_def {
