@@ -813,6 +813,16 @@ Test(case_load, graph_inputs_resolve_to_earlier_layers)
     cr_expect_eq(cfg->input_dtype, DTYPE_INT64);
 }
 
+Test(case_load, graph_from_input_reads_the_model_s_input)
+{
+    load_ok("[model]\nfc1 = linear 4 -> 4\nfc2 = linear 4 -> 4 from=input\n"
+            "res = add fc1 fc2\n[data]\nbatch = 2\n");
+    cr_expect_eq(cfg->layers[0].inputs[0], LAYER_INPUT);
+    cr_expect_eq(cfg->layers[1].inputs[0], LAYER_INPUT);
+    cr_expect(cfg->layers[2].inputs[0] == 0 && cfg->layers[2].inputs[1] == 1);
+    cr_expect_eq(cfg->layers[2].out_shape[0], 4);
+}
+
 Test(case_load, graph_name_errors)
 {
     load_bad("[model]\nfc1 = linear 4 -> 4\nfc2 = linear 4 -> 4 from=fc\n[data]\nbatch = 2\n",
