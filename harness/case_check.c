@@ -64,20 +64,23 @@ static bool check_tokens(parse_ctx *c, const layer_spec *l, entry *le)
     for (int k = 0; k < l->n_inputs; k++)
         reads_input |= l->inputs[k] == LAYER_INPUT;
     if (d->reads_tokens && !(reads_input && cfg->input_tokens)) {
-        err_at(c, le, "%s = %s: %s reads int64 token ids: from=input, with input = tokens "
-                      "vocab=V or an int64 file",
+        err_at(c, le,
+               "%s = %s: %s reads int64 token ids: from=input, with input = tokens "
+               "vocab=V or an int64 file",
                le->key, le->value, d->name);
         return false;
     }
     if (d->reads_tokens && cfg->input == INPUT_TOKENS && cfg->vocab > l->in) {
-        err_at(c, le, "%s = %s: input = tokens vocab=%" PRId64 " draws ids the embedding's %" PRId64
-                      " rows do not have (index out of range in self)",
+        err_at(c, le,
+               "%s = %s: input = tokens vocab=%" PRId64 " draws ids the embedding's %" PRId64
+               " rows do not have (index out of range in self)",
                le->key, le->value, cfg->vocab, l->in);
         return false;
     }
     if (!d->reads_tokens && reads_input && cfg->input_tokens) {
-        err_at(c, le, "%s = %s: the input is int64 token ids, which %s does not take (an "
-                      "embedding does)",
+        err_at(c, le,
+               "%s = %s: the input is int64 token ids, which %s does not take (an "
+               "embedding does)",
                le->key, le->value, d->name);
         return false;
     }

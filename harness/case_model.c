@@ -81,8 +81,8 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
         const char *w = t->w[1 + n_sig + i];
         form = strcmp(w, "=") != 0 && (2 + n_sig + i >= t->n || strcmp(t->w[2 + n_sig + i], "="));
     }
+    static const char *const in_words[] = {"", " A", " A B", " A B C"}; /* by n_pos */
     if (!form) {
-        const char *in_words[] = {"", " A", " A B", " A B C"};
         err_at(c, e, "bad value '%s' for layer %s: expected %s%s%s%s, then options", e->value,
                e->key, d->name, *d->signature ? " " : "", d->signature, in_words[n_pos]);
         return false;
@@ -93,8 +93,9 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
             continue;
         const kind_arg *arg = &d->args[a++];
         void *field = (char *)l + arg->offset;
-        ok = (arg->min == KIND_ARG_REAL ? parse_real(c, e, t->w[1 + i], arg->name, ANY, field)
-                        : parse_int(c, e, t->w[1 + i], arg->name, arg->min, field)) &&
+        ok = (arg->min == KIND_ARG_REAL
+                  ? parse_real(c, e, t->w[1 + i], arg->name, ANY, field)
+                  : parse_int(c, e, t->w[1 + i], arg->name, arg->min, field)) &&
              ok;
     }
     for (int i = 0; i < n_pos; i++) {
@@ -110,8 +111,8 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
         !take_graph_option(c, e, t, first, "weight", ln->tied, sizeof ln->tied))
         return false;
     if (*from && n_pos) {
-        err_at(c, e, "%s takes its %d inputs by position (%s NAME NAME), not from=", d->name,
-               n_pos, d->name);
+        err_at(c, e, "%s takes its %d inputs by position (%s%s), not from=", d->name, n_pos,
+               d->name, in_words[n_pos]);
         return false;
     }
     if (*from)
@@ -121,6 +122,7 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
         return false;
     return kind_option_values(c, e, d->name, d->opts, d->n_opts, vals, l) && ok;
 }
+
 /* Index of the layer named `name` among layers[0..n), or -1. */
 static int layer_index(const case_config *cfg, int n, const char *name)
 {
@@ -169,8 +171,8 @@ static bool resolve_tied(parse_ctx *c, entry *e, int i, const char *tied)
     }
     const char *dot = strrchr(tied, '.');
     if (!dot || strcmp(dot + 1, "weight") != 0) {
-        err_at(c, e, "%s = %s: bad value '%s' for weight: expected LAYER.weight", e->key,
-               e->value, tied);
+        err_at(c, e, "%s = %s: bad value '%s' for weight: expected LAYER.weight", e->key, e->value,
+               tied);
         return false;
     }
     char name[LAYER_NAME_MAX + 8];
@@ -250,8 +252,9 @@ void parse_model_section(parse_ctx *c)
             continue;
         }
         if (strcmp(e->key, "input") == 0) {
-            err_at(c, e, "'input' is a reserved name (the model's input, which from=input "
-                         "reads): name the layer otherwise");
+            err_at(c, e,
+                   "'input' is a reserved name (the model's input, which from=input "
+                   "reads): name the layer otherwise");
             c->model_ok = false;
             continue;
         }

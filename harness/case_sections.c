@@ -11,7 +11,8 @@
 #include <string.h>
 
 const char *const schedule_names[] = {"constant", "cosine"}; /* schedule_kind */
-const char *const input_names[] = {"randn", "file", "tokens"}; /* input_source */
+/* input_source */
+const char *const input_names[] = {"randn", "file", "tokens"};
 const char *const target_names[] = {"classes", "randn", "randn_like", "file"};
 
 /* Only a description may be empty. */

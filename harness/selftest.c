@@ -467,8 +467,8 @@ static void check_graph_ops(selftest *c, round_stats *st)
     for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
         for (int op = 0; op < 2; op++) {
             pair a = make_random(c, "a", pairs[k][0], 2, shape, GEN_WIDE, 1.0f);
-            pair b = make_random(c, "b", pairs[k][1], k % 2 ? 1 : 2, k % 2 ? row : shape,
-                                 GEN_WIDE, 1.0f);
+            pair b = make_random(c, "b", pairs[k][1], k % 2 ? 1 : 2, k % 2 ? row : shape, GEN_WIDE,
+                                 1.0f);
             pair y = make(c, "y", pairs[k][2], 2, shape, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++) {
@@ -487,7 +487,8 @@ static void check_graph_ops(selftest *c, round_stats *st)
         pair y = make(c, "y", dt, 2, yshape, NULL);
         stats_init2(st);
         for (int i = 0; ready(c) && i < 2; i++)
-            op_rc(c, i, c->s[i].be->embedding_forward(c->s[i].be, idx.t[i], w.t[i], y.t[i], &st[i]));
+            op_rc(c, i,
+                  c->s[i].be->embedding_forward(c->s[i].be, idx.t[i], w.t[i], y.t[i], &st[i]));
         compare(c, "y", y, st, EXACT);
         report(c, "embedding_forward", "%s", dtype_name(dt));
 
@@ -496,8 +497,9 @@ static void check_graph_ops(selftest *c, round_stats *st)
         pair dw = make(c, "dw", dt, 2, wshape, NULL);
         stats_init2(st);
         for (int i = 0; ready(c) && i < 2; i++)
-            op_rc(c, i, c->s[i].be->embedding_backward(c->s[i].be, dy.t[i], idx.t[i], 3, dw.t[i],
-                                                       &st[i]));
+            op_rc(
+                c, i,
+                c->s[i].be->embedding_backward(c->s[i].be, dy.t[i], idx.t[i], 3, dw.t[i], &st[i]));
         compare(c, "dw", dw, st, CLOSE);
         report(c, "embedding_backward", "%s, padding_idx 3", dtype_name(dt));
     }

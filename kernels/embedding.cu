@@ -49,8 +49,7 @@ int cuda_embedding_backward(backend *be, const tensor *dy, const tensor *idx, in
         return -1;
     CUDA_CHECK(cudaMemsetAsync(acc, 0, (size_t)bytes, x->stream));
     embedding_grad_kernel<<<cuda_grid(x, dy->numel), CUDA_THREADS, 0, x->stream>>>(
-        dy->data, dy->dtype, (const int64_t *)idx->data, dw->shape[1], padding_idx, dy->numel,
-        acc);
+        dy->data, dy->dtype, (const int64_t *)idx->data, dw->shape[1], padding_idx, dy->numel, acc);
     LAUNCH_CHECK();
     launch_store(be, f32_op{acc}, dw, st);
     cuda_scratch_free(be, acc, bytes);

@@ -33,10 +33,9 @@ int cuda_matmul(backend *be, const tensor *a, const tensor *b, bool ta, bool tb,
         const float one = 1.0f, zero = 0.0f;
         CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             x->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
-            (int)m, (int)k, &one, bp, cuda_data_type(bt), (int)(tb ? k : n), (long long)(k * n),
-            ap, cuda_data_type(at), (int)(ta ? m : k), (long long)(m * k), &zero, c, CUDA_R_32F,
-            (int)n, (long long)(m * n), (int)batch, CUBLAS_COMPUTE_32F_PEDANTIC,
-            CUBLAS_GEMM_DEFAULT));
+            (int)m, (int)k, &one, bp, cuda_data_type(bt), (int)(tb ? k : n), (long long)(k * n), ap,
+            cuda_data_type(at), (int)(ta ? m : k), (long long)(m * k), &zero, c, CUDA_R_32F, (int)n,
+            (long long)(m * n), (int)batch, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
         if (c_own || st) /* a float32 output is already stored; it is only counted */
             launch_store(be, f32_op{c}, y, st);
     }

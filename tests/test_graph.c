@@ -69,8 +69,8 @@ static void producer_backward(run *rr, node *n)
 
 static void ignore_backward(run *rr, node *n) { (void)rr, (void)n; }
 
-Test(graph, an_activation_read_three_times_sums_in_its_dtype_rounding_each_sum,
-     .init = run_open, .fini = run_close)
+Test(graph, an_activation_read_three_times_sums_in_its_dtype_rounding_each_sum, .init = run_open,
+     .fini = run_close)
 {
     int64_t one = 1;
     tensor *x = run_tensor(r, "x", DTYPE_FLOAT16, 1, &one, MEM_PARAMS);
@@ -142,8 +142,8 @@ static void expect_close(const char *what, const tensor *got, const double *want
 {
     for (int64_t i = 0; i < got->numel; i++) {
         double a = tensor_at(got, i), b = want[i];
-        cr_expect(fabs(a - b) <= 1e-4 * fabs(b) + 1e-5, "%s[%lld]: backward %.8g, finite differences %.8g",
-                  what, (long long)i, a, b);
+        cr_expect(fabs(a - b) <= 1e-4 * fabs(b) + 1e-5,
+                  "%s[%lld]: backward %.8g, finite differences %.8g", what, (long long)i, a, b);
     }
 }
 
@@ -396,8 +396,8 @@ Test(graph, transpose_puts_each_element_where_pytorch_does_and_back)
     tensor *x3 = env_tensor(&e, "x3", DTYPE_FLOAT32, 3, s3, v);
     tensor *y3 = env_zeros(&e, "y3", DTYPE_FLOAT32, 3, t3);
     cr_assert_eq(e.be->transpose(e.be, x3, 1, 2, y3, NULL), 0);
-    cr_expect_eq(tensor_at(y3, 1), v[N3]);     /* y3[0, 0, 1] = x3[0, 1, 0] */
-    cr_expect_eq(tensor_at(y3, N2), v[1]);     /* y3[0, 1, 0] = x3[0, 0, 1] */
+    cr_expect_eq(tensor_at(y3, 1), v[N3]); /* y3[0, 0, 1] = x3[0, 1, 0] */
+    cr_expect_eq(tensor_at(y3, N2), v[1]); /* y3[0, 1, 0] = x3[0, 0, 1] */
     env_close(&e);
 }
 

@@ -263,11 +263,15 @@ Test(registry, ops_prints_every_kind_s_autocast_entries_in_the_usual_order)
     cr_assert_not_null(f);
     autocast_print_table(f);
     fclose(f);
-    static const char *const rows[] = {
-        "op ",         "linear ",      "conv2d ", "matmul ",     "log_softmax ",
-        "nll_loss ",   "mse_loss ",    "relu ",   "flatten ",    "embedding ",
-        "add ",        "mul ",         "scale ",  "position_embedding ", "transpose ",
-        "split_heads ", "merge_heads ", "mean "};
+    static const char *const rows[] = {"op ",          "linear ",
+                                       "conv2d ",      "matmul ",
+                                       "log_softmax ", "nll_loss ",
+                                       "mse_loss ",    "relu ",
+                                       "flatten ",     "embedding ",
+                                       "add ",         "mul ",
+                                       "scale ",       "position_embedding ",
+                                       "transpose ",   "split_heads ",
+                                       "merge_heads ", "mean "};
     const char *p = text;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         cr_expect_eq(strncmp(p, rows[i], strlen(rows[i])), 0, "row %zu: %.40s", i, p);

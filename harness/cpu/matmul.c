@@ -27,9 +27,8 @@ int cpu_matmul(backend *be, const tensor *a, const tensor *b, bool ta, bool tb, 
     }
     for (int64_t i = 0; i < batch; i++)
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    (blasint)m, (blasint)n, (blasint)k, 1.0f, af + i * m * k,
-                    (blasint)(ta ? m : k), bf + i * k * n, (blasint)(tb ? k : n), 0.0f,
-                    c + i * m * n, (blasint)n);
+                    (blasint)m, (blasint)n, (blasint)k, 1.0f, af + i * m * k, (blasint)(ta ? m : k),
+                    bf + i * k * n, (blasint)(tb ? k : n), 0.0f, c + i * m * n, (blasint)n);
     cpu_store_parallel(c, y->data, y->dtype, 0, y->numel, st);
     cpu_scratch_free(be, c_own, y->numel);
     cpu_scratch_free(be, a_own, a->numel);

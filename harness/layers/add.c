@@ -31,8 +31,7 @@ static tensor *add_forward(run *r, const layer_spec *l, tensor *const *in, tenso
 }
 
 /* both inputs of one shape (PyTorch broadcasts; the harness asks for equal shapes) */
-bool shape_same_two(const layer_spec *l, const layer_shape *in, layer_shape *out,
-                    shape_check *sc)
+bool shape_same_two(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc)
 {
     bool same = in[0].ndim == in[1].ndim;
     for (int d = 0; same && d < in[0].ndim; d++)

@@ -65,8 +65,8 @@ static bool embedding_shape(const layer_spec *l, const layer_shape *in, layer_sh
 
 static int embedding_params(const layer_spec *l, layer_param *out)
 {
-    out[0] = (layer_param){"weight", 2, {l->in, l->out}, PARAM_INIT_NORMAL,
-                           l->opt_int[0] /* the row zeroed */};
+    out[0] = (layer_param){
+        "weight", 2, {l->in, l->out}, PARAM_INIT_NORMAL, l->opt_int[0] /* the row zeroed */};
     return 1;
 }
 
@@ -83,8 +83,7 @@ static const kind_arg embedding_args[] = {
     {"embedding_dim", "out", offsetof(layer_spec, out), 1},
 };
 static const kind_opt embedding_opts[] = {
-    {"padding_idx", KIND_OPT_INT, offsetof(layer_spec, opt_int[0]), .min = 0,
-     .def = PADDING_NONE},
+    {"padding_idx", KIND_OPT_INT, offsetof(layer_spec, opt_int[0]), .min = 0, .def = PADDING_NONE},
 };
 static const autocast_op embedding_autocast[] = {
     {"embedding", AUTOCAST_NONE,

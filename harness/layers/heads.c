@@ -49,8 +49,7 @@ static tensor *heads_forward(run *r, const layer_spec *l, tensor *x, bool split)
     layer_out_name(l, name, sizeof name);
     tensor x4 = split ? as_heads(x, l->opt_int[0]) : *x;
     int64_t b = x->shape[0];
-    tensor like = split ? reshaped(x, 4,
-                                   (int64_t[4]){b, x4.shape[2], x4.shape[1], x4.shape[3]})
+    tensor like = split ? reshaped(x, 4, (int64_t[4]){b, x4.shape[2], x4.shape[1], x4.shape[3]})
                         : reshaped(x, 3, (int64_t[3]){b, x->shape[2], x->shape[1] * x->shape[3]});
     round_stats st;
     round_stats *stp = run_stats(r, &st);
@@ -83,8 +82,9 @@ static bool split_heads_shape(const layer_spec *l, const layer_shape *in, layer_
         return false;
     }
     if (in[0].dim[1] % l->opt_int[0] != 0) {
-        shape_fail(sc, SHAPE_INPUT, "input has shape %s: %lld channels do not split into %lld "
-                                    "heads",
+        shape_fail(sc, SHAPE_INPUT,
+                   "input has shape %s: %lld channels do not split into %lld "
+                   "heads",
                    s, (long long)in[0].dim[1], (long long)l->opt_int[0]);
         return false;
     }

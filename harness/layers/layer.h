@@ -190,8 +190,7 @@ int loss_defs_check(const loss_def *const *defs, int n, char *err, size_t len);
 /* the rules of a kind that keeps its input's shape, implies no input, has no parameters */
 bool shape_same(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc);
 /* two inputs of one shape, the output of it (add.c) */
-bool shape_same_two(const layer_spec *l, const layer_shape *in, layer_shape *out,
-                    shape_check *sc);
+bool shape_same_two(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc);
 bool no_input_shape(const layer_spec *l, layer_shape *in);
 int no_params(const layer_spec *l, layer_param *out);
 /* PyTorch's type promotion of two floating tensors (c10/core/ScalarType.h, promoteTypes):

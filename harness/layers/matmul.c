@@ -27,8 +27,7 @@ static void matmul_backward(run *r, node *n)
     }
 }
 
-static tensor *matmul_forward(run *r, const layer_spec *l, tensor *const *in,
-                              tensor *const *params)
+static tensor *matmul_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
 {
     tensor *a = autocast_arg(r, "matmul", in[0]), *b = autocast_arg(r, "matmul", in[1]);
     if (a->dtype != b->dtype) /* bmm's check (aten/src/ATen/native/LinearAlgebra.cpp) */

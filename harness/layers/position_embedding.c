@@ -65,8 +65,8 @@ static tensor *position_embedding_forward(run *r, const layer_spec *l, tensor *c
     return y;
 }
 
-static bool position_embedding_shape(const layer_spec *l, const layer_shape *in,
-                                     layer_shape *out, shape_check *sc)
+static bool position_embedding_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
+                                     shape_check *sc)
 {
     char s[128];
     shape_text(&in[0], s, sizeof s);

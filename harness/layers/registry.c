@@ -60,7 +60,10 @@ int layer_describe_at(const case_config *cfg, int i, char *buf, size_t len)
     for (int k = 0; given && k < l->n_inputs && n >= 0; k++) {
         size_t off = (size_t)n < len ? (size_t)n : len;
         int j = l->inputs[k];
-        n += snprintf(buf + off, len - off, "%s%s%s", k ? ", " : l->n_inputs > 1 ? " (" : " (from ",
+        n += snprintf(buf + off, len - off, "%s%s%s",
+                      k                 ? ", "
+                      : l->n_inputs > 1 ? " ("
+                                        : " (from ",
                       j == LAYER_INPUT ? "input" : cfg->layers[j].name,
                       k == l->n_inputs - 1 ? ")" : "");
     }

@@ -16,8 +16,7 @@ static void scale_backward(run *r, node *n)
     node_give_grad(r, n, 0, dx, stp);
 }
 
-static tensor *scale_forward(run *r, const layer_spec *l, tensor *const *in,
-                             tensor *const *params)
+static tensor *scale_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
 {
     tensor *x = in[0];
     char name[TENSOR_NAME_MAX];
