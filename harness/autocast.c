@@ -1,5 +1,6 @@
 /* autocast.c: autocast's policy table, gathered from the layers' and losses' definitions
- * and the few ops of its own, and the casts it makes (see autocast.h). */
+ * and the few ops of its own, and the casts it makes (see autocast.h). GradScaler.scale's
+ * `loss * scale` is mul's entry (layers/mul.c). */
 #include "autocast.h"
 
 #include <string.h>
@@ -10,7 +11,6 @@
  * definitions (layers/layer.h). */
 static const autocast_op other_ops[] = {
     {"mean", AUTOCAST_NONE, "not listed: runs in its input's dtype"},
-    {"mul", AUTOCAST_NONE, "not listed: type promotion (GradScaler.scale: loss * scale)"},
 };
 
 /* Calls visit on every entry: by policy (autocast dtype, float32, input dtype), and within
@@ -98,10 +98,9 @@ static void cast_backward(run *r, node *n)
     node_give_grad(r, n, 0, g, stp);
 }
 
-tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat)
+/* a cast of src named `name` */
+static tensor *cast_named(run *r, tensor *src, dtype dt, mem_category cat, const char *name)
 {
-    char name[TENSOR_NAME_MAX + 16];
-    snprintf(name, sizeof name, "%s@%s", src->name, dtype_name(dt));
     tensor *y = run_tensor_like(r, src, name, dt, cat);
     y->is_cast = true;
     round_stats st;
@@ -110,6 +109,38 @@ tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat)
     tape_record(r, "cast", cast_backward, y, &src, 1);
     observe_tensor(r->obs, y, ROLE_CAST, stp);
     return y;
+}
+
+tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat)
+{
+    char name[TENSOR_NAME_MAX + 16];
+    snprintf(name, sizeof name, "%s@%s", src->name, dtype_name(dt));
+    return cast_named(r, src, dt, cat, name);
+}
+
+/* Autocast's cast of an activation: cached_cast caches only leaves (parameters), so each
+ * consumer of an activation makes a cast node and a copy of its own (three linears reading
+ * ln1.out: three float16 copies, three gradient casts). The copies are named in the order
+ * they are made in the region: "ln1.out@float16", "ln1.out@float16_2", ... */
+static tensor *cast_activation(run *r, tensor *src, dtype dt)
+{
+    int k = 0;
+    while (k < r->n_cast_of && strcmp(r->cast_of[k], src->name) != 0)
+        k++;
+    if (k == r->n_cast_of) {
+        if (r->n_cast_of == RUN_MAX_CACHE)
+            run_fail(r, "more than %d activations cast in one autocast region", RUN_MAX_CACHE);
+        snprintf(r->cast_of[k], sizeof r->cast_of[k], "%s", src->name);
+        r->cast_count[k] = 0;
+        r->n_cast_of++;
+    }
+    int nth = ++r->cast_count[k];
+    char name[TENSOR_NAME_MAX + 24];
+    if (nth == 1)
+        snprintf(name, sizeof name, "%s@%s", src->name, dtype_name(dt));
+    else
+        snprintf(name, sizeof name, "%s@%s_%d", src->name, dtype_name(dt), nth);
+    return cast_named(r, src, dt, MEM_ACTIVATIONS, name);
 }
 
 tensor *autocast_arg(run *r, const char *op, tensor *t)
@@ -128,7 +159,7 @@ tensor *autocast_arg(run *r, const char *op, tensor *t)
     bool cacheable =
         p == AUTOCAST_LOWER && t->is_leaf && t->requires_grad && t->dtype == DTYPE_FLOAT32;
     if (!cacheable)
-        return cast_to(r, t, want, MEM_ACTIVATIONS);
+        return cast_activation(r, t, want);
     for (int i = 0; i < r->n_cache; i++)
         if (r->cache_src[i] == t) {
             tensor_retain(r->cache_copy[i]);
@@ -148,5 +179,6 @@ void autocast_exit(run *r)
     for (int i = 0; i < r->n_cache; i++)
         tensor_release(&r->pool, r->cache_copy[i]);
     r->n_cache = 0;
+    r->n_cast_of = 0;
     r->autocast = false;
 }

@@ -285,7 +285,28 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* x [N, C, H, W] -> y [N, C, 1, 1] = sum over H and W * (1 / (H W)): mean's kernel */    \
     X(global_avg_pool_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))    \
     /* dx = dy[n, c] / (H W) at every position: mean's backward */                           \
-    X(global_avg_pool_backward, (backend *be, const tensor *dy, tensor *dx, round_stats *st))
+    X(global_avg_pool_backward, (backend *be, const tensor *dy, tensor *dx, round_stats *st))  \
+    /* ---- graph models ---- */                                                                 \
+    /* y[i] = round(float(a[i]) + float(b[i % b.numel])): b repeats over a's leading dims        \
+     * (b's numel divides a's); a, b, y of any float dtypes (y's the promoted one) */            \
+    X(add, (backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st))         \
+    /* y[i] = round(float(a[i]) * float(b[i % b.numel])), as add */                             \
+    X(mul, (backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st))         \
+    /* y[n, :] = w[idx[n], :]; idx int64 [N], w [V, C], y [N, C] in w's dtype */                 \
+    X(embedding_forward, (backend *be, const tensor *idx, const tensor *w, tensor *y,            \
+                          round_stats *st))                                                      \
+    /* dw[v, :] = sum of dy[n, :] over n with idx[n] == v (none where v == padding_idx, -1:      \
+     * no padding), summed in float32 and rounded once into dw's dtype */                        \
+    X(embedding_backward, (backend *be, const tensor *dy, const tensor *idx,                     \
+                           int64_t padding_idx, tensor *dw, round_stats *st))                    \
+    /* y[..., M, N] = op(a)[..., M, K] op(b)[..., K, N] over y's leading dims (a and b have      \
+     * them too): op(a) = a^T when ta (a stored [..., K, M]), op(b) = b^T when tb (b stored      \
+     * [..., N, K]); float32 products and sums, rounded once into y's dtype */                   \
+    X(matmul, (backend *be, const tensor *a, const tensor *b, bool ta, bool tb, tensor *y,       \
+               round_stats *st))                                                                 \
+    /* y = x with dims d1 and d2 swapped, as a contiguous copy (exact); y's shape is x's with    \
+     * those dims swapped */                                                                     \
+    X(transpose, (backend *be, const tensor *x, int d1, int d2, tensor *y, round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {
@@ -324,7 +345,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 5
+#define BACKEND_ABI_VERSION 6
 
 #ifdef __cplusplus
 extern "C" {

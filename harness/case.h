@@ -32,7 +32,9 @@
 #define LAYER_NAME_MAX 64
 #define LAYER_SPEC_SLOTS 4 /* option slots of each type in a layer_spec */
 
-#define LAYER_MAX_RANK 3 /* dims of a per-sample shape (the batch dim excluded) */
+#define LAYER_MAX_RANK 3   /* dims of a per-sample shape (the batch dim excluded) */
+#define LAYER_MAX_INPUTS 3 /* inputs of one layer */
+#define LAYER_INPUT (-1)   /* in layer_spec.inputs: the model's input (`from=input`) */
 
 /* One [model] line. The kind's definition (layers/layer.h) says which of the fields below
  * its numbers and options fill, and their defaults. */
@@ -49,12 +51,18 @@ typedef struct layer_spec {
     double opt_real[LAYER_SPEC_SLOTS];
     int opt_choice[LAYER_SPEC_SLOTS];
     bool opt_bool[LAYER_SPEC_SLOTS];
+    /* the graph: the layers whose outputs it reads, in its forward's order (indices into
+     * case_config.layers, all before it, or LAYER_INPUT): the previous layer's output unless
+     * the line names them (`from=NAME`, or a multi-input kind's positional names) */
+    int n_inputs;
+    int inputs[LAYER_MAX_INPUTS];
+    int tied; /* weight=LAYER.weight: the layer whose weight it shares; -1: its own */
     /* filled by validation: per-sample output shape (batch dim excluded) */
     int out_ndim;
     int64_t out_shape[LAYER_MAX_RANK];
 } layer_spec;
 
-typedef enum input_source { INPUT_RANDN = 0, INPUT_FILE } input_source;
+typedef enum input_source { INPUT_RANDN = 0, INPUT_FILE, INPUT_TOKENS } input_source;
 typedef enum target_kind {
     TARGET_CLASSES = 0, /* int64 labels in [0, classes), drawn uniformly */
     TARGET_RANDN,       /* float32 randn, the model output's shape */
@@ -100,7 +108,9 @@ typedef struct case_config {
     int64_t sample_shape[LAYER_MAX_RANK];
     input_source input;
     char input_path[CASE_PATH_MAX];
-    dtype input_dtype; /* default float32 */
+    dtype input_dtype; /* default float32; int64 for token ids */
+    bool input_tokens; /* int64 token ids: `tokens vocab=V`, or a file an embedding reads */
+    int64_t vocab;     /* tokens: ids drawn uniformly in [0, vocab) */
     target_kind target;
     char target_path[CASE_PATH_MAX];
     /* [precision] */

@@ -55,6 +55,57 @@ static void sink_fail(shape_check *sc, shape_blame who, const char *msg)
     }
 }
 
+/* Token ids (int64) go to the kinds that read them, and only there. */
+static bool check_tokens(parse_ctx *c, const layer_spec *l, entry *le)
+{
+    const case_config *cfg = c->cfg;
+    const layer_def *d = layer_def_of(l->kind);
+    bool reads_input = false;
+    for (int k = 0; k < l->n_inputs; k++)
+        reads_input |= l->inputs[k] == LAYER_INPUT;
+    if (d->reads_tokens && !(reads_input && cfg->input_tokens)) {
+        err_at(c, le,
+               "%s = %s: %s reads int64 token ids: from=input, with input = tokens "
+               "vocab=V or an int64 file",
+               le->key, le->value, d->name);
+        return false;
+    }
+    if (d->reads_tokens && cfg->input == INPUT_TOKENS && cfg->vocab > l->in) {
+        err_at(c, le,
+               "%s = %s: input = tokens vocab=%" PRId64 " draws ids the embedding's %" PRId64
+               " rows do not have (index out of range in self)",
+               le->key, le->value, cfg->vocab, l->in);
+        return false;
+    }
+    if (!d->reads_tokens && reads_input && cfg->input_tokens) {
+        err_at(c, le,
+               "%s = %s: the input is int64 token ids, which %s does not take (an "
+               "embedding does)",
+               le->key, le->value, d->name);
+        return false;
+    }
+    return true;
+}
+
+/* The input is token ids when an embedding reads it (`input = tokens`, or an int64 .npy
+ * file); then input_dtype, a float dtype, is refused. */
+static void find_tokens(parse_ctx *c)
+{
+    case_config *cfg = c->cfg;
+    bool embedded = false;
+    for (int i = 0; c->model_ok && i < cfg->n_layers; i++)
+        for (int k = 0; k < cfg->layers[i].n_inputs; k++)
+            embedded |= cfg->layers[i].inputs[k] == LAYER_INPUT &&
+                        layer_def_of(cfg->layers[i].kind)->reads_tokens;
+    cfg->input_tokens = cfg->input == INPUT_TOKENS || (cfg->input == INPUT_FILE && embedded);
+    entry *de = find_entry(c, SEC_DATA, "input_dtype");
+    if (cfg->input_tokens) {
+        cfg->input_dtype = DTYPE_INT64;
+        if (de && !de->failed)
+            err_at(c, de, "input_dtype is not for token input: token ids are int64");
+    }
+}
+
 /* Walks the layers from the data shape, filling out_shape and checking the memory limits. */
 static void walk_shapes(parse_ctx *c)
 {
@@ -88,16 +139,27 @@ static void walk_shapes(parse_ctx *c)
                cfg->batch, s);
         return;
     }
+    const layer_shape data = x;
     int64_t params = 0;
     for (int i = 0; i < cfg->n_layers; i++) {
         layer_spec *l = &cfg->layers[i];
         entry *le = c->layer_entry[i];
         shape_sink sink = {{sink_fail}, c, i == 0 && shape_e ? shape_e : le, le};
-        layer_shape y;
-        if (!layer_def_of(l->kind)->shape(l, &x, &y, &sink.sc))
+        layer_shape in[LAYER_MAX_INPUTS], y;
+        for (int k = 0; k < l->n_inputs; k++) {
+            int j = l->inputs[k];
+            if (j == LAYER_INPUT) {
+                in[k] = data;
+                continue;
+            }
+            in[k].ndim = cfg->layers[j].out_ndim;
+            memcpy(in[k].dim, cfg->layers[j].out_shape, sizeof in[k].dim);
+        }
+        if (!check_tokens(c, l, le) || !layer_def_of(l->kind)->shape(l, in, &y, &sink.sc))
             return;
         x = y;
-        params = size_add(params, layer_params(l));
+        if (l->tied < 0)
+            params = size_add(params, layer_params(l));
         if (params > MEMORY_LIMIT) {
             err_at(c, le,
                    "%s = %s: the model's parameters cannot fit in memory (more than 2^40 "
@@ -152,15 +214,15 @@ static void check_target(parse_ctx *c)
                (cfg->target == TARGET_RANDN || cfg->target == TARGET_RANDN_LIKE)) {
         report(c, line, set, "loss = %s needs target = classes or file", loss->name);
     } else if (cfg->target == TARGET_CLASSES && c->shapes_ok &&
-               cfg->layers[cfg->n_layers - 1].out_ndim != 1) {
+               cfg->layers[cfg->n_layers - 1].out_ndim > 2) {
         const layer_spec *last = &cfg->layers[cfg->n_layers - 1];
         char s[128];
         shape_text(&(layer_shape){last->out_ndim,
                                   {last->out_shape[0], last->out_shape[1], last->out_shape[2]}},
                    s, sizeof s);
         report(c, line, set,
-               "target = classes needs a 1-d model output, not %s (end the model "
-               "with flatten and linear)",
+               "target = classes needs a 1-d model output, or [T, V] (classes over the "
+               "last dim), not %s (end the model with flatten and linear)",
                s);
     }
 }
@@ -236,6 +298,16 @@ static void check_npy(parse_ctx *c, entry *e, const char *path, int ndim, const 
     npy_free(&a);
 }
 
+/* The smallest vocabulary among the embeddings that read the input: every id must be below */
+static int64_t token_vocab(const case_config *cfg)
+{
+    int64_t v = INT64_MAX;
+    for (int i = 0; i < cfg->n_layers; i++)
+        if (layer_def_of(cfg->layers[i].kind)->reads_tokens && cfg->layers[i].in < v)
+            v = cfg->layers[i].in;
+    return v;
+}
+
 /* The .npy files of [init], input and target, against the shapes the model needs. */
 static void check_files(parse_ctx *c)
 {
@@ -262,13 +334,16 @@ static void check_files(parse_ctx *c)
     entry *ie = find_entry(c, SEC_DATA, "input");
     if (cfg->input == INPUT_FILE && ie && !ie->failed) {
         memcpy(shape + 1, cfg->sample_shape, sizeof(int64_t) * (size_t)cfg->sample_ndim);
-        check_npy(c, ie, cfg->input_path, cfg->sample_ndim + 1, shape, 0);
+        check_npy(c, ie, cfg->input_path, cfg->sample_ndim + 1, shape,
+                  cfg->input_tokens ? token_vocab(cfg) : 0);
     }
     entry *te = find_entry(c, SEC_DATA, "target");
     const layer_spec *last = &cfg->layers[cfg->n_layers - 1];
     if (cfg->target == TARGET_FILE && te && !te->failed) {
         if (loss_def_of(cfg->loss)->class_target) {
-            check_npy(c, te, cfg->target_path, 1, &cfg->batch, last->out_shape[0]);
+            memcpy(shape + 1, last->out_shape, sizeof(int64_t) * (size_t)(last->out_ndim - 1));
+            check_npy(c, te, cfg->target_path, last->out_ndim, shape,
+                      last->out_shape[last->out_ndim - 1]);
         } else {
             memcpy(shape + 1, last->out_shape, sizeof(int64_t) * (size_t)last->out_ndim);
             check_npy(c, te, cfg->target_path, last->out_ndim + 1, shape, 0);
@@ -314,6 +389,7 @@ void cross_checks(parse_ctx *c)
     if (cfg->master_weights && !dtype_is_half(cfg->params) &&
         !entry_failed(c, SEC_PRECISION, "params"))
         err_at(c, mw, "master_weights = yes needs params = float16 or bfloat16");
+    find_tokens(c);
     walk_shapes(c);
     check_target(c);
     check_observe(c);

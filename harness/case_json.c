@@ -61,15 +61,19 @@ static void json_shape(FILE *f, int ndim, const int64_t *shape)
 
 /* name, kind and line, the numbers of its signature and its options (a refused option
  * has no value), then out_shape */
-static void json_layer(FILE *f, const layer_spec *l)
+static void json_layer(FILE *f, const case_config *cfg, const layer_spec *l)
 {
     const layer_def *d = layer_def_of(l->kind);
     fputs("    {\"name\": ", f);
     json_string(f, l->name);
     fprintf(f, ", \"kind\": \"%s\", \"line\": %d", d->name, l->line);
-    for (int i = 0; i < d->n_args; i++)
-        fprintf(f, ", \"%s\": %" PRId64, d->args[i].json,
-                *(const int64_t *)((const char *)l + d->args[i].offset));
+    for (int i = 0; i < d->n_args; i++) {
+        const void *v = (const char *)l + d->args[i].offset;
+        if (d->args[i].min == KIND_ARG_REAL)
+            fprintf(f, ", \"%s\": %.17g", d->args[i].json, *(const double *)v);
+        else
+            fprintf(f, ", \"%s\": %" PRId64, d->args[i].json, *(const int64_t *)v);
+    }
     for (int i = 0; i < d->n_opts; i++) {
         const kind_opt *o = &d->opts[i];
         const char *field = (const char *)l + o->offset;
@@ -92,6 +96,16 @@ static void json_layer(FILE *f, const layer_spec *l)
             break;
         }
     }
+    fputs(", \"inputs\": [", f); /* the graph: the layers it reads ("input": the model's) */
+    for (int k = 0; k < l->n_inputs; k++) {
+        fputs(k ? ", " : "", f);
+        json_string(f, l->inputs[k] == LAYER_INPUT ? "input" : cfg->layers[l->inputs[k]].name);
+    }
+    fputs("], \"weight_of\": ", f); /* weight=LAYER.weight: that layer; else null */
+    if (l->tied >= 0)
+        json_string(f, cfg->layers[l->tied].name);
+    else
+        fputs("null", f);
     fputs(", \"out_shape\": ", f);
     json_shape(f, l->out_ndim, l->out_shape);
     fputc('}', f);
@@ -107,8 +121,9 @@ static void json_data(FILE *f, const case_config *cfg)
     fprintf(f, ", \"input_dtype\": \"%s\", \"target\": \"%s\", \"target_path\": ",
             dtype_name(cfg->input_dtype), target_names[cfg->target]);
     json_text(f, cfg->target == TARGET_FILE ? cfg->target_path : "");
-    if (cfg->target == TARGET_CLASSES && last && last->out_ndim == 1)
-        fprintf(f, ", \"classes\": %" PRId64 "},\n", last->out_shape[0]);
+    fprintf(f, ", \"vocab\": %" PRId64, cfg->input == INPUT_TOKENS ? cfg->vocab : 0);
+    if (cfg->target == TARGET_CLASSES && last && last->out_ndim >= 1)
+        fprintf(f, ", \"classes\": %" PRId64 "},\n", last->out_shape[last->out_ndim - 1]);
     else
         fputs(", \"classes\": null},\n", f);
 }
@@ -191,7 +206,7 @@ int case_write_json(const case_config *cfg, FILE *f)
     fputs("]},\n  \"model\": [", f);
     for (int i = 0; i < cfg->n_layers; i++) {
         fputs(i ? ",\n" : "\n", f);
-        json_layer(f, &cfg->layers[i]);
+        json_layer(f, cfg, &cfg->layers[i]);
     }
     fputs("],\n", f);
     json_data(f, cfg);

@@ -12,7 +12,8 @@
 #include <string.h>
 
 const char *const schedule_names[] = {"constant", "cosine"}; /* schedule_kind */
-const char *const input_names[] = {"randn", "file"};         /* input_source */
+/* input_source */
+const char *const input_names[] = {"randn", "file", "tokens"};
 const char *const target_names[] = {"classes", "randn", "randn_like", "file"};
 
 /* Only a description may be empty. */
@@ -174,8 +175,29 @@ static void key_shape(parse_ctx *c, entry *e)
     cfg->sample_ndim = n;
 }
 
+/* `tokens vocab=V`: int64 token ids drawn uniformly in [0, V) (torch.randint) */
+static void key_input_tokens(parse_ctx *c, entry *e)
+{
+    words t;
+    if (!split_words(c, e, &t))
+        return;
+    static const char *const names[] = {"vocab"};
+    const char *vals[1];
+    if (parse_options(c, e, &t, 1, "input = tokens", names, 1, vals)) {
+        if (!vals[0])
+            err_at(c, e, "input = tokens needs vocab=V (ids are drawn in [0, V))");
+        else if (parse_int(c, e, vals[0], "vocab", 1, &c->cfg->vocab))
+            c->cfg->input = INPUT_TOKENS;
+    }
+    free(t.buf);
+}
+
 static void key_input(parse_ctx *c, entry *e)
 {
+    if (strncmp(e->value, "tokens", 6) == 0 && (e->value[6] == '\0' || is_blank(e->value[6]))) {
+        key_input_tokens(c, e);
+        return;
+    }
     int k = parse_source(c, e, input_names, 2, c->cfg->input_path);
     if (k >= 0)
         c->cfg->input = (input_source)k;
@@ -426,6 +448,11 @@ static bool check_init_layer(parse_ctx *c, entry *e, const char *name, const cha
         int n = d->params(l, ps);
         if (n == 0) {
             err_at(c, e, "layer %s is a %s: it has no parameters", name, d->name);
+            return false;
+        }
+        if (l->tied >= 0 && strcmp(param, "weight") == 0) { /* weight=LAYER.weight */
+            err_at(c, e, "%s.weight is %s.weight (a tied weight): give %s.weight", name,
+                   cfg->layers[l->tied].name, cfg->layers[l->tied].name);
             return false;
         }
         for (int k = 0; k < n; k++)

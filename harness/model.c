@@ -1,5 +1,5 @@
-/* model.c: parameters, data and the forward pass of the case's sequential model (see
- * model.h). */
+/* model.c: parameters, data and the forward pass of the case's model, a graph of layers
+ * (see model.h). */
 #include "model.h"
 
 #include <math.h>
@@ -16,8 +16,9 @@ typedef struct values_job {
     const tensor *t;
     const init_spec *init; /* a parameter's [init] file, or NULL */
     uint64_t stream;       /* else the seed's stream and the bound of its uniform */
-    double bound;
+    double bound;         /* PARAM_INIT_UNIFORM_FAN_IN: the uniform's bound */
     param_init init_kind; /* a parameter's init when there is no file */
+    int64_t zero_row;     /* PARAM_INIT_NORMAL: the padding_idx row, zeroed; -1: none */
 } values_job;
 
 static void upload(const values_job *j, backend_values_fn make)
@@ -85,7 +86,7 @@ static float *host_floats(run *r, int64_t n, const char *what)
     return v;
 }
 
-/* a parameter's values: its [init] file's, or the seed's uniform in +-bound */
+/* a parameter's values: its [init] file's, or its initialisation (layer.h's param_init) */
 static void *param_values(void *ctx)
 {
     const values_job *j = ctx;
@@ -99,6 +100,13 @@ static void *param_values(void *ctx)
         case PARAM_INIT_UNIFORM_FAN_IN:
             rng_fill_uniform(j->r->cfg->seed, j->stream, v, t->numel, -j->bound, j->bound);
             break;
+        case PARAM_INIT_NORMAL: {
+            rng_fill_normal(j->r->cfg->seed, j->stream, v, t->numel);
+            int64_t cols = t->numel / t->shape[0];
+            for (int64_t c = 0; j->zero_row >= 0 && c < cols; c++)
+                v[j->zero_row * cols + c] = 0.0f;
+            break;
+        }
         case PARAM_INIT_ONES:
         case PARAM_INIT_ZEROS:
         case PARAM_BUFFER_ONES:
@@ -113,17 +121,37 @@ static void *param_values(void *ctx)
 
 /* a parameter, or a buffer (no gradient: not a leaf autograd tracks) */
 static tensor *make_param(run *r, uint64_t stream, const char *layer, const char *what, int ndim,
-                          const int64_t *shape, double bound, param_init kind, bool buffer)
+                          const int64_t *shape, const layer_param *lp, double bound)
 {
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.%s", layer, what);
+    bool buffer = param_is_buffer(lp);
     tensor *p = run_tensor(r, name, r->cfg->params, ndim, shape, buffer ? MEM_BUFFERS : MEM_PARAMS);
     upload(&(values_job){.r = r, .t = p, .init = find_init(r->cfg, name), .stream = stream,
-                         .bound = bound, .init_kind = kind},
+                         .bound = bound, .init_kind = lp->init,
+                         .zero_row = lp->init == PARAM_INIT_NORMAL ? lp->fan_in : -1},
            param_values);
     p->is_leaf = !buffer;
     p->requires_grad = !buffer;
     return p;
+}
+
+/* n int64 ids uniform in [0, classes) from a stream of the case's seed (a malloc'd array) */
+static int64_t *draw_ids(run *r, uint64_t stream, int64_t n, int64_t classes, const char *what)
+{
+    int64_t *ids = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    float *u = host_floats(r, n, what);
+    if (!ids) {
+        free(u);
+        run_fail(r, "out of host memory for %s", what);
+    }
+    rng_fill_uniform(r->cfg->seed, stream, u, n, 0.0, 1.0);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = (int64_t)((double)u[i] * (double)classes);
+        ids[i] = k < classes ? k : classes - 1;
+    }
+    free(u);
+    return ids;
 }
 
 /* the target's values, drawn with the rest of the data (the upload waits for the output's
@@ -132,19 +160,10 @@ static void draw_target(run *r, model *m)
 {
     const case_config *cfg = r->cfg;
     const layer_spec *last = &cfg->layers[cfg->n_layers - 1];
-    if (cfg->target == TARGET_CLASSES) {
-        m->labels = malloc(sizeof(int64_t) * (size_t)cfg->batch);
-        float *u = host_floats(r, cfg->batch, "the labels");
-        if (!m->labels) {
-            free(u);
-            run_fail(r, "out of host memory for the labels");
-        }
-        rng_fill_uniform(cfg->seed, STREAM_LABELS, u, cfg->batch, 0.0, 1.0);
-        for (int64_t i = 0; i < cfg->batch; i++) {
-            int64_t k = (int64_t)((double)u[i] * (double)last->out_shape[0]);
-            m->labels[i] = k < last->out_shape[0] ? k : last->out_shape[0] - 1;
-        }
-        free(u);
+    if (cfg->target == TARGET_CLASSES) { /* [B] or [B, T]: classes over the last dim */
+        int64_t classes = last->out_shape[last->out_ndim - 1];
+        int64_t n = cfg->batch * shape_numel(last->out_ndim - 1, last->out_shape);
+        m->labels = draw_ids(r, STREAM_LABELS, n, classes, "the labels");
     } else if (cfg->target == TARGET_RANDN || cfg->target == TARGET_RANDN_LIKE) {
         int64_t n = cfg->batch * shape_numel(last->out_ndim, last->out_shape);
         m->target_values = host_floats(r, n, "the target");
@@ -158,6 +177,7 @@ static double init_bound(const layer_param *p)
     switch (p->init) {
     case PARAM_INIT_UNIFORM_FAN_IN:
         return 1.0 / sqrt((double)p->fan_in); /* kaiming_uniform_(a=sqrt(5)) and bias */
+    case PARAM_INIT_NORMAL: /* normal_ */
     case PARAM_INIT_ONES:
     case PARAM_INIT_ZEROS:
     case PARAM_BUFFER_ONES:
@@ -167,6 +187,20 @@ static double init_bound(const layer_param *p)
     return 0.0;
 }
 
+/* int64 class labels or token ids of an .npy file (checked when the case was loaded) */
+static int64_t *read_ids(run *r, const char *path, int64_t n)
+{
+    npy_array a;
+    char err[512];
+    if (npy_read(path, &a, NULL, err, sizeof err))
+        run_fail(r, "%s", err);
+    if (a.dt != DTYPE_INT64 || a.numel != n) {
+        npy_free(&a);
+        run_fail(r, "%s: expected %lld int64 values", path, (long long)n);
+    }
+    return a.data; /* malloc'd by npy_read */
+}
+
 /* the input's values (its file's, or the seed's normal), and with them the target's */
 static void *input_values(void *ctx)
 {
@@ -174,6 +208,13 @@ static void *input_values(void *ctx)
     const case_config *cfg = j->r->cfg;
     const tensor *t = j->t;
     float *v;
+    if (cfg->input_tokens) {
+        void *ids = cfg->input == INPUT_FILE ? read_ids(j->r, cfg->input_path, t->numel)
+                                             : draw_ids(j->r, STREAM_INPUT, t->numel, cfg->vocab,
+                                                        "the token ids");
+        draw_target(j->r, j->m);
+        return ids;
+    }
     if (cfg->input == INPUT_FILE) {
         v = read_npy_f32(j->r, cfg->input_path, 0, t->ndim, t->shape);
     } else {
@@ -193,9 +234,12 @@ void model_init(run *r, model *m)
         layer_param ps[LAYER_MAX_PARAMS];
         int n = layer_def_of(l->kind)->params(l, ps);
         for (int k = 0; k < n; k++) {
-            tensor *p =
-                make_param(r, (uint64_t)m->n_params + 1, l->name, ps[k].name, ps[k].ndim,
-                           ps[k].shape, init_bound(&ps[k]), ps[k].init, param_is_buffer(&ps[k]));
+            if (k == 0 && l->tied >= 0) { /* one tensor, one .grad, one optimizer state */
+                m->layer_params[i][0] = m->layer_params[l->tied][0];
+                continue;
+            }
+            tensor *p = make_param(r, (uint64_t)m->n_params + 1, l->name, ps[k].name, ps[k].ndim,
+                                   ps[k].shape, &ps[k], init_bound(&ps[k]));
             m->layer_params[i][k] = p;
             if (!param_is_buffer(&ps[k]))
                 m->params[m->n_params++] = p;
@@ -209,20 +253,6 @@ void model_init(run *r, model *m)
     upload(&(values_job){.r = r, .m = m, .t = m->input}, input_values);
 }
 
-/* int64 class labels of an .npy file (checked when the case was loaded) */
-static int64_t *read_labels(run *r, const char *path, int64_t n)
-{
-    npy_array a;
-    char err[512];
-    if (npy_read(path, &a, NULL, err, sizeof err))
-        run_fail(r, "%s", err);
-    if (a.dt != DTYPE_INT64 || a.numel != n) {
-        npy_free(&a);
-        run_fail(r, "%s: expected %lld int64 labels", path, (long long)n);
-    }
-    return a.data; /* malloc'd by npy_read */
-}
-
 /* the target's values: the labels or values drawn at init, or the target file's */
 static void *target_values(void *ctx)
 {
@@ -230,7 +260,7 @@ static void *target_values(void *ctx)
     const case_config *cfg = j->r->cfg;
     model *m = j->m;
     if (j->t->dtype == DTYPE_INT64) {
-        int64_t *l = cfg->target == TARGET_FILE ? read_labels(j->r, cfg->target_path, cfg->batch)
+        int64_t *l = cfg->target == TARGET_FILE ? read_ids(j->r, cfg->target_path, j->t->numel)
                                                 : m->labels;
         m->labels = NULL;
         return l;
@@ -251,8 +281,9 @@ tensor *model_target(run *r, model *m, const tensor *out)
     dtype dt = labels                             ? DTYPE_INT64
                : cfg->target == TARGET_RANDN_LIKE ? out->dtype
                                                   : DTYPE_FLOAT32;
-    m->target = run_tensor(r, "target", dt, labels ? 1 : out->ndim,
-                           labels ? &cfg->batch : out->shape, MEM_INPUTS);
+    /* labels: out's shape less its last dim (the classes): [B], or [B, T] as y.view(-1) */
+    m->target = run_tensor(r, "target", dt, labels ? out->ndim - 1 : out->ndim, out->shape,
+                           MEM_INPUTS);
     upload(&(values_job){.r = r, .m = m, .t = m->target}, target_values);
     return m->target;
 }
@@ -267,13 +298,29 @@ void model_free_host(model *m)
 
 tensor *model_forward(run *r, model *m)
 {
-    tensor *x = m->input;
-    tensor_retain(x);
-    for (int i = 0; i < r->cfg->n_layers; i++) {
-        const layer_spec *l = &r->cfg->layers[i];
-        tensor *y = layer_def_of(l->kind)->forward(r, l, &x, m->layer_params[i]);
-        tensor_release(&r->pool, x);
-        x = y;
+    const case_config *cfg = r->cfg;
+    /* each layer's output lives until its last consumer has run (the model's output, the
+     * last layer's, is returned), as Python's references hold them in a forward */
+    tensor *outs[CASE_MAX_LAYERS];
+    int last_use[CASE_MAX_LAYERS];
+    for (int i = 0; i < cfg->n_layers; i++) {
+        last_use[i] = i == cfg->n_layers - 1 ? cfg->n_layers : i;
+        for (int j = 0; j < i; j++)
+            for (int k = 0; k < cfg->layers[i].n_inputs; k++)
+                if (cfg->layers[i].inputs[k] == j)
+                    last_use[j] = i;
     }
-    return x;
+    for (int i = 0; i < cfg->n_layers; i++) {
+        const layer_spec *l = &cfg->layers[i];
+        tensor *in[LAYER_MAX_INPUTS];
+        for (int k = 0; k < l->n_inputs; k++)
+            in[k] = l->inputs[k] == LAYER_INPUT ? m->input : outs[l->inputs[k]];
+        outs[i] = layer_def_of(l->kind)->forward(r, l, in, m->layer_params[i]);
+        for (int j = 0; j <= i; j++)
+            if (last_use[j] == i) {
+                tensor_release(&r->pool, outs[j]);
+                outs[j] = NULL;
+            }
+    }
+    return outs[cfg->n_layers - 1];
 }

@@ -64,7 +64,7 @@ void put_config_line(FILE *f, const case_config *cfg)
     fputs(".\n\n**Model:** ", f);
     for (int i = 0; i < cfg->n_layers; i++) {
         char what[256];
-        layer_describe(&cfg->layers[i], what, sizeof what);
+        layer_describe_at(cfg, i, what, sizeof what);
         fprintf(f, "%s%s", i ? ", " : "", what);
     }
     fputs(".\n\n", f);

@@ -12,7 +12,10 @@
  * nodes in reverse; a node's backward receives the gradient of its output and hands the
  * gradients of its inputs to the nodes that made them (tensor.grad_fn), or to a
  * parameter's .grad (AccumulateGrad). A node keeps copies of its inputs' and output's
- * metadata, so forward tensors that nothing saved are freed as in PyTorch.
+ * metadata, so forward tensors that nothing saved are freed as in PyTorch. A tensor read by
+ * several nodes (a residual, a tied weight) receives several gradients, summed as autograd
+ * sums them (tape.c): each contribution is named "<x>.grad_k" in the order they arrive,
+ * the sum "<x>.grad".
  */
 #ifndef AMPSCOPE_RUN_H
 #define AMPSCOPE_RUN_H
@@ -43,6 +46,9 @@ typedef struct node {
     tensor *grad;                   /* gradient of the output while backward holds it */
     conv2d_geom geom;
     double scalar; /* mul: the factor; mse: alpha */
+    int64_t index; /* embedding: padding_idx (-1: none) */
+    /* gradients of its output: how many consumers record one, how many have arrived */
+    int uses, arrived;
 } node;
 
 typedef struct run {
@@ -60,6 +66,16 @@ typedef struct run {
     dtype autocast_dtype;
     tensor *cache_src[RUN_MAX_CACHE], *cache_copy[RUN_MAX_CACHE];
     int n_cache;
+    /* the activations autocast has cast in this region, by name, and how many times (each
+     * consumer's cast is a new node: "x@float16", "x@float16_2", ...) */
+    char cast_of[RUN_MAX_CACHE][TENSOR_NAME_MAX];
+    int cast_count[RUN_MAX_CACHE];
+    int n_cast_of;
+    /* the parameters the tape's nodes read, with their uses and gradients arrived (a tied
+     * or twice-read parameter sums its gradients into .grad) */
+    tensor *leaf[RUN_MAX_CACHE];
+    int leaf_uses[RUN_MAX_CACHE], leaf_arrived[RUN_MAX_CACHE];
+    int n_leaves;
     /* errors */
     jmp_buf fail;
     char error[1024];
@@ -94,6 +110,9 @@ void tape_clear(run *r);
 /* Inside a node's backward: whether input i needs a gradient, and hands it over. */
 bool node_needs_grad(const node *n, int i);
 tensor *node_grad_tensor(run *r, const node *n, int i);
+/* The name of the gradient node n hands to its input i: "<x>.grad", or "<x>.grad_k" when x
+ * receives several (the k-th to arrive). */
+void node_grad_name(const run *r, const node *n, int i, char *buf, size_t len);
 void node_give_grad(run *r, node *n, int i, tensor *g, round_stats *st);
 
 #endif

@@ -642,6 +642,83 @@ static void check_dropout(selftest *c, round_stats *st)
         }
 }
 
+/* graph models: add and mul of two dtypes (the output's the promoted one, the second
+ * operand repeating over the first's rows), the embedding lookup and its weight gradient
+ * (float32 sums in another order on a GPU: CLOSE) */
+static void check_graph_ops(selftest *c, round_stats *st)
+{
+    const int64_t shape[2] = {17, 61}, row[1] = {61};
+    static const dtype pairs[][3] = {{DTYPE_FLOAT32, DTYPE_FLOAT32, DTYPE_FLOAT32},
+                                     {DTYPE_FLOAT16, DTYPE_FLOAT16, DTYPE_FLOAT16},
+                                     {DTYPE_BFLOAT16, DTYPE_BFLOAT16, DTYPE_BFLOAT16},
+                                     {DTYPE_FLOAT32, DTYPE_FLOAT16, DTYPE_FLOAT32},
+                                     {DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_FLOAT32}};
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
+        for (int op = 0; op < 2; op++) {
+            pair a = make_random(c, "a", pairs[k][0], 2, shape, GEN_WIDE, 1.0f);
+            pair b = make_random(c, "b", pairs[k][1], k % 2 ? 1 : 2, k % 2 ? row : shape, GEN_WIDE,
+                                 1.0f);
+            pair y = make(c, "y", pairs[k][2], 2, shape, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++) {
+                backend *be = c->s[i].be;
+                op_rc(c, i, (op ? be->mul : be->add)(be, a.t[i], b.t[i], y.t[i], &st[i]));
+            }
+            compare(c, "y", y, st, EXACT);
+            report(c, op ? "mul" : "add", "%s, %s -> %s", dtype_name(pairs[k][0]),
+                   dtype_name(pairs[k][1]), dtype_name(pairs[k][2]));
+        }
+    const int64_t wshape[2] = {37, 24}, yshape[2] = {101, 24};
+    for (int a = 0; a < 3; a++) {
+        dtype dt = float_dtypes[a];
+        pair w = make_random(c, "w", dt, 2, wshape, GEN_WIDE, 1.0f);
+        pair idx = make_target(c, yshape[0], wshape[0]); /* ids in [0, V) */
+        pair y = make(c, "y", dt, 2, yshape, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i,
+                  c->s[i].be->embedding_forward(c->s[i].be, idx.t[i], w.t[i], y.t[i], &st[i]));
+        compare(c, "y", y, st, EXACT);
+        report(c, "embedding_forward", "%s", dtype_name(dt));
+
+        idx = make_target(c, yshape[0], wshape[0]); /* report() freed the first */
+        pair dy = make_random(c, "dy", dt, 2, yshape, GEN_WIDE, 1.0f);
+        pair dw = make(c, "dw", dt, 2, wshape, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(
+                c, i,
+                c->s[i].be->embedding_backward(c->s[i].be, dy.t[i], idx.t[i], 3, dw.t[i], &st[i]));
+        compare(c, "dw", dw, st, CLOSE);
+        report(c, "embedding_backward", "%s, padding_idx 3", dtype_name(dt));
+    }
+    /* attention's batched products [B*H, T, D] x [B*H, D, T] and their backward's transposed
+     * forms, and the dim swap of split_heads */
+    const int64_t qs[3] = {6, 13, 16}, ks[3] = {6, 16, 13}, ss[3] = {6, 13, 13};
+    for (int a = 0; a < 3; a++) {
+        dtype dt = float_dtypes[a];
+        for (int form = 0; form < 3; form++) {
+            bool ta = form == 2, tb = form == 1;
+            pair x = make_random(c, "a", dt, 3, ta ? ks : qs, GEN_WIDE, 1.0f);
+            pair w = make_random(c, "b", dt, 3, tb ? qs : ks, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 3, ss, NULL); /* [13, 13] in every form */
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i, c->s[i].be->matmul(c->s[i].be, x.t[i], w.t[i], ta, tb, y.t[i], &st[i]));
+            compare(c, "y", y, st, CLOSE);
+            report(c, "matmul", "%s%s%s", dtype_name(dt), ta ? ", a^T" : "", tb ? ", b^T" : "");
+        }
+        const int64_t xs[4] = {2, 13, 3, 16}, ys[4] = {2, 3, 13, 16};
+        pair x = make_random(c, "x", dt, 4, xs, GEN_WIDE, 1.0f);
+        pair y = make(c, "y", dt, 4, ys, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i, c->s[i].be->transpose(c->s[i].be, x.t[i], 1, 2, y.t[i], &st[i]));
+        compare(c, "y", y, st, EXACT);
+        report(c, "transpose", "%s, dims 1 and 2", dtype_name(dt));
+    }
+}
+
 typedef struct linear_case {
     dtype x, w, y; /* the bias has w's dtype; dy has y's */
     float scale;   /* of the inputs: large scales overflow half outputs */
@@ -1705,6 +1782,8 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_norm(c, st);
     check_batch_norm(c, st);
     check_pools(c, st);
+    /* graph models */
+    check_graph_ops(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

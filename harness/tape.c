@@ -1,12 +1,34 @@
 /*
  * tape.c: the autograd tape (see run.h): recording nodes in forward, replaying them in
- * reverse, and handing gradients to producers or to parameters' .grad. While a node's
- * backward runs, r->backward_op names it, so its failures say which op failed.
+ * reverse, and handing gradients to producers or to parameters' .grad, summing them where a
+ * tensor receives several. While a node's backward runs, r->backward_op names it, so its
+ * failures say which op failed.
+ *
+ * The sums are autograd's: a non-leaf tensor's gradients meet in its InputBuffer
+ * (torch/csrc/autograd/input_buffer.cpp, InputBuffer::accumulate: `old_var + var`, or
+ * in place when the buffer holds the only reference), a parameter's in AccumulateGrad
+ * (torch/csrc/autograd/functions/accumulate_grad.h: `variable_grad += new_grad` under
+ * no_grad). Both add in the gradient's dtype (the engine casts each gradient to its
+ * input's dtype first, validate_outputs in engine.cpp): a float16 residual's gradient is
+ * rounded to float16 at each sum, and the sum is observed as "<x>.grad".
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "run.h"
+
+/* the slot of parameter t among the tape's leaves (added when new) */
+static int leaf_slot(run *r, tensor *t)
+{
+    for (int i = 0; i < r->n_leaves; i++)
+        if (r->leaf[i] == t)
+            return i;
+    if (r->n_leaves == RUN_MAX_CACHE)
+        run_fail(r, "more than %d parameters read in one step", RUN_MAX_CACHE);
+    r->leaf[r->n_leaves] = t;
+    r->leaf_uses[r->n_leaves] = r->leaf_arrived[r->n_leaves] = 0;
+    return r->n_leaves++;
+}
 
 node *tape_record(run *r, const char *op, backward_fn backward, tensor *out, tensor *const *in,
                   int n_in)
@@ -31,6 +53,9 @@ node *tape_record(run *r, const char *op, backward_fn backward, tensor *out, ten
         if (in[i]->is_leaf) {
             n->leaf[i] = in[i];
             tensor_retain(in[i]);
+            r->leaf_uses[leaf_slot(r, in[i])]++;
+        } else if (in[i]->requires_grad) {
+            r->nodes[in[i]->grad_fn].uses++;
         }
     }
     out->requires_grad = true;
@@ -50,11 +75,60 @@ void tape_save(node *n, int i, tensor *t)
 
 bool node_needs_grad(const node *n, int i) { return i < n->n_in && n->in[i].requires_grad; }
 
+/* the uses and arrivals of the tensor node n reads as input i */
+static void grad_counts(const run *r, const node *n, int i, int *uses, int *arrived)
+{
+    if (n->leaf[i]) {
+        for (int k = 0; k < r->n_leaves; k++)
+            if (r->leaf[k] == n->leaf[i]) {
+                *uses = r->leaf_uses[k];
+                *arrived = r->leaf_arrived[k];
+                return;
+            }
+        *uses = 1, *arrived = 0;
+        return;
+    }
+    const node *p = &r->nodes[n->in[i].grad_fn];
+    *uses = p->uses;
+    *arrived = p->arrived;
+}
+
+void node_grad_name(const run *r, const node *n, int i, char *buf, size_t len)
+{
+    int uses, arrived;
+    grad_counts(r, n, i, &uses, &arrived);
+    if (uses > 1)
+        snprintf(buf, len, "%s.grad_%d", n->in[i].name, arrived + 1);
+    else
+        snprintf(buf, len, "%s.grad", n->in[i].name);
+}
+
 tensor *node_grad_tensor(run *r, const node *n, int i)
 {
     char name[TENSOR_NAME_MAX + 8];
-    snprintf(name, sizeof name, "%s.grad", n->in[i].name);
+    node_grad_name(r, n, i, name, sizeof name);
     return run_tensor_like(r, &n->in[i], name, n->in[i].dtype, MEM_GRADS);
+}
+
+/* *held += g, as autograd sums a tensor's gradients: in place when *held is the only
+ * reference to its storage, else into a new tensor; rounded into the dtype, observed. */
+static void accumulate(run *r, tensor **held, tensor *g, const char *name, tensor_role role)
+{
+    tensor *old = *held;
+    if (g->dtype != old->dtype)
+        run_fail(r, "%s: gradients of dtypes %s and %s cannot be summed", name,
+                 dtype_name(old->dtype), dtype_name(g->dtype));
+    bool steal = old->refs == 1 && !old->base;
+    tensor *sum = steal ? old : run_tensor_like(r, old, name, old->dtype, MEM_GRADS);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->add(r->be, old, g, sum, stp));
+    snprintf(sum->name, sizeof sum->name, "%s", name);
+    observe_tensor(r->obs, sum, role, stp);
+    if (!steal)
+        tensor_release(&r->pool, old);
+    tensor_release(&r->pool, g);
+    *held = sum;
 }
 
 static tensor_role grad_role(const tensor *t)
@@ -64,20 +138,25 @@ static tensor_role grad_role(const tensor *t)
 
 void node_give_grad(run *r, node *n, int i, tensor *g, round_stats *st)
 {
-    observe_tensor(r->obs, g, grad_role(&n->in[i]), st);
+    tensor_role role = grad_role(&n->in[i]);
+    observe_tensor(r->obs, g, role, st);
+    char name[TENSOR_NAME_MAX + 8];
+    snprintf(name, sizeof name, "%s.grad", n->in[i].name);
     if (n->leaf[i]) { /* AccumulateGrad: .grad was None (zero_grad(set_to_none=True)) */
         tensor *p = n->leaf[i];
+        r->leaf_arrived[leaf_slot(r, p)]++;
         if (p->grad)
-            run_fail(r, "%s is used twice in one step; gradient accumulation is not supported",
-                     p->name);
-        p->grad = g;
+            accumulate(r, &p->grad, g, name, role);
+        else
+            p->grad = g;
         return;
     }
     node *producer = &r->nodes[n->in[i].grad_fn];
+    producer->arrived++;
     if (producer->grad)
-        run_fail(r, "%s is used twice in one step; gradient accumulation is not supported",
-                 n->in[i].name);
-    producer->grad = g;
+        accumulate(r, &producer->grad, g, name, role);
+    else
+        producer->grad = g;
 }
 
 static void node_clear(run *r, node *n)
@@ -89,6 +168,29 @@ static void node_clear(run *r, node *n)
     }
     tensor_release(&r->pool, n->grad);
     n->grad = NULL;
+}
+
+/* A node the root does not reach (an output nothing downstream reads) hands no gradient
+ * on: its inputs count one use less, so a tensor's single gradient keeps the name
+ * "<x>.grad". Nodes are in the order made, so one sweep down from the last sees every
+ * consumer of a node before the node. */
+static void discount_unreached(run *r, int root)
+{
+    bool reached[RUN_MAX_NODES] = {false};
+    reached[root] = true;
+    for (int k = r->n_nodes - 1; k >= 0; k--) {
+        const node *n = &r->nodes[k];
+        for (int i = 0; i < n->n_in; i++) {
+            if (!n->in[i].requires_grad)
+                continue;
+            if (reached[k] && !n->leaf[i])
+                reached[n->in[i].grad_fn] = true;
+            else if (!reached[k] && n->leaf[i])
+                r->leaf_uses[leaf_slot(r, n->leaf[i])]--;
+            else if (!reached[k])
+                r->nodes[n->in[i].grad_fn].uses--;
+        }
+    }
 }
 
 void tape_backward(run *r, tensor *root, float seed)
@@ -106,6 +208,7 @@ void tape_backward(run *r, tensor *root, float seed)
         run_check(r, r->be->observe(r->be, g, stp));
     observe_tensor(r->obs, g, ROLE_GRAD_ACTIVATION, stp);
     last->grad = g;
+    discount_unreached(r, root->grad_fn);
     for (int k = root->grad_fn; k >= 0; k--) {
         node *n = &r->nodes[k];
         if (n->grad) {
@@ -116,6 +219,7 @@ void tape_backward(run *r, tensor *root, float seed)
         node_clear(r, n);
     }
     r->n_nodes = 0;
+    r->n_leaves = 0;
 }
 
 void tape_clear(run *r)
@@ -123,6 +227,7 @@ void tape_clear(run *r)
     for (int k = 0; k < r->n_nodes; k++)
         node_clear(r, &r->nodes[k]);
     r->n_nodes = 0;
+    r->n_leaves = 0;
 }
 
 int64_t tape_saved_bytes(const run *r)

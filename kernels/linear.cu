@@ -1,6 +1,6 @@
 /*
  * linear.cu: the linear layer's products through cuBLAS, and channel_sum (twin of
- * harness/cpu/linear.c). Shapes are row-major: x [B,I], w [O,I], b [O], y [B,O].
+ * harness/cpu/linear.c). Shapes are row-major: x [M,I], w [O,I], b [O], y [M,O], M = numel / I.
  *
  * GEMMs: cublasGemmEx with both operands in their own dtype (operands of different dtypes
  * are first widened to float32 scratch, exactly), compute type CUBLAS_COMPUTE_32F_PEDANTIC
@@ -106,21 +106,22 @@ static int gemm_round(backend *be, bool ta, bool tb, int64_t m, int64_t n, int64
 int cuda_linear_forward(backend *be, const tensor *x, const tensor *w, const tensor *b, tensor *y,
                         round_stats *st)
 {
-    return gemm_round(be, false, true, x->shape[0], w->shape[0], w->shape[1], x, w, b, y, st);
+    return gemm_round(be, false, true, x->numel / w->shape[1], w->shape[0], w->shape[1], x, w, b, y,
+                      st);
 }
 
 int cuda_linear_backward_input(backend *be, const tensor *dy, const tensor *w, tensor *dx,
                                round_stats *st)
 {
-    return gemm_round(be, false, false, dy->shape[0], w->shape[1], w->shape[0], dy, w, NULL, dx,
-                      st);
+    return gemm_round(be, false, false, dy->numel / w->shape[0], w->shape[1], w->shape[0], dy, w,
+                      NULL, dx, st);
 }
 
 int cuda_linear_backward_weight(backend *be, const tensor *dy, const tensor *x, tensor *dw,
                                 round_stats *st)
 {
-    return gemm_round(be, true, false, dy->shape[1], x->shape[1], dy->shape[0], dy, x, NULL, dw,
-                      st);
+    return gemm_round(be, true, false, dw->shape[0], dw->shape[1], dy->numel / dw->shape[0], dy, x,
+                      NULL, dw, st);
 }
 
 /* channel_sum in two passes, both in an order fixed by the geometry. The first, a grid of

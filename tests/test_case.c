@@ -729,7 +729,7 @@ Test(case_load, json_output)
         "\"observe\": {\"every\": 100, \"steps\": []}",
         "{\"name\": \"conv\", \"kind\": \"conv2d\", \"line\": 8, \"in\": 3, \"out\": 8, "
         "\"bias\": false, \"kernel\": 3, \"stride\": 2, \"padding\": 1, \"dilation\": 1, "
-        "\"out_shape\": [8, 8, 8]}",
+        "\"inputs\": [\"input\"], \"weight_of\": null, \"out_shape\": [8, 8, 8]}",
         "{\"name\": \"act\", \"kind\": \"relu\"",
         "\"kind\": \"linear\", \"line\": 12, \"in\": 64, \"out\": 10, \"bias\": false",
         "\"batch\": 64, \"shape\": [3, 16, 16], \"input\": \"file\"",
@@ -779,4 +779,97 @@ Test(case_load, err_list_grows)
     err_list_free(&e);
     cr_expect_eq(e.n, 0);
     cr_expect_null(e.msgs);
+}
+
+/* ---- graph models ---- */
+
+Test(case_load, graph_inputs_resolve_to_earlier_layers)
+{
+    load_ok("[model]\n"
+            "tok  = embedding 10 -> 4 padding_idx=0\n"
+            "fc   = linear 4 -> 4\n"
+            "gate = linear 4 -> 4 from=tok\n"
+            "g    = mul fc gate\n"
+            "s    = scale 0.125\n"
+            "res  = add tok s\n"
+            "head = linear 4 -> 10 bias=no weight=tok.weight\n"
+            "[data]\nbatch = 2\nshape = 3\ninput = tokens vocab=7\n");
+    cr_assert_eq(cfg->n_layers, 7);
+    const int want[7][2] = {{LAYER_INPUT}, {0}, {0}, {1, 2}, {3}, {0, 4}, {5}};
+    const int n_in[7] = {1, 1, 1, 2, 1, 2, 1};
+    for (int i = 0; i < 7; i++) {
+        cr_expect_eq(cfg->layers[i].n_inputs, n_in[i], "layer %d", i);
+        for (int k = 0; k < n_in[i]; k++)
+            cr_expect_eq(cfg->layers[i].inputs[k], want[i][k], "layer %d input %d: %d", i, k,
+                         cfg->layers[i].inputs[k]);
+        cr_expect_eq(cfg->layers[i].tied, i == 6 ? 0 : -1, "layer %d", i);
+    }
+    cr_expect_eq(cfg->layers[0].opt_int[0], 0);      /* padding_idx */
+    cr_expect_eq(cfg->layers[4].opt_real[0], 0.125); /* scale's factor, a double */
+    /* shapes: [T] ids -> [T, C], linear on the last dim -> [T, V] */
+    cr_expect(cfg->layers[0].out_ndim == 2 && cfg->layers[0].out_shape[0] == 3 &&
+              cfg->layers[0].out_shape[1] == 4);
+    cr_expect(cfg->layers[6].out_ndim == 2 && cfg->layers[6].out_shape[1] == 10);
+    cr_expect(cfg->input_tokens && cfg->input == INPUT_TOKENS && cfg->vocab == 7);
+    cr_expect_eq(cfg->input_dtype, DTYPE_INT64);
+}
+
+Test(case_load, graph_from_input_reads_the_model_s_input)
+{
+    load_ok("[model]\nfc1 = linear 4 -> 4\nfc2 = linear 4 -> 4 from=input\n"
+            "res = add fc1 fc2\n[data]\nbatch = 2\n");
+    cr_expect_eq(cfg->layers[0].inputs[0], LAYER_INPUT);
+    cr_expect_eq(cfg->layers[1].inputs[0], LAYER_INPUT);
+    cr_expect(cfg->layers[2].inputs[0] == 0 && cfg->layers[2].inputs[1] == 1);
+    cr_expect_eq(cfg->layers[2].out_shape[0], 4);
+}
+
+Test(case_load, graph_name_errors)
+{
+    load_bad("[model]\nfc1 = linear 4 -> 4\nfc2 = linear 4 -> 4 from=fc\n[data]\nbatch = 2\n",
+             "fc2 = linear 4 -> 4 from=fc: no layer named 'fc'; did you mean 'fc1'?", 3);
+    load_bad("[model]\nfc1 = linear 4 -> 4\nres = add fc1 zzz\n[data]\nbatch = 2\n",
+             "no layer named 'zzz'; it can read: input, fc1", 3);
+    load_bad("[model]\nfc1 = linear 4 -> 4 from=fc2\nfc2 = linear 4 -> 4\n[data]\nbatch = 2\n",
+             "layer 'fc2' is defined below this line (line 3)", 2);
+    load_bad("[model]\nfc1 = linear 4 -> 4 from=fc1\n[data]\nbatch = 2\n",
+             "layer 'fc1' is defined below this line (line 2)", 2);
+    load_bad("[model]\nfc1 = linear 4 -> 4\nres = add fc1\n[data]\nbatch = 2\n",
+             "expected add A B, then options", 3);
+    load_bad("[model]\nfc1 = linear 4 -> 4\nres = add fc1 fc1 from=fc1\n[data]\nbatch = 2\n",
+             "add takes its 2 inputs by position", 3);
+    load_bad("[model]\nfc1 = linear 4 -> 4 weight=fc0.weight\n[data]\nbatch = 2\n",
+             "no layer named 'fc0'", 2);
+    load_bad("[model]\nfc1 = linear 4 -> 4\nfc2 = linear 4 -> 4 weight=fc1.bias\n"
+             "[data]\nbatch = 2\n",
+             "bad value 'fc1.bias' for weight: expected LAYER.weight", 3);
+    load_bad("[model]\nfc1 = linear 4 -> 4\nr = relu weight=fc1.weight\n[data]\nbatch = 2\n",
+             "relu has no weight to share", 3);
+    load_bad("[model]\nfc1 = linear 4 -> 4\ns = scale x\n[data]\nbatch = 2\n",
+             "bad number 'x' for factor", 3);
+}
+
+Test(case_load, graph_tokens_and_class_targets)
+{
+    /* [B, T, V] with classes over the last dim */
+    load_ok("[model]\ntok = embedding 5 -> 3\nhead = linear 3 -> 5\n"
+            "[data]\nbatch = 2\nshape = 4\ninput = tokens vocab=5\ntarget = classes\n");
+    /* an int64 file read by an embedding is token ids, checked against its vocabulary */
+    int64_t shape[2] = {2, 4};
+    write_npy("ids.npy", DTYPE_INT64, 2, shape);
+    load_ok("[model]\ntok = embedding 5 -> 3\n"
+            "[data]\nbatch = 2\nshape = 4\ninput = file ids.npy\ntarget = randn\n"
+            "[train]\nloss = mse\n");
+    cr_expect(cfg->input_tokens && cfg->input_dtype == DTYPE_INT64);
+    /* a float file is refused there; tokens go only to an embedding */
+    write_npy("x.npy", DTYPE_FLOAT32, 2, shape);
+    load_bad("[model]\ntok = embedding 5 -> 3\n"
+             "[data]\nbatch = 2\nshape = 4\ninput = file x.npy\ntarget = randn\n"
+             "[train]\nloss = mse\n",
+             "expected int64 class labels", 6);
+    load_bad("[model]\nfc = linear 4 -> 3\n"
+             "[data]\nbatch = 2\nshape = 4\ninput = tokens vocab=5\n",
+             "the input is int64 token ids, which linear does not take", 2);
+    load_bad("[model]\ntok = embedding 5 -> 3\n[data]\nbatch = 2\nshape = 4\ninput = tokens\n",
+             "input = tokens needs vocab=V", 6);
 }

@@ -57,6 +57,21 @@ Test(memory, saved_for_backward_matches_pytorch_small_conv)
     check_reference("tests/cases/small-conv.case", "small-conv+precision.autocast=bfloat16");
 }
 
+/* graph models: the residual stream's casts for q, k, v, and attention's products, whose
+ * operands PyTorch's matmul copies (reshape of a transposed view) where the harness's
+ * split_heads and transpose made the copies */
+Test(memory, saved_for_backward_matches_pytorch_graph_attention)
+{
+    check_reference("tests/cases/small-graph-attention-autocast.case",
+                    "small-graph-attention-autocast+precision.autocast=bfloat16");
+}
+
+Test(memory, saved_for_backward_matches_pytorch_graph_tokens)
+{
+    check_reference("tests/cases/small-graph-tokens-autocast.case",
+                    "small-graph-tokens-autocast+precision.autocast=bfloat16");
+}
+
 Test(memory, saved_for_backward_matches_pytorch_question_000_mlp, .timeout = 600)
 {
     check_reference("cases/seed000-autocast-fp16-scaler.case",

@@ -463,7 +463,8 @@ Test(norm, layer_norm_eps_option)
     cr_assert_eq(fclose(f), 0);
     const char *want = "{\"name\": \"ln\", \"kind\": \"layer_norm\", \"line\": 3, "
                        "\"normalized_shape\": 8, \"eps\": 0.001, \"elementwise_affine\": true, "
-                       "\"bias\": false, \"out_shape\": [8]}";
+                       "\"bias\": false, \"inputs\": [\"fc\"], \"weight_of\": null, "
+                       "\"out_shape\": [8]}";
     cr_expect_not_null(strstr(buf, want), "missing %s in\n%s", want, buf);
     free(buf);
 

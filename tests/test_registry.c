@@ -189,6 +189,9 @@ Test(registry, descriptions_match_the_report_of_a_run, .timeout = 120)
     for (int i = 0; i < cfg.n_layers; i++) {
         n += snprintf(want + n, sizeof want - (size_t)n, "%s", i ? ", " : "");
         n += layer_describe(&cfg.layers[i], want + n, sizeof want - (size_t)n);
+        char at[256];
+        layer_describe_at(&cfg, i, at, sizeof at); /* a sequential model: the same words */
+        cr_expect_str_eq(at, want + n - strlen(at));
     }
     snprintf(want + n, sizeof want - (size_t)n, ".\n");
     cr_expect_str_eq(line, want);
@@ -260,14 +263,15 @@ Test(registry, ops_prints_every_kind_s_autocast_entries_in_the_usual_order)
     cr_assert_not_null(f);
     autocast_print_table(f);
     fclose(f);
-    /* grouped by policy (lower precision, float32, none), then layers, losses and the
-     * harness's own ops in enum order */
+    /* grouped by policy (lower precision, float32, none), then layers in enum order, then
+     * losses, then the harness's own ops */
     static const char *const rows[] = {
-        "op ", "linear ", "conv2d ", "scaled_dot_product_attention ", "softmax ", "log_softmax ",
-        "layer_norm ", "group_norm ", "log_softmax ", "nll_loss ", "mse_loss ",
+        "op ", "linear ", "conv2d ", "scaled_dot_product_attention ", "matmul ", "softmax ",
+        "log_softmax ", "layer_norm ", "group_norm ", "log_softmax ", "nll_loss ", "mse_loss ",
         "binary_cross_entropy_with_logits ", "l1_loss ", "relu ", "flatten ", "gelu ", "silu ",
         "sigmoid ", "tanh ", "causal_mask ", "dropout ", "batch_norm ", "max_pool2d ",
-        "avg_pool2d ", "adaptive_avg_pool2d ", "mean ", "mul "};
+        "avg_pool2d ", "adaptive_avg_pool2d ", "embedding ", "add ", "mul ", "scale ",
+        "position_embedding ", "transpose ", "split_heads ", "merge_heads ", "mean "};
     const char *p = text;
     size_t column = 0; /* where "runs in" starts: the same in every row */
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

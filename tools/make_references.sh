@@ -46,6 +46,15 @@ CONFIGS=(
     "bf16-bce-autocast-sgd|tests/cases/small-bce-autocast.case|precision.autocast=bfloat16"
     "fp16-l1-half-adam|tests/cases/small-l1-half.case|"
     "fp32-l1-adam|tests/cases/small-l1-half.case|precision.params=float32;data.input_dtype=float32"
+    # graph models
+    "graph-fp32-sgd|tests/cases/small-graph-tokens-autocast.case|precision.autocast=off"
+    "graph-fp16-autocast-sgd|tests/cases/small-graph-tokens-autocast.case|"
+    "graph-bf16-autocast-adam|tests/cases/small-graph-tokens-autocast.case|precision.autocast=bfloat16;train.optimizer=adam lr=1e-2;train.steps=3"
+    "graph-attention-fp32-sgd|tests/cases/small-graph-attention-autocast.case|precision.autocast=off"
+    "graph-attention-fp16-autocast-sgd|tests/cases/small-graph-attention-autocast.case|"
+    "graph-attention-bf16-autocast-sgd|tests/cases/small-graph-attention-autocast.case|precision.autocast=bfloat16"
+    "graph-token-file-fp32-adam|tests/cases/small-graph-token-file.case|precision.autocast=off"
+    "graph-token-file-fp16-autocast-adam|tests/cases/small-graph-token-file.case|"
 )
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then

@@ -13,6 +13,7 @@ Usage: bin/ampscope check --json CASE [--set ...] | python3 tools/saved_tensors.
 CPU autocast runs bfloat16 on every PyTorch version; float16 needs PyTorch 2.x.
 """
 import json
+import os
 import sys
 
 import torch
@@ -21,20 +22,10 @@ import torch.nn.functional as F
 
 
 def build(cfg):
-    layers = []
-    for l in cfg["model"]:
-        if l["kind"] == "linear":
-            layers.append(nn.Linear(l["in"], l["out"], bias=l["bias"]))
-        elif l["kind"] == "conv2d":
-            layers.append(nn.Conv2d(l["in"], l["out"], l["kernel"], stride=l["stride"],
-                                    padding=l["padding"], dilation=l["dilation"], bias=l["bias"]))
-        elif l["kind"] == "relu":
-            layers.append(nn.ReLU())
-        elif l["kind"] == "flatten":
-            layers.append(nn.Flatten())
-        else:
-            raise SystemExit("unknown layer kind %s" % l["kind"])
-    return nn.Sequential(*layers)
+    """The case's model as tools/torch_reference.py builds it (a graph of the case's layers)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from torch_reference import build_model
+    return build_model(cfg)
 
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -45,7 +36,10 @@ def main():
     model = build(cfg).to(DTYPES[cfg["precision"]["params"]])
     params = {p.data_ptr() for p in model.parameters()}
     data = cfg["data"]
-    x = torch.randn(data["batch"], *data["shape"]).to(DTYPES[data["input_dtype"]])
+    if data["input_dtype"] == "int64":  # token ids (what they are does not change the bytes)
+        x = torch.randint(0, cfg["model"][0]["in"], (data["batch"], *data["shape"]))
+    else:
+        x = torch.randn(data["batch"], *data["shape"]).to(DTYPES[data["input_dtype"]])
     ac = cfg["precision"]["autocast"]
     saved = {}
 
@@ -71,8 +65,8 @@ def main():
                 pass
         with torch.autocast("cpu", dtype=DTYPES[ac], enabled=ac != "off" and loss_in):
             if cfg["train"]["loss"] == "cross_entropy":
-                target = torch.randint(0, out.shape[-1], (data["batch"],))
-                loss = F.cross_entropy(out, target)
+                target = torch.randint(0, out.shape[-1], out.shape[:-1])
+                loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
             else:
                 target = torch.randn_like(out)
                 red = cfg["train"].get("reduction", "mean")

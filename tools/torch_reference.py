@@ -4,7 +4,8 @@
 Reads a case's normalized configuration from `ampscope check --json CASE [--set ...]` (run
 here as a subprocess, or read from stdin with --json -) and the initial parameters, input
 and target that `ampscope run --dump DIR` wrote under DIR/init/, rebuilds the model in
-PyTorch (nn.Sequential with the case's layer names, so `model.fc1.weight` is `fc1.weight`),
+PyTorch (a module with the case's layer names as attributes, so `model.fc1.weight` is
+`fc1.weight`, each layer reading the outputs its `inputs` name: a graph),
 and runs the case's steps as a PyTorch user would write them:
 
     optimizer = SGD | Adam | RMSprop(model.parameters(), ..., foreach=False)
@@ -65,6 +66,7 @@ import torch.nn.functional as F
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+DTYPE_NAMES[torch.int64] = "int64"  # token ids
 STATE_NAMES = ("momentum_buffer", "exp_avg", "exp_avg_sq", "square_avg", "grad_avg")
 
 
@@ -112,23 +114,124 @@ def load_tensor(init_dir, name):
                      % (init_dir, name))
 
 
+class Add(nn.Module):
+    def forward(self, a, b):
+        return a + b
+
+
+class Mul(nn.Module):
+    def forward(self, a, b):
+        return a * b
+
+
+class Scale(nn.Module):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor  # a Python float: no type promotion
+
+
+class Matmul(nn.Module):
+    def forward(self, a, b):
+        return torch.matmul(a, b)
+
+
+class Transpose(nn.Module):
+    def __init__(self, d1, d2):
+        super().__init__()
+        self.dims = (d1, d2)
+
+    def forward(self, x):
+        return x.transpose(*self.dims)
+
+
+class SplitHeads(nn.Module):
+    def __init__(self, heads):
+        super().__init__()
+        self.heads = heads
+
+    def forward(self, x):
+        b, t, c = x.shape
+        return x.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+
+
+class MergeHeads(nn.Module):
+    def forward(self, x):
+        b, h, t, d = x.shape
+        return x.transpose(1, 2).contiguous().view(b, t, h * d)
+
+
+class PositionEmbedding(nn.Module):
+    """x + weight[:T]: a learned [P, C] table added by position (nn.Embedding's init)."""
+
+    def __init__(self, positions, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(positions, dim))
+
+    def forward(self, x):
+        return x + self.weight[: x.shape[-2]]
+
+
+class Graph(nn.Module):
+    """The case's layers as attributes (so `model.fc1.weight` is `fc1.weight`), each reading
+    the outputs its `inputs` name; the last layer's output is the model's. A tied weight
+    (`weight_of`) is the other layer's Parameter itself: one tensor, one .grad."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.spec = cfg["model"]
+        for l in self.spec:
+            setattr(self, l["name"], make_layer(l))
+        for l in self.spec:
+            if l.get("weight_of"):
+                getattr(self, l["name"]).weight = getattr(self, l["weight_of"]).weight
+
+    def forward(self, x):
+        outs = {"input": x}
+        for l in self.spec:
+            ins = [outs[n] for n in l.get("inputs", [])] or [out]
+            out = outs[l["name"]] = getattr(self, l["name"])(*ins)
+        return out
+
+
+def make_layer(l):
+    kind = l["kind"]
+    if kind == "linear":
+        return nn.Linear(l["in"], l["out"], bias=l["bias"])
+    if kind == "conv2d":
+        return nn.Conv2d(l["in"], l["out"], l["kernel"], stride=l["stride"],
+                         padding=l["padding"], dilation=l["dilation"], bias=l["bias"])
+    if kind == "relu":
+        return nn.ReLU()
+    if kind == "flatten":
+        return nn.Flatten()
+    # graph models
+    if kind == "embedding":
+        pad = l["padding_idx"]
+        return nn.Embedding(l["in"], l["out"], padding_idx=None if pad < 0 else pad)
+    if kind == "position_embedding":
+        return PositionEmbedding(l["in"], l["out"])
+    if kind == "add":
+        return Add()
+    if kind == "mul":
+        return Mul()
+    if kind == "scale":
+        return Scale(l["factor"])
+    if kind == "matmul":
+        return Matmul()
+    if kind == "transpose":
+        return Transpose(l["dim0"], l["dim1"])
+    if kind == "split_heads":
+        return SplitHeads(l["heads"])
+    if kind == "merge_heads":
+        return MergeHeads()
+    raise SystemExit("torch_reference: unknown layer kind %s" % kind)
+
+
 def build_model(cfg):
-    layers = collections.OrderedDict()
-    for l in cfg["model"]:
-        kind = l["kind"]
-        if kind == "linear":
-            layers[l["name"]] = nn.Linear(l["in"], l["out"], bias=l["bias"])
-        elif kind == "conv2d":
-            layers[l["name"]] = nn.Conv2d(l["in"], l["out"], l["kernel"], stride=l["stride"],
-                                          padding=l["padding"], dilation=l["dilation"],
-                                          bias=l["bias"])
-        elif kind == "relu":
-            layers[l["name"]] = nn.ReLU()
-        elif kind == "flatten":
-            layers[l["name"]] = nn.Flatten()
-        else:
-            raise SystemExit("torch_reference: unknown layer kind %s" % kind)
-    return nn.Sequential(layers)
+    return Graph(cfg)
 
 
 def make_optimizer(cfg, params):
@@ -178,7 +281,7 @@ class Recorder:
 def hook_graph(rec, root, node_names, param_names):
     """Node hooks on the backward graph for the tensors no Python variable holds: cast copies'
     gradients (ToCopyBackward0) and cross_entropy's log_softmax (LogSoftmaxBackward0)."""
-    seen, todo = set(), [root.grad_fn]
+    seen, todo, copies = set(), [root.grad_fn], collections.defaultdict(list)
     while todo:
         node = todo.pop()
         if node is None or node in seen:
@@ -197,9 +300,15 @@ def hook_graph(rec, root, node_names, param_names):
                 base = node_names[src]
             else:
                 continue
+            copies[base].append(node)
+    # an activation cast for several consumers has a copy per consumer, named in the order
+    # they were made, as the harness names them: x@float16, x@float16_2, ...
+    for base, nodes in copies.items():
+        for k, node in enumerate(sorted(nodes, key=lambda n: n._sequence_nr())):
+            suffix = "_%d" % (k + 1) if k else ""
 
-            def copy_grad(gi, go, base=base):
-                rec.tensor("%s@%s.grad" % (base, DTYPE_NAMES[go[0].dtype]), go[0])
+            def copy_grad(gi, go, base=base, suffix=suffix):
+                rec.tensor("%s@%s%s.grad" % (base, DTYPE_NAMES[go[0].dtype], suffix), go[0])
             node.register_hook(copy_grad)
 
 
@@ -265,6 +374,8 @@ def run(cfg, init_dir, device):
         getattr(model, l["name"]).register_forward_hook(forward_hook(l["name"]))
 
     def criterion(out):
+        if loss_kind == "cross_entropy" and out.dim() > 2:  # [B, T, V]: every position
+            return F.cross_entropy(out.view(-1, out.shape[-1]), target.view(-1))
         if loss_kind == "cross_entropy":
             return F.cross_entropy(out, target)
         if loss_kind == "bce_with_logits":

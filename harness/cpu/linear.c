@@ -3,7 +3,8 @@
  * kernels/linear.cu, which uses cuBLAS). Operands of any float dtype are widened to exact
  * float32 (cpu_as_f32), multiplied and accumulated in float32 by cblas_sgemm, and the
  * output is rounded once into its dtype (cpu_store), as cuBLAS does for half operands with
- * float32 compute. Shapes: x [B,I], w [O,I], b [O], y [B,O].
+ * float32 compute. Shapes: x [M,I], w [O,I], b [O], y [M,O], M the rows of the leading dims
+ * flattened (numel / I).
  */
 #include <cblas.h>
 #include <string.h>
@@ -47,21 +48,22 @@ static int gemm_round(backend *be, bool ta, bool tb, int64_t m, int64_t n, int64
 int cpu_linear_forward(backend *be, const tensor *x, const tensor *w, const tensor *b, tensor *y,
                        round_stats *st)
 {
-    return gemm_round(be, false, true, x->shape[0], w->shape[0], w->shape[1], x, w, b, y, st);
+    return gemm_round(be, false, true, x->numel / w->shape[1], w->shape[0], w->shape[1], x, w, b, y,
+                      st);
 }
 
 int cpu_linear_backward_input(backend *be, const tensor *dy, const tensor *w, tensor *dx,
                               round_stats *st)
 {
-    return gemm_round(be, false, false, dy->shape[0], w->shape[1], w->shape[0], dy, w, NULL, dx,
-                      st);
+    return gemm_round(be, false, false, dy->numel / w->shape[0], w->shape[1], w->shape[0], dy, w,
+                      NULL, dx, st);
 }
 
 int cpu_linear_backward_weight(backend *be, const tensor *dy, const tensor *x, tensor *dw,
                                round_stats *st)
 {
-    return gemm_round(be, true, false, dy->shape[1], x->shape[1], dy->shape[0], dy, x, NULL, dw,
-                      st);
+    return gemm_round(be, true, false, dw->shape[0], dw->shape[1], dy->numel / dw->shape[0], dy, x,
+                      NULL, dw, st);
 }
 
 int cpu_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,

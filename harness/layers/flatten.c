@@ -2,15 +2,6 @@
  * same storage (no memory, no rounding); its backward views the gradient back. */
 #include "layer.h"
 
-static tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape)
-{
-    char err[512];
-    tensor *v = tensor_view(&r->pool, base, name, ndim, shape, err, sizeof err);
-    if (!v)
-        run_fail(r, "%s", err);
-    return v;
-}
-
 static void flatten_backward(run *r, node *n)
 {
     char name[TENSOR_NAME_MAX + 8];

@@ -31,6 +31,16 @@ typedef enum layer_kind {
     LAYER_MAX_POOL2D,
     LAYER_AVG_POOL2D,
     LAYER_ADAPTIVE_AVG_POOL2D,
+    /* graph models */
+    LAYER_EMBEDDING,
+    LAYER_ADD,
+    LAYER_MUL,
+    LAYER_SCALE,
+    LAYER_POSITION_EMBEDDING,
+    LAYER_MATMUL,
+    LAYER_TRANSPOSE,
+    LAYER_SPLIT_HEADS,
+    LAYER_MERGE_HEADS,
     LAYER_KIND_COUNT
 } layer_kind;
 

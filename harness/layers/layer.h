@@ -19,7 +19,11 @@
  *  - the one-line description reports print.
  * Inputs and parameters reach a forward as arrays (in[0..n_inputs), params in the order
  * the params rule gives), so kinds with several inputs or a shared parameter need no other
- * signature.
+ * signature. A one-input kind reads the previous layer's output or `from=NAME`; a kind of
+ * n_inputs > 1 takes that many layer names after its signature's numbers (`add a b`); a
+ * kind whose first parameter is "weight" takes `weight=LAYER.weight` (a tied weight: the
+ * forward receives that layer's tensor). The case parser resolves the names
+ * (layer_spec.inputs).
  *
  * A new kind takes: its file here (its definition, with its forward and backward), its
  * value in kinds.h's enum and its line in registry.c's array, its ops in the backend table
@@ -72,9 +76,11 @@ typedef struct kind_opt {
 /* A number of the signature: "in_features" names it in messages, "in" in JSON. */
 typedef struct kind_arg {
     const char *name, *json;
-    size_t offset; /* an int64_t of the layer_spec */
-    int64_t min;
+    size_t offset; /* an int64_t of the layer_spec; a double for KIND_ARG_REAL */
+    int64_t min;   /* the smallest value, or KIND_ARG_REAL */
 } kind_arg;
+/* kind_arg.min of a number that is a Python float (`scale 0.125`): any finite double */
+#define KIND_ARG_REAL INT64_MIN
 
 /* ---- shapes ---- */
 
@@ -111,7 +117,9 @@ typedef enum param_init {
     PARAM_INIT_ZEROS, /* init.zeros_: a norm's bias */
     /* buffers (register_buffer): no gradient, no optimizer step, memory category buffers */
     PARAM_BUFFER_ZEROS, /* batch_norm's running_mean */
-    PARAM_BUFFER_ONES   /* batch_norm's running_var */
+    PARAM_BUFFER_ONES, /* batch_norm's running_var */
+    /* N(0, 1): nn.Embedding's init (normal_), the padding_idx row zeroed */
+    PARAM_INIT_NORMAL
 } param_init;
 
 typedef struct layer_param {
@@ -119,6 +127,8 @@ typedef struct layer_param {
     int ndim;
     int64_t shape[4];
     param_init init;
+    /* PARAM_INIT_UNIFORM_FAN_IN: the fan in; PARAM_INIT_NORMAL: the row zeroed
+     * (padding_idx), -1 for none (one field, so the kinds' initializers stay positional) */
     int64_t fan_in;
 } layer_param;
 
@@ -142,6 +152,7 @@ typedef struct layer_def {
     /* the input it implies as the first layer of a case whose [data] has no shape; false:
      * it implies none, and [data] shape is required */
     bool (*input_shape)(const layer_spec *l, layer_shape *in);
+    bool reads_tokens; /* its input is int64 token ids (embedding): the case's input only */
     /* fills out[0..LAYER_MAX_PARAMS), returns how many */
     int (*params)(const layer_spec *l, layer_param *out);
     const autocast_op *autocast; /* the ops its forward runs */
@@ -173,6 +184,9 @@ extern const layer_def scaled_dot_product_attention_def;
 /* normalization and pooling */
 extern const layer_def layer_norm_def, group_norm_def, batch_norm2d_def, max_pool2d_def,
     avg_pool2d_def, adaptive_avg_pool2d_def;
+/* graph models */
+extern const layer_def embedding_def, add_def, mul_def, scale_def, position_embedding_def,
+    matmul_def, transpose_def, split_heads_def, merge_heads_def;
 extern const loss_def cross_entropy_def, mse_def;
 /* losses bce_with_logits and l1 */
 extern const loss_def bce_with_logits_def, l1_def;
@@ -184,6 +198,10 @@ const loss_def *loss_def_of(loss_kind k);
 extern const char *const reduction_names[REDUCTION_COUNT];
 /* "fc1 = linear 4 → 8" (what report.md's **Model:** line lists); snprintf's contract */
 int layer_describe(const layer_spec *l, char *buf, size_t len);
+/* the same for layer i of a case, with what it reads when that is not the previous layer's
+ * output and its tied weight: "res = add (pos, o)", "k = linear 8 → 8 (from pos)",
+ * "head = linear 8 → 16 (no bias) (weight: tok.weight)" */
+int layer_describe_at(const case_config *cfg, int i, char *buf, size_t len);
 /* 0 when the definitions are complete and their names unique; else -1 and a message
  * naming the kind and what it lacks. Run on the registry at start-up (registry.c). */
 int layer_defs_check(const layer_def *const *defs, int n, char *err, size_t len);
@@ -193,8 +211,28 @@ int loss_defs_check(const loss_def *const *defs, int n, char *err, size_t len);
 
 /* the rules of a kind that keeps its input's shape, implies no input, has no parameters */
 bool shape_same(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc);
+/* two inputs of one shape, the output of it (add.c) */
+bool shape_same_two(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc);
 bool no_input_shape(const layer_spec *l, layer_shape *in);
 int no_params(const layer_spec *l, layer_param *out);
+/* PyTorch's type promotion of two floating tensors (c10/core/ScalarType.h, promoteTypes):
+ * the same dtype stays, float32 with either half is float32, float16 with bfloat16 is
+ * float32. Autocast does not change it for ops on no list (add, mul). */
+dtype promote_types(dtype a, dtype b);
+/* "<layer>.out" into buf */
+void layer_out_name(const layer_spec *l, char *buf, size_t len);
+/* Inside a backward: hands g, the gradient of an op whose input i receives it unchanged
+ * (add, a view's inverse), to that input: a view of g when the dtypes agree (no memory,
+ * observed as it is), else g cast into the input's dtype, as autograd's engine casts each
+ * gradient to its input's dtype (validate_outputs in torch/csrc/autograd/engine.cpp). */
+void give_grad_as_is(run *r, node *n, int i, tensor *g);
+/* t's metadata with another shape of the same numel (no memory: a stack copy) */
+tensor reshaped(const tensor *t, int ndim, const int64_t *shape);
+/* a new tensor `name`: x with dims d1 and d2 swapped, copied (transpose.c) */
+tensor *swap_copy(run *r, const tensor *x, int d1, int d2, const char *name, mem_category cat,
+                  round_stats *st);
+/* A view of base with another name and shape, or the run ends */
+tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape);
 /* PyTorch's names of a dtype in its error texts (linear.c) */
 const char *scalar_type_name(dtype dt);      /* "Half" */
 const char *type_meta_name(dtype dt);        /* "c10::Half" */

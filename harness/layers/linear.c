@@ -1,9 +1,13 @@
 /*
- * linear.c: nn.Linear, y[B,O] = x[B,I] w[O,I]^T + b[O], as F.linear runs it (addmm with a
- * bias, mm without). Case files: `linear IN -> OUT [bias=yes|no]`. Under autocast x, w and
- * b are cast to the autocast dtype. Saved for backward: the input and the weight (as
- * AddmmBackward0 keeps mat1 and mat2). Also PyTorch's dtype names in error texts.
+ * linear.c: nn.Linear, y[*,O] = x[*,I] w[O,I]^T + b[O] over the last dim, as F.linear runs
+ * it (the leading dims flattened into the GEMM's rows: addmm with a bias, mm without).
+ * Case files: `linear IN -> OUT [bias=yes|no] [from=NAME] [weight=LAYER.weight]` (a tied
+ * weight: another layer's [O, I] parameter, one tensor). Under autocast x, w and b are cast
+ * to the autocast dtype. Saved for backward: the input and the weight (as AddmmBackward0
+ * keeps mat1 and mat2). Also PyTorch's dtype names in error texts.
  */
+#include <string.h>
+
 #include "../format.h"
 #include "layer.h"
 
@@ -47,7 +51,7 @@ static void linear_backward(run *r, node *n)
     if (node_needs_grad(n, 2)) {
         tensor *db = node_grad_tensor(r, n, 2);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, be->channel_sum(be, dy, dy->shape[0], 1, db, stp));
+        run_check(r, be->channel_sum(be, dy, dy->numel / db->numel, 1, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
 }
@@ -71,8 +75,10 @@ static tensor *linear_forward(run *r, const layer_spec *l, tensor *const *in, te
     }
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
-    int64_t shape[2] = {xa->shape[0], wa->shape[0]};
-    tensor *y = run_tensor(r, name, xa->dtype, 2, shape, MEM_ACTIVATIONS);
+    int64_t shape[TENSOR_MAX_DIMS];
+    memcpy(shape, xa->shape, sizeof shape);
+    shape[xa->ndim - 1] = wa->shape[0];
+    tensor *y = run_tensor(r, name, xa->dtype, xa->ndim, shape, MEM_ACTIVATIONS);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->linear_forward(r->be, xa, wa, ba, y, stp));
@@ -90,16 +96,19 @@ static tensor *linear_forward(run *r, const layer_spec *l, tensor *const *in, te
 static bool linear_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
                          shape_check *sc)
 {
-    if (in[0].ndim != 1) {
+    int last = in[0].ndim - 1;
+    if (in[0].ndim > 1 && in[0].dim[last] != l->in) {
         char s[128];
         shape_text(&in[0], s, sizeof s);
         shape_fail(sc, SHAPE_INPUT,
-                   "input has shape %s; linear needs a 1-d input (add a flatten layer)", s);
-        return false;
+                   "input has shape %s; linear acts on the last dim, of %lld features (add a "
+                   "flatten layer to join the dims)",
+                   s, (long long)in[0].dim[last]);
+    } else if (in[0].dim[last] != l->in) {
+        shape_fail(sc, SHAPE_INPUT, "input has %lld features", (long long)in[0].dim[last]);
     }
-    if (in[0].dim[0] != l->in)
-        shape_fail(sc, SHAPE_INPUT, "input has %lld features", (long long)in[0].dim[0]);
-    *out = (layer_shape){1, {l->out}};
+    *out = in[0];
+    out->dim[last] = l->out;
     return true;
 }
 

@@ -32,6 +32,16 @@ static const layer_def *const layer_defs[] = {
     [LAYER_MAX_POOL2D] = &max_pool2d_def,
     [LAYER_AVG_POOL2D] = &avg_pool2d_def,
     [LAYER_ADAPTIVE_AVG_POOL2D] = &adaptive_avg_pool2d_def,
+    /* graph models */
+    [LAYER_EMBEDDING] = &embedding_def,
+    [LAYER_ADD] = &add_def,
+    [LAYER_MUL] = &mul_def,
+    [LAYER_SCALE] = &scale_def,
+    [LAYER_POSITION_EMBEDDING] = &position_embedding_def,
+    [LAYER_MATMUL] = &matmul_def,
+    [LAYER_TRANSPOSE] = &transpose_def,
+    [LAYER_SPLIT_HEADS] = &split_heads_def,
+    [LAYER_MERGE_HEADS] = &merge_heads_def,
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
@@ -61,6 +71,28 @@ int layer_describe(const layer_spec *l, char *buf, size_t len)
     size_t off = (size_t)n < len ? (size_t)n : len;
     int m = layer_defs[l->kind]->describe(l, buf + off, len - off);
     return m < 0 ? m : n + m;
+}
+
+int layer_describe_at(const case_config *cfg, int i, char *buf, size_t len)
+{
+    const layer_spec *l = &cfg->layers[i];
+    int n = layer_describe(l, buf, len);
+    bool given = l->n_inputs > 1 || (l->n_inputs == 1 && l->inputs[0] != i - 1);
+    for (int k = 0; given && k < l->n_inputs && n >= 0; k++) {
+        size_t off = (size_t)n < len ? (size_t)n : len;
+        int j = l->inputs[k];
+        n += snprintf(buf + off, len - off, "%s%s%s",
+                      k                 ? ", "
+                      : l->n_inputs > 1 ? " ("
+                                        : " (from ",
+                      j == LAYER_INPUT ? "input" : cfg->layers[j].name,
+                      k == l->n_inputs - 1 ? ")" : "");
+    }
+    if (l->tied >= 0 && n >= 0) {
+        size_t off = (size_t)n < len ? (size_t)n : len;
+        n += snprintf(buf + off, len - off, " (weight: %s.weight)", cfg->layers[l->tied].name);
+    }
+    return n;
 }
 
 /* ---- the check ---- */
@@ -211,3 +243,37 @@ bool shape_same(const layer_spec *l, const layer_shape *in, layer_shape *out, sh
 bool no_input_shape(const layer_spec *l, layer_shape *in) { return false; }
 
 int no_params(const layer_spec *l, layer_param *out) { return 0; }
+
+dtype promote_types(dtype a, dtype b) { return a == b ? a : DTYPE_FLOAT32; }
+
+void layer_out_name(const layer_spec *l, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s.out", l->name);
+}
+
+tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape)
+{
+    char err[512];
+    tensor *v = tensor_view(&r->pool, base, name, ndim, shape, err, sizeof err);
+    if (!v)
+        run_fail(r, "%s", err);
+    return v;
+}
+
+void give_grad_as_is(run *r, node *n, int i, tensor *g)
+{
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    if (g->dtype == n->in[i].dtype) {
+        char name[TENSOR_NAME_MAX + 8];
+        node_grad_name(r, n, i, name, sizeof name);
+        tensor *v = view_or_fail(r, g, name, n->in[i].ndim, n->in[i].shape);
+        if (stp)
+            run_check(r, r->be->observe(r->be, v, stp));
+        node_give_grad(r, n, i, v, stp);
+        return;
+    }
+    tensor *dx = node_grad_tensor(r, n, i);
+    run_check(r, r->be->cast(r->be, g, dx, stp));
+    node_give_grad(r, n, i, dx, stp);
+}
