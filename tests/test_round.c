@@ -190,15 +190,15 @@ Test(round, float16_gemm_is_the_exact_sum_rounded_once)
  * whose exponents are too spread for the vector histogram.
  */
 static const uint32_t edge_bits[] = {
-    0x00000000u, 0x80000000u,                          /* zeros */
+    0x00000000u, 0x80000000u,                           /* zeros */
     0x00000001u, 0x007fffffu, 0x00400000u, 0x80000001u, /* float32 subnormals */
     0x00800000u, 0x00800001u, 0x807fffffu, 0x00ffffffu, /* float32 / bfloat16 min normal */
-    0x007f8000u, 0x007f7fffu, 0x007fc000u,             /* rounding to bfloat16's min normal */
+    0x007f8000u, 0x007f7fffu, 0x007fc000u,              /* rounding to bfloat16's min normal */
     0x38800000u, 0x387fffffu, 0x387fe000u, 0x387ff000u, /* float16's min normal 2^-14 */
     0x33800000u, 0x33000000u, 0x33000001u, 0x32ffffffu, /* float16's least subnormal 2^-24 */
     0x477fe000u, 0x477fefffu, 0x477ff000u, 0xc77ff000u, /* float16's largest, overflow */
-    0x7f7fffffu, 0x7f7f8000u, 0xff7fffffu,             /* float32's largest, bfloat16 overflow */
-    0x7f800000u, 0xff800000u,                          /* inf */
+    0x7f7fffffu, 0x7f7f8000u, 0xff7fffffu,              /* float32's largest, bfloat16 overflow */
+    0x7f800000u, 0xff800000u,                           /* inf */
     0x7fc00000u, 0xffc00001u, 0x7f800001u, 0xff800001u, /* quiet and signalling NaNs */
 };
 

@@ -326,9 +326,9 @@ static void counting_levels(const void *arg, void *result)
     for (int d = 0; d < 3; d++) {
         out->cast[d] = store_ns(cpu_isa_best(), src, dst, count_dtypes[d], NULL);
         for (int l = 0; l < CPU_ISA_COUNT; l++)
-            out->counted[d][l] =
-                cpu_isa_runs((cpu_isa)l) ? store_ns((cpu_isa)l, src, dst, count_dtypes[d], &st)
-                                         : NAN;
+            out->counted[d][l] = cpu_isa_runs((cpu_isa)l)
+                                     ? store_ns((cpu_isa)l, src, dst, count_dtypes[d], &st)
+                                     : NAN;
     }
 }
 
@@ -399,12 +399,12 @@ static void measure_rounds(const void *arg, void *out)
  * Instructions per step: figures that do not depend on the machine's load, beside the
  * timings. A reduced step (the MLP INSN_IN-INSN_HIDDEN-INSN_HIDDEN-INSN_OUT, batch 256 as the
  * benchmark's, on one thread: OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1) run by
- * bin/ampscope with every tensor observed and with `--observe off`, each for one step and for two: the difference is the second
- * step's instructions, without the start-up and the first step's allocations. Counted by
- * `perf stat -e instructions` where the kernel gives perf the counter, else by valgrind's
- * callgrind, which emulates no AVX-512: the processor it shows has AVX2, so the counting
- * runs its AVX2 build (and OpenBLAS its Haswell kernels, which bin/ampscope would choose for
- * such a processor).
+ * bin/ampscope with every tensor observed and with `--observe off`, each for one step and for two:
+ * the difference is the second step's instructions, without the start-up and the first step's
+ * allocations. Counted by `perf stat -e instructions` where the kernel gives perf the counter, else
+ * by valgrind's callgrind, which emulates no AVX-512: the processor it shows has AVX2, so the
+ * counting runs its AVX2 build (and OpenBLAS its Haswell kernels, which bin/ampscope would choose
+ * for such a processor).
  */
 #define INSN_IN 256
 #define INSN_HIDDEN 256
@@ -594,8 +594,7 @@ static void pytorch_rows(const char *python, const bench_case *shape, const benc
  * parent starts no threads, so that the children it forks can (libgomp's and OpenBLAS's
  * thread pools do not survive a fork), and each configuration starts with a fresh heap.
  * False when the child failed. */
-static bool in_child(void (*fn)(const void *arg, void *out), const void *arg, void *out,
-                     size_t len)
+static bool in_child(void (*fn)(const void *arg, void *out), const void *arg, void *out, size_t len)
 {
     int fd[2];
     if (pipe(fd))

@@ -60,7 +60,8 @@ void cpu_round(float *v, int64_t n, dtype dt)
 
 /* dst[i] = bf16_from_float(pre[i]): a loop the vectoriser handles (pre never aliases a 16-bit
  * store), built for AVX2 too, whose 8 lanes narrow to 16 bits in one instruction */
-__attribute__((target_clones("avx2", "default"))) static void store_bf16(const float *restrict pre, uint16_t *restrict dst, int64_t n)
+__attribute__((target_clones("avx2", "default"))) static void
+store_bf16(const float *restrict pre, uint16_t *restrict dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] = bf16_from_float(pre[i]);
@@ -121,8 +122,7 @@ static inline __attribute__((always_inline)) uint32_t post_bits(const float *pre
 static inline __attribute__((always_inline)) void count_lanes(const float *pre, const void *dst,
                                                               bool wide, int64_t off, int n,
                                                               uint32_t inf, uint32_t norm,
-                                                              bit_counts *c,
-                                                              uint8_t *restrict ex)
+                                                              bit_counts *c, uint8_t *restrict ex)
 {
     uint32_t zeros = 0, sub = 0, pz = 0, pmax = 0, pmin = UINT32_MAX;
     if (wide) {
@@ -130,7 +130,7 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
             uint32_t p = float_bits(pre[i]) & 0x7fffffffu;
             zeros += p == 0;
             sub += p - 1u < norm - 1u;
-            pmax = p > pmax ? p : pmax; /* NaN patterns too: see below */
+            pmax = p > pmax ? p : pmax;                    /* NaN patterns too: see below */
             uint32_t nonzero = p | (0u - (p - 1u >= inf)); /* 1 <= p <= inf, else all ones */
             pmin = nonzero < pmin ? nonzero : pmin;
             ex[i] = (uint8_t)(p >> 23);
@@ -184,8 +184,8 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
 #define HIST_SPAN 32
 #define HIST_BLOCK 64
 #define HIST_PASS 4
-static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, int n,
-                                                             bool masks, uint32_t *he)
+static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, int n, bool masks,
+                                                             uint32_t *he)
 {
     memset(he, 0, 256 * sizeof *he);
     int nb = n / HIST_BLOCK;
@@ -267,8 +267,8 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
 /* count_chunk built for each ISA level */
 typedef void (*count_chunk_fn)(const float *pre, const void *dst, dtype dt, int64_t off, int n,
                                bit_counts *c, uint8_t *ex, uint32_t *he);
-#define COUNT_CHUNK_ARGS                                                                       \
-    const float *pre, const void *dst, dtype dt, int64_t off, int n, bit_counts *c, uint8_t *ex, \
+#define COUNT_CHUNK_ARGS                                                                           \
+    const float *pre, const void *dst, dtype dt, int64_t off, int n, bit_counts *c, uint8_t *ex,   \
         uint32_t *he
 __attribute__((target("avx512f,avx512bw,prefer-vector-width=512"))) static void
 count_chunk_avx512(COUNT_CHUNK_ARGS)
