@@ -222,7 +222,9 @@ static void check_levels_of(dtype dt)
     }
     for (int i = 0; i < ne; i++)
         pre[37 * i + 5] = bits_float(edge_bits[i]);
-    pre[4096 + 70] = bits_float(0x00000001u); /* in the tail of the second chunk */
+    pre[4096 + 70] = bits_float(0x00000001u); /* in the tail of the second chunk, */
+    pre[4096 + 75] = 0x1p100f;                /* with exponents beyond those of its vector blocks */
+    pre[4096 + 76] = -0x1p-100f;
     check_levels(dt, pre, 4096 + 77, "edges");
     /* the edges alone, each in every lane position */
     for (int i = 0; i < 999; i++)

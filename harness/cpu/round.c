@@ -172,8 +172,14 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
     }
 }
 
+/* a histogram of exponent bytes: n[e] is zero for e outside [lo, hi] but for 0 and 255 */
+typedef struct exp_hist {
+    uint32_t n[256];
+    int lo, hi;
+} exp_hist;
+
 /*
- * he[e] = how many of ex[0..n) equal e, n <= CPU_CHUNK. A chunk's exponents usually span
+ * he->n[e] = how many of ex[0..n) equal e, n <= CPU_CHUNK. A chunk's exponents usually span
  * 10 to 25 values: when those other than 0 and 255 span at most HIST_SPAN, every value in
  * the span (and 0 and 255) is counted by comparisons over all the bytes, HIST_PASS values
  * per pass, in byte counters over blocks of HIST_BLOCK bytes (at most CPU_CHUNK /
@@ -185,9 +191,9 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
 #define HIST_BLOCK 64
 #define HIST_PASS 4
 static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, int n, bool masks,
-                                                             uint32_t *he)
+                                                             exp_hist *he)
 {
-    memset(he, 0, 256 * sizeof *he);
+    memset(he->n, 0, sizeof he->n);
     int nb = n / HIST_BLOCK;
     uint8_t lo_1 = 255, hi_1 = 0; /* the least x - 1 and the largest x + 1, modulo 256 */
     for (int i = 0; i < nb * HIST_BLOCK; i++) {
@@ -223,7 +229,7 @@ static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, 
                 for (int j = 0; j < HIST_BLOCK; j++)
                     sum += acc[k][j];
                 if (values[q + k] >= 0)
-                    he[values[q + k]] += sum;
+                    he->n[values[q + k]] += sum;
             }
         }
     } else {
@@ -234,10 +240,16 @@ static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, 
                 t[k][ex[i + k]]++;
         for (int k = 0; k < 8; k++)
             for (int e = 0; e < 256; e++)
-                he[e] += t[k][e];
+                he->n[e] += t[k][e];
+        lo = 1, hi = 254;
     }
-    for (int i = nb * HIST_BLOCK; i < n; i++)
-        he[ex[i]]++;
+    for (int i = nb * HIST_BLOCK; i < n; i++) { /* the tail */
+        int x = ex[i];
+        he->n[x]++;
+        lo = x != 0 && x < lo ? x : lo;
+        hi = x != 255 && x > hi ? x : hi;
+    }
+    he->lo = lo, he->hi = hi;
 }
 
 /* the counts of n <= CPU_CHUNK values stored into dst[off..] and the histogram of their
@@ -245,7 +257,7 @@ static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, 
 static inline __attribute__((always_inline)) void count_chunk(const float *pre, const void *dst,
                                                               dtype dt, int64_t off, int n,
                                                               bit_counts *c, uint8_t *ex,
-                                                              bool masks, uint32_t *he)
+                                                              bool masks, exp_hist *he)
 {
     const format_info *f = format_of(dt);
     switch (dt) {
@@ -266,10 +278,10 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
 
 /* count_chunk built for each ISA level */
 typedef void (*count_chunk_fn)(const float *pre, const void *dst, dtype dt, int64_t off, int n,
-                               bit_counts *c, uint8_t *ex, uint32_t *he);
+                               bit_counts *c, uint8_t *ex, exp_hist *he);
 #define COUNT_CHUNK_ARGS                                                                           \
     const float *pre, const void *dst, dtype dt, int64_t off, int n, bit_counts *c, uint8_t *ex,   \
-        uint32_t *he
+        exp_hist *he
 __attribute__((target("avx512f,avx512bw,prefer-vector-width=512"))) static void
 count_chunk_avx512(COUNT_CHUNK_ARGS)
 {
@@ -323,9 +335,9 @@ static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype
                   int n, round_stats *st)
 {
     uint8_t ex[CPU_CHUNK];
-    uint32_t he[256];
+    exp_hist he;
     bit_counts b = {.pmin = UINT32_MAX};
-    count(pre, dst, dt, off, n, &b, ex, he);
+    count(pre, dst, dt, off, n, &b, ex, &he);
     /* a zero store comes from a zero, or from a finite non-zero value that underflowed (an
      * infinite or NaN one stays so) */
     round_counts c = {b.zeros,
@@ -339,9 +351,9 @@ static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype
     round_counts_merge(&st->counts, &c);
     /* Byte 0 holds zeros (counted above) and float32 subnormals, byte 255 inf and NaN: when
      * there are any of the latter, they are binned one by one. */
-    for (int e = 1; e < 255; e++)
-        st->hist[e - 127 - HIST_MIN_EXP] += he[e];
-    uint32_t e0 = he[0], e255 = he[255];
+    for (int e = he.lo > 1 ? he.lo : 1; e <= he.hi && e < 255; e++)
+        st->hist[e - 127 - HIST_MIN_EXP] += he.n[e];
+    uint32_t e0 = he.n[0], e255 = he.n[255];
     st->hist[HIST_ZERO] += b.pre_zeros;
     if (e0 != b.pre_zeros || e255)
         for (int i = 0; i < n; i++) {
