@@ -164,13 +164,15 @@ plots: $(AMPSCOPE) | deps
 	$(PYTHON) plot/plot.py --ampscope $(AMPSCOPE) $(or $(OUT),results)
 
 # ---- the benchmark: figures and ratios, never a pass/fail on speed ----
+# BENCH=quick|all; PyTorch's own steps are timed with $(PYTHON) where it imports torch
+# (make bench PYTHON=/path/to/venv/bin/python), instructions counted by perf or valgrind
 BENCH ?= all
 bin/ampscope-bench: tools/bench.c $(LIB_OBJ)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 bench: bin/ampscope-bench $(AMPSCOPE)
 	@mkdir -p results
-	bin/ampscope-bench $(BENCH)
+	bin/ampscope-bench $(BENCH) --python $(PYTHON) --ampscope $(AMPSCOPE)
 	@if nvidia-smi -L >/dev/null 2>&1 && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then \
 	    python3 tools/gpu_bench.py $(if $(filter quick,$(BENCH)),--quick) --ampscope $(AMPSCOPE); \
 	else echo "bench: no GPU that PyTorch can use here: the GPU part (tools/gpu_bench.py) skipped"; fi

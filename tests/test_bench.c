@@ -4,11 +4,13 @@
  * PyTorch's own steps) must write a row per MLP variant and one for the convolution, with
  * positive times, PyTorch's for every row but master weights (which PyTorch has no
  * equivalent of). Skipped when python3 cannot import torch. It checks that the script
- * works, not how fast anything is.
+ * works, not how fast anything is. Likewise tools/bench_torch.py, PyTorch's CPU step that
+ * `make bench` compares with, run by $PYTHON (default python3) on a tiny MLP.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "helpers.h"
 
@@ -43,4 +45,42 @@ Test(bench, gpu_bench_script_compares_on_the_cpu, .timeout = 300)
             cr_expect_str_empty(torch_ms, "master weights have no PyTorch step");
     }
     csv_free(&c);
+}
+
+Test(bench, torch_step_script_times_each_variant, .timeout = 120)
+{
+    const char *py = getenv("PYTHON") ? getenv("PYTHON") : "python3";
+    char cmd[1024], out[256], path[512], line[512];
+    snprintf(cmd, sizeof cmd, "%s -c 'import torch' 2>/dev/null", py);
+    if (system(cmd) != 0)
+        cr_skip_test("%s cannot import torch: tools/bench_torch.py not checked", py);
+    make_temp_dir(out, sizeof out);
+    snprintf(path, sizeof path, "%s/log", out);
+    snprintf(cmd, sizeof cmd, "%s tools/bench_torch.py 16 32 10 8 3 > %s 2>&1", py, path);
+    cr_assert_eq(system(cmd), 0, "%s failed (see %s)", cmd, path);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    static const char *const variants[] = {"fp32", "autocast-bf16"};
+    bool seen[2] = {false}, version = false;
+    while (fgets(line, sizeof line, f)) {
+        char name[64], rest[64];
+        double ms;
+        if (strncmp(line, "pytorch ", 8) == 0) {
+            version = strstr(line, " threads ") != NULL;
+            continue;
+        }
+        cr_assert_eq(sscanf(line, "%63s %63s", name, rest), 2, "unexpected line: %s", line);
+        for (int v = 0; v < 2; v++)
+            if (strcmp(name, variants[v]) == 0) {
+                seen[v] = true;
+                if (strcmp(rest, "unsupported") != 0) {
+                    cr_expect_eq(sscanf(rest, "%lf", &ms), 1, "%s: %s", name, rest);
+                    cr_expect_gt(ms, 0.0, "%s's step time", name);
+                }
+            }
+    }
+    fclose(f);
+    cr_expect(version, "the PyTorch version and thread count");
+    for (int v = 0; v < 2; v++)
+        cr_expect(seen[v], "a line for %s", variants[v]);
 }

@@ -5,7 +5,8 @@
  * exhaustively in test_half.c), for each destination dtype, on random bit patterns of every
  * kind (normals, subnormals, zeros, inf, NaN: exponents too spread for the vector
  * histogram) and on values spread as a tensor's usually are (a few octaves, zeros among
- * them: the vector histogram), with lengths that are not multiples of the vector width.
+ * them: the vector histogram), with lengths that are not multiples of the vector width;
+ * and each ISA level's build of the counting (cpu_store_at) on the same edge patterns.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -17,35 +18,42 @@
 
 enum { N = 10007 };
 
-/* cpu_store of pre[0..N) into dt against half.h, element by element */
-static void check_store(dtype dt, const float *pre)
+/* cpu_store_at(isa, ...) of pre[0..n) into dt against half.h, element by element; n <= N */
+static void check_store_at(cpu_isa isa, dtype dt, const float *pre, int n, const char *what)
 {
     static uint8_t got[4 * N], want[4 * N];
     round_stats st, ref;
     round_stats_init(&st);
     round_stats_init(&ref);
-    cpu_store(pre, got, dt, 0, N, &st);
+    cpu_store_at(isa, pre, got, dt, 0, n, &st);
     float min_normal = dtype_min_normal(dt);
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < n; i++) {
         float post = store_from_float(want, dt, i, pre[i]);
         round_tally(&ref.counts, pre[i], post, min_normal);
         ref.hist[hist_bin(pre[i])]++;
     }
-    ref.numel = N;
-    cr_expect_eq(memcmp(got, want, (size_t)N * dtype_size(dt)), 0, "%s: stored bits differ",
-                 dtype_name(dt));
+    ref.numel = n;
+    const char *d = dtype_name(dt), *l = cpu_isa_name(isa);
+    cr_expect_eq(memcmp(got, want, (size_t)n * dtype_size(dt)), 0, "%s %s %s: stored bits differ",
+                 what, l, d);
     const round_counts *a = &st.counts, *b = &ref.counts;
-    cr_expect_eq(a->zeros, b->zeros, "%s zeros", dtype_name(dt));
-    cr_expect_eq(a->underflow, b->underflow, "%s underflow", dtype_name(dt));
-    cr_expect_eq(a->subnormal, b->subnormal, "%s subnormal", dtype_name(dt));
-    cr_expect_eq(a->overflow, b->overflow, "%s overflow", dtype_name(dt));
-    cr_expect_eq(a->nan, b->nan, "%s nan", dtype_name(dt));
-    cr_expect_eq(float_bits(a->amax), float_bits(b->amax), "%s amax %g %g", dtype_name(dt),
+    cr_expect_eq(a->zeros, b->zeros, "%s %s %s zeros", what, l, d);
+    cr_expect_eq(a->underflow, b->underflow, "%s %s %s underflow", what, l, d);
+    cr_expect_eq(a->subnormal, b->subnormal, "%s %s %s subnormal", what, l, d);
+    cr_expect_eq(a->overflow, b->overflow, "%s %s %s overflow", what, l, d);
+    cr_expect_eq(a->nan, b->nan, "%s %s %s nan", what, l, d);
+    cr_expect_eq(float_bits(a->amax), float_bits(b->amax), "%s %s %s amax %g %g", what, l, d,
                  (double)a->amax, (double)b->amax);
-    cr_expect_eq(float_bits(a->amin_nonzero), float_bits(b->amin_nonzero), "%s amin",
-                 dtype_name(dt));
+    cr_expect_eq(float_bits(a->amin_nonzero), float_bits(b->amin_nonzero), "%s %s %s amin %g %g",
+                 what, l, d, (double)a->amin_nonzero, (double)b->amin_nonzero);
     cr_expect_eq(st.numel, ref.numel);
-    cr_expect_eq(memcmp(st.hist, ref.hist, sizeof st.hist), 0, "%s histogram", dtype_name(dt));
+    cr_expect_eq(memcmp(st.hist, ref.hist, sizeof st.hist), 0, "%s %s %s histogram", what, l, d);
+}
+
+/* cpu_store (the best level this processor runs) of pre[0..N) against half.h */
+static void check_store(dtype dt, const float *pre)
+{
+    check_store_at(cpu_isa_best(), dt, pre, N, "cpu_store");
 }
 
 static void check_dtype(dtype dt)
@@ -169,4 +177,83 @@ Test(round, float16_gemm_is_the_exact_sum_rounded_once)
     cr_expect_eq(acct.current[MEM_WORKSPACE], 0, "workspace returned");
     tensor_pool_clear(&pool);
     be->close(be);
+}
+
+/*
+ * Every ISA level's counting that this processor runs (AVX-512, AVX2, plain x86-64: the same
+ * loops compiled at 16, 8 and 4 lanes) on the same inputs, against half.h's scalar
+ * definitions: the boundaries of each format (zeros of both signs, float32 subnormals, the
+ * normal/subnormal boundary of float16, bfloat16 and float32 and the values either side,
+ * the largest finite values and those that overflow, inf, quiet and signalling NaNs of both
+ * signs) among values a few octaves apart, in lengths that leave tails after the vector
+ * blocks; a chunk of zeros only, one of infinities and NaNs, one of NaNs, and random bit patterns
+ * whose exponents are too spread for the vector histogram.
+ */
+static const uint32_t edge_bits[] = {
+    0x00000000u, 0x80000000u,                           /* zeros */
+    0x00000001u, 0x007fffffu, 0x00400000u, 0x80000001u, /* float32 subnormals */
+    0x00800000u, 0x00800001u, 0x807fffffu, 0x00ffffffu, /* float32 / bfloat16 min normal */
+    0x007f8000u, 0x007f7fffu, 0x007fc000u,              /* rounding to bfloat16's min normal */
+    0x38800000u, 0x387fffffu, 0x387fe000u, 0x387ff000u, /* float16's min normal 2^-14 */
+    0x33800000u, 0x33000000u, 0x33000001u, 0x32ffffffu, /* float16's least subnormal 2^-24 */
+    0x477fe000u, 0x477fefffu, 0x477ff000u, 0xc77ff000u, /* float16's largest, overflow */
+    0x7f7fffffu, 0x7f7f8000u, 0xff7fffffu,              /* float32's largest, bfloat16 overflow */
+    0x7f800000u, 0xff800000u,                           /* inf */
+    0x7fc00000u, 0xffc00001u, 0x7f800001u, 0xff800001u, /* quiet and signalling NaNs */
+};
+
+static void check_levels(dtype dt, const float *pre, int n, const char *what)
+{
+    for (int l = 0; l < CPU_ISA_COUNT; l++)
+        if (cpu_isa_runs((cpu_isa)l))
+            check_store_at((cpu_isa)l, dt, pre, n, what);
+}
+
+static void check_levels_of(dtype dt)
+{
+    static float pre[N];
+    int ne = (int)(sizeof edge_bits / sizeof edge_bits[0]);
+    rng g;
+    rng_seed(&g, 17);
+    /* edges among values 2^-20 to 2^-5, in the first chunk: the vector histogram */
+    for (int i = 0; i < 4096 + 77; i++) {
+        float m = 1.0f + (float)rng_below(&g, 1 << 23) * 0x1p-23f;
+        pre[i] = (i % 3 ? 1.0f : -1.0f) * ldexpf(m, -20 + (int)rng_below(&g, 16));
+    }
+    for (int i = 0; i < ne; i++)
+        pre[37 * i + 5] = bits_float(edge_bits[i]);
+    pre[4096 + 70] = bits_float(0x00000001u); /* in the tail of the second chunk, */
+    pre[4096 + 75] = 0x1p100f;                /* with exponents beyond those of its vector blocks */
+    pre[4096 + 76] = -0x1p-100f;
+    check_levels(dt, pre, 4096 + 77, "edges");
+    /* the edges alone, each in every lane position */
+    for (int i = 0; i < 999; i++)
+        pre[i] = bits_float(edge_bits[i % ne]);
+    check_levels(dt, pre, 999, "edges only");
+    for (int i = 0; i < 200; i++)
+        pre[i] = i % 2 ? -0.0f : 0.0f;
+    check_levels(dt, pre, 200, "zeros");
+    for (int i = 0; i < 130; i++)
+        pre[i] = bits_float(edge_bits[ne - 6 + i % 6]);
+    check_levels(dt, pre, 130, "inf and NaN");
+    for (int i = 0; i < 70; i++)
+        pre[i] = bits_float(edge_bits[ne - 4 + i % 4]);
+    check_levels(dt, pre, 70, "NaN only"); /* no amin_nonzero: NaNs are not counted there */
+    for (int i = 0; i < N; i++)
+        pre[i] = bits_float((uint32_t)rng_next(&g));
+    check_levels(dt, pre, N, "random patterns");
+}
+
+Test(round, every_isa_level_counts_float16_as_half_h) { check_levels_of(DTYPE_FLOAT16); }
+Test(round, every_isa_level_counts_bfloat16_as_half_h) { check_levels_of(DTYPE_BFLOAT16); }
+Test(round, every_isa_level_counts_float32_as_half_h) { check_levels_of(DTYPE_FLOAT32); }
+
+Test(round, this_processor_runs_its_best_level_and_the_baseline)
+{
+    cr_expect(cpu_isa_runs(CPU_ISA_X86_64));
+    cr_expect(cpu_isa_runs(cpu_isa_best()));
+    cr_expect_eq(cpu_isa_runs(CPU_ISA_AVX2), (bool)__builtin_cpu_supports("avx2"));
+    cr_log_info("counting levels run here: %s%s%s", cpu_isa_name(CPU_ISA_X86_64),
+                cpu_isa_runs(CPU_ISA_AVX2) ? ", avx2" : "",
+                cpu_isa_runs(CPU_ISA_AVX512) ? ", avx512" : "");
 }

@@ -12,10 +12,17 @@
  * itself the fastest of its runs, because interference on a shared machine only ever adds
  * time (the lowest median is printed beside). Observation overhead is the fastest step with
  * every tensor counted and histogrammed against the fastest with `--observe off`.
- * Beside: the copy bandwidth and what counting costs per value (counting_cost).
+ * Beside: the copy bandwidth; what counting costs per value on one thread, for each ISA
+ * level the processor runs (counting_cost, counting_levels); instructions per step of a
+ * reduced step, observed and not, which do not depend on the machine's load (perf stat where
+ * the kernel allows it, else callgrind: instruction_counts); and PyTorch's own CPU step on
+ * the same MLP (tools/bench_torch.py) where the python given imports torch.
  * Output: tables on stdout, results/bench.csv, results/bench.md (the tables in Markdown).
  *
- * Usage: bin/ampscope-bench [quick|all]   (quick: the scaled-down MLP and the scaling table)
+ * Usage: bin/ampscope-bench [quick|all] [--python PY] [--ampscope BIN]
+ *   quick: the scaled-down MLP and the scaling table; PY: the python that runs PyTorch's
+ *   steps (default python3); BIN: the harness run for the instruction counts (default
+ *   bin/ampscope)
  */
 #include <cblas.h>
 #include <math.h>
@@ -28,6 +35,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "cpu/cpu.h"
 #include "case.h"
 #include "csv_table.h"
 #include "libenv.h"
@@ -283,6 +291,82 @@ static void counting_cost(const void *arg, void *result)
     be->close(be);
 }
 
+/* What counting costs at each ISA level (out: count_levels): cpu_store_at of CPU_COUNT_N values
+ * (counting_cost's) into each stored dtype, in ns per value, each the fastest of five loops;
+ * the cast alone (no stats) beside; NAN for a level this processor does not run. */
+static const dtype count_dtypes[3] = {DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_FLOAT32};
+typedef struct count_levels {
+    double counted[3][CPU_ISA_COUNT], cast[3];
+} count_levels;
+
+static double store_ns(cpu_isa isa, const float *src, void *dst, dtype dt, round_stats *st)
+{
+    enum { LOOPS = 5, REPS = 20000 };
+    double best = INFINITY;
+    for (int l = 0; l < LOOPS; l++) {
+        if (st)
+            round_stats_init(st);
+        double t0 = now_ms();
+        for (int r = 0; r < REPS; r++)
+            cpu_store_at(isa, src, dst, dt, 0, CPU_COUNT_N, st);
+        best = fmin(best, (now_ms() - t0) * 1e6 / ((double)REPS * CPU_COUNT_N));
+    }
+    return best;
+}
+
+static void counting_levels(const void *arg, void *result)
+{
+    (void)arg;
+    count_levels *out = result;
+    static float src[CPU_COUNT_N];
+    static uint32_t dst[CPU_COUNT_N];
+    static round_stats st;
+    for (int i = 0; i < CPU_COUNT_N; i++) /* counting_cost's values */
+        src[i] = (float)(1e-3 * sin(0.37 * i) * exp(-0.1 * (i % 97)));
+    for (int d = 0; d < 3; d++) {
+        out->cast[d] = store_ns(cpu_isa_best(), src, dst, count_dtypes[d], NULL);
+        for (int l = 0; l < CPU_ISA_COUNT; l++)
+            out->counted[d][l] = cpu_isa_runs((cpu_isa)l)
+                                     ? store_ns((cpu_isa)l, src, dst, count_dtypes[d], &st)
+                                     : NAN;
+    }
+}
+
+/* the per-level table, on stdout and in Markdown */
+static void print_levels(const count_levels *c, FILE *md)
+{
+    printf("counting per ISA level (one thread, in cache, %d values, ns per value: counts and "
+           "histogram, cast alone)\n",
+           CPU_COUNT_N);
+    fprintf(md,
+            "Counting per ISA level (one thread, in cache, %d values; ns per value of the store "
+            "with its counts and histogram, and of the cast alone):\n\n| stored as |",
+            CPU_COUNT_N);
+    for (int l = CPU_ISA_COUNT - 1; l >= 0; l--)
+        fprintf(md, " %s |", cpu_isa_name((cpu_isa)l));
+    fprintf(md, " cast alone |\n|---|");
+    for (int l = 0; l <= CPU_ISA_COUNT; l++)
+        fprintf(md, "---:|");
+    fprintf(md, "\n");
+    for (int d = 0; d < 3; d++) {
+        printf("  %-9s", dtype_name(count_dtypes[d]));
+        fprintf(md, "| %s |", dtype_name(count_dtypes[d]));
+        for (int l = CPU_ISA_COUNT - 1; l >= 0; l--) {
+            double v = c->counted[d][l];
+            if (isnan(v)) {
+                printf("  %s not run here", cpu_isa_name((cpu_isa)l));
+                fprintf(md, " not run here |");
+            } else {
+                printf("  %s %.3f", cpu_isa_name((cpu_isa)l), v);
+                fprintf(md, " %.3f |", v);
+            }
+        }
+        printf("  cast alone %.3f\n", c->cast[d]);
+        fprintf(md, " %.3f |\n", c->cast[d]);
+    }
+    fprintf(md, "\n");
+}
+
 static void copy_bandwidth_into(const void *arg, void *out)
 {
     (void)arg;
@@ -311,12 +395,206 @@ static void measure_rounds(const void *arg, void *out)
     *(bench_row *)out = r;
 }
 
+/*
+ * Instructions per step: figures that do not depend on the machine's load, beside the
+ * timings. A reduced step (the MLP INSN_IN-INSN_HIDDEN-INSN_HIDDEN-INSN_OUT, batch 256 as the
+ * benchmark's, on one thread: OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1) run by
+ * bin/ampscope with every tensor observed and with `--observe off`, each for one step and for two:
+ * the difference is the second step's instructions, without the start-up and the first step's
+ * allocations. Counted by `perf stat -e instructions` where the kernel gives perf the counter, else
+ * by valgrind's callgrind, which emulates no AVX-512: the processor it shows has AVX2, so the
+ * counting runs its AVX2 build (and OpenBLAS its Haswell kernels, which bin/ampscope would choose
+ * for such a processor).
+ */
+#define INSN_IN 256
+#define INSN_HIDDEN 256
+#define INSN_OUT 100
+typedef enum insn_tool { INSN_NONE, INSN_PERF, INSN_CALLGRIND } insn_tool;
+
+static insn_tool insn_tool_found(void)
+{
+    FILE *p = popen("perf stat -x, -e instructions true 2>&1", "r");
+    char line[512];
+    bool counted = false;
+    while (p && fgets(line, sizeof line, p)) /* "<count>,,instructions,..." when counted */
+        counted |= strstr(line, "instructions") && line[0] >= '0' && line[0] <= '9';
+    if (p)
+        pclose(p);
+    if (counted)
+        return INSN_PERF;
+    return system("valgrind --version >/dev/null 2>&1") == 0 ? INSN_CALLGRIND : INSN_NONE;
+}
+
+/* the instructions bin/ampscope executes running the case at `path` (in dir); -1 when it
+ * could not run or the count could not be read */
+static double run_instructions(insn_tool tool, const char *ampscope, const char *dir,
+                               const char *path, bool observe_off)
+{
+    char cmd[16384], count[4096], line[512];
+    snprintf(count, sizeof count, "%s/count", dir);
+    const char *env = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive";
+    const char *args = observe_off ? "--observe off" : "";
+    if (tool == INSN_PERF)
+        snprintf(cmd, sizeof cmd,
+                 "%s perf stat -x, -e instructions -o %s -- %s run %s --device cpu --out %s/out "
+                 "--quiet %s >%s/log 2>&1",
+                 env, count, ampscope, path, dir, args, dir);
+    else
+        snprintf(cmd, sizeof cmd,
+                 "%s OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} valgrind --tool=callgrind "
+                 "--callgrind-out-file=/dev/null --log-file=%s %s run %s --device cpu --out "
+                 "%s/out --quiet %s >%s/log 2>&1",
+                 env, count, ampscope, path, dir, args, dir);
+    if (system(cmd) != 0)
+        return -1;
+    FILE *f = fopen(count, "r");
+    double n = -1;
+    while (f && fgets(line, sizeof line, f)) {
+        const char *c = strstr(line, "Collected : ");
+        if (tool == INSN_CALLGRIND && c)
+            n = atof(c + strlen("Collected : "));
+        else if (tool == INSN_PERF && strstr(line, "instructions") && line[0] >= '0' &&
+                 line[0] <= '9')
+            n = atof(line);
+    }
+    if (f)
+        fclose(f);
+    char rm[4200];
+    snprintf(rm, sizeof rm, "rm -rf %s/out", dir);
+    if (system(rm) != 0)
+        return -1;
+    return n;
+}
+
+/* the second step's instructions of variant, observed or not; -1 on failure */
+static double step_instructions(insn_tool tool, const char *ampscope, const char *variant,
+                                bool observe_off)
+{
+    char dir[] = "/tmp/ampscope-insn-XXXXXX", path[4096], text[2048];
+    if (!mkdtemp(dir))
+        return -1;
+    double n[2] = {-1, -1};
+    for (int steps = 1; steps <= 2; steps++) {
+        bench_case b = {"insn", variant, INSN_IN, INSN_HIDDEN, INSN_OUT, 256, false, steps};
+        snprintf(path, sizeof path, "%s/bench.case", dir);
+        FILE *f = fopen(path, "w");
+        if (!f || fputs(case_text(&b, text, sizeof text), f) < 0 || fclose(f))
+            break;
+        n[steps - 1] = run_instructions(tool, ampscope, dir, path, observe_off);
+    }
+    char rm[4200];
+    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    if (system(rm) != 0)
+        return -1;
+    return n[0] > 0 && n[1] > n[0] ? n[1] - n[0] : -1;
+}
+
+/* the instruction counts' lines, on stdout and in Markdown */
+static void instruction_counts(bool quick, const char *ampscope, FILE *md)
+{
+    insn_tool tool = insn_tool_found();
+    if (tool == INSN_NONE) {
+        printf("instructions per step: skipped: perf cannot count instructions here and "
+               "valgrind is not installed\n");
+        fprintf(md, "Instructions per step: not counted (no perf counter, no valgrind).\n\n");
+        return;
+    }
+    const char *how =
+        tool == INSN_PERF
+            ? "perf stat -e instructions; the counting's build for this processor's best level"
+            : "valgrind --tool=callgrind (perf cannot count instructions here); valgrind "
+              "emulates no AVX-512, so this counts the AVX2 build of the counting";
+    printf("instructions per step (MLP %d-%d-%d-%d, batch 256, one thread, the second step; %s):\n",
+           INSN_IN, INSN_HIDDEN, INSN_HIDDEN, INSN_OUT, how);
+    fprintf(md,
+            "Instructions per step (MLP %d-%d-%d-%d, batch 256, one thread, the second step; "
+            "%s):\n\n| variant | observed | observe off | overhead |\n|---|---:|---:|---:|\n",
+            INSN_IN, INSN_HIDDEN, INSN_HIDDEN, INSN_OUT, how);
+    static const char *const variants[] = {"autocast-fp16-scaler", "fp32", "fp16-master-scaler"};
+    for (int v = 0; v < (quick ? 1 : 3); v++) {
+        fflush(stdout);
+        double on = step_instructions(tool, ampscope, variants[v], false),
+               off = step_instructions(tool, ampscope, variants[v], true);
+        if (on <= 0 || off <= 0) {
+            printf("  %-22s could not be counted (is %s built?)\n", variants[v], ampscope);
+            continue;
+        }
+        printf("  %-22s observed %.2fM, observe off %.2fM, overhead %.1f%%\n", variants[v],
+               on / 1e6, off / 1e6, 100 * (on / off - 1));
+        fprintf(md, "| %s | %.2fM | %.2fM | %.1f%% |\n", variants[v], on / 1e6, off / 1e6,
+                100 * (on / off - 1));
+    }
+    fprintf(md, "\n");
+}
+
+/*
+ * PyTorch's own CPU step on the MLP of shape b (tools/bench_torch.py, run by python), beside
+ * the harness's fully observed steps of that shape (rows[0..n) of cases[]); skipped with a
+ * line when python cannot import torch.
+ */
+static void pytorch_rows(const char *python, const bench_case *shape, const bench_case *cases,
+                         const bench_row *rows, const bool *ran, int n, FILE *md)
+{
+    char cmd[4096], line[512], what[64];
+    snprintf(cmd, sizeof cmd, "%s -c 'import torch' >/dev/null 2>&1", python);
+    if (system(cmd) != 0) {
+        printf("PyTorch: skipped: %s cannot import torch (bin/ampscope-bench --python PY)\n",
+               python);
+        fprintf(md, "PyTorch: not measured (%s cannot import torch).\n\n", python);
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "%s tools/bench_torch.py %lld %lld %lld %lld %d 2>&1", python,
+             (long long)shape->in, (long long)shape->hidden, (long long)shape->out,
+             (long long)shape->batch, shape->steps);
+    fflush(stdout);
+    FILE *p = popen(cmd, "r");
+    char version[sizeof line] = "?";
+    double fp32 = NAN, bf16 = NAN, ms;
+    while (p && fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        if (strncmp(line, "pytorch ", 8) == 0)
+            snprintf(version, sizeof version, "%s", line + 8);
+        else if (sscanf(line, "%63s %lf", what, &ms) == 2 && strcmp(what, "fp32") == 0)
+            fp32 = ms;
+        else if (sscanf(line, "%63s %lf", what, &ms) == 2 && strcmp(what, "autocast-bf16") == 0)
+            bf16 = ms;
+        else /* a variant this PyTorch does not support, or an error */
+            printf("  PyTorch: %s\n", line);
+    }
+    if (!p || pclose(p) != 0 || isnan(fp32)) {
+        printf("PyTorch: %s failed\n", cmd);
+        return;
+    }
+    char shape_s[64];
+    snprintf(shape_s, sizeof shape_s, "%lld-%lld-%lld-%lld b%lld", (long long)shape->in,
+             (long long)shape->hidden, (long long)shape->hidden, (long long)shape->out,
+             (long long)shape->batch);
+    printf("PyTorch %s (%s), MLP %s, no observation: fp32 %.1f ms, autocast bfloat16 %.1f ms\n",
+           version, python, shape_s, fp32, bf16);
+    fprintf(md,
+            "PyTorch %s, MLP %s, no observation: fp32 %.1f ms, autocast bfloat16 %.1f ms (the "
+            "fastest step after the first).\n\n"
+            "| variant | ampscope observed ms | / PyTorch fp32 | / PyTorch autocast bf16 |\n"
+            "|---|---:|---:|---:|\n",
+            version, shape_s, fp32, bf16);
+    for (int i = 0; i < n; i++) {
+        const bench_case *c = &cases[i];
+        if (!ran[i] || c->conv || c->in != shape->in || c->hidden != shape->hidden ||
+            c->out != shape->out || c->batch != shape->batch || strcmp(c->group, shape->group))
+            continue;
+        double t = rows[i].step_ms;
+        printf("  ampscope %-22s observed %.1f ms = %.2f x PyTorch fp32, %.2f x autocast bf16\n",
+               c->variant, t, t / fp32, t / bf16);
+        fprintf(md, "| %s | %.1f | %.2f | %.2f |\n", c->variant, t, t / fp32, t / bf16);
+    }
+    fprintf(md, "\n");
+}
+
 /* fn(arg, out) run in a child process, its len bytes of out sent back through a pipe: the
  * parent starts no threads, so that the children it forks can (libgomp's and OpenBLAS's
  * thread pools do not survive a fork), and each configuration starts with a fresh heap.
  * False when the child failed. */
-static bool in_child(void (*fn)(const void *arg, void *out), const void *arg, void *out,
-                     size_t len)
+static bool in_child(void (*fn)(const void *arg, void *out), const void *arg, void *out, size_t len)
 {
     int fd[2];
     if (pipe(fd))
@@ -346,7 +624,20 @@ int main(int argc, char **argv)
         execv("/proc/self/exe", argv);
         perror("bench: cannot restart with OpenMP's and OpenBLAS's settings");
     }
-    bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    bool quick = false;
+    const char *python = "python3", *ampscope = "bin/ampscope";
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "quick") == 0 || strcmp(argv[a], "all") == 0)
+            quick = strcmp(argv[a], "quick") == 0;
+        else if (strcmp(argv[a], "--python") == 0 && a + 1 < argc)
+            python = argv[++a];
+        else if (strcmp(argv[a], "--ampscope") == 0 && a + 1 < argc)
+            ampscope = argv[++a];
+        else {
+            fprintf(stderr, "usage: %s [quick|all] [--python PY] [--ampscope BIN]\n", argv[0]);
+            return 2;
+        }
+    }
     static const char *const variants[] = {"fp32", "autocast-fp16-scaler", "fp16-master-scaler"};
     bench_case cases[32];
     int n = 0;
@@ -362,8 +653,10 @@ int main(int argc, char **argv)
                                   false,     h >= 8192 ? 3 : 4};
 
     double bw, count_ns[2];
+    count_levels levels;
     if (!in_child(copy_bandwidth_into, NULL, &bw, sizeof bw) || bw <= 0 ||
-        !in_child(counting_cost, NULL, count_ns, sizeof count_ns)) {
+        !in_child(counting_cost, NULL, count_ns, sizeof count_ns) ||
+        !in_child(counting_levels, NULL, &levels, sizeof levels)) {
         fprintf(stderr, "bench: could not measure the copy bandwidth or the counting cost\n");
         return 2;
     }
@@ -385,15 +678,19 @@ int main(int argc, char **argv)
             "Counting on one thread, in cache: a float32 -> float16 cast of %d values takes %.2f "
             "ns per value with its counts and histogram, %.2f ns without.\n\n",
             CPU_COUNT_N, count_ns[0], count_ns[1]);
-    fprintf(md, "| group | variant | shape | step ms (median) | floor ms (GEMM + bytes) | "
-                "step/floor | "
-                "observe off ms | overhead | peak RSS MiB | account MiB (+workspace) |\n"
-                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     printf("copy bandwidth %.1f GB/s, %d cores, OpenBLAS kernels %s\n", bw / 1e6, threads,
            libenv_blas_core());
     printf("counting (one thread, in cache): cast of %d float32 to float16 %.2f ns/value with "
            "counts and histogram, %.2f without\n",
            CPU_COUNT_N, count_ns[0], count_ns[1]);
+    print_levels(&levels, md);
+    instruction_counts(quick, ampscope, md);
+    fprintf(md, "| group | variant | shape | step ms (median) | floor ms (GEMM + bytes) | "
+                "step/floor | "
+                "observe off ms | overhead | peak RSS MiB | account MiB (+workspace) |\n"
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    static bench_row rows[32];
+    static bool ran[32];
     printf("%-8s %-22s %-22s %9s %9s %7s %9s %8s %9s %9s\n", "group", "variant", "shape", "step ms",
            "floor ms", "ratio", "obs off", "overhead", "RSS MiB", "acct MiB");
     for (int i = 0; i < n; i++) {
@@ -413,6 +710,7 @@ int main(int argc, char **argv)
             printf("%-8s %-22s %-22s could not run (see above)\n", b->group, b->variant, shape);
             continue;
         }
+        ran[i] = true;
         r.bytes_ms = floor_bytes(b) / bw;
         double floor = r.gemm_ms + r.bytes_ms;
         double overhead = r.step_ms / r.step_off_ms - 1.0;
@@ -432,7 +730,14 @@ int main(int argc, char **argv)
                 b->group, b->variant, shape, r.step_ms, r.step_median_ms, floor, r.gemm_ms,
                 r.bytes_ms, r.step_ms / floor, r.step_off_ms, 100 * overhead, r.rss_mib,
                 r.account_mib, r.workspace_mib);
+        rows[i] = r;
     }
+    fprintf(md, "\n");
+    /* PyTorch on each MLP shape of the tables but the scaling one's, after that shape's rows */
+    for (int i = 0; i < n; i++)
+        if (!cases[i].conv && strcmp(cases[i].group, "scaling") &&
+            (i == 0 || strcmp(cases[i - 1].group, cases[i].group)))
+            pytorch_rows(python, &cases[i], cases, rows, ran, n, md);
     fclose(csv);
     fclose(md);
     printf("wrote results/bench.csv and results/bench.md\n");

@@ -24,6 +24,17 @@ static inline bool cpu_has_f16c(void)
  * pre may alias dst when dt is float32. */
 void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, round_stats *st);
 
+/* The ISA levels the counting of cpu_store is built for, each at its own vector width; cpu_store
+ * uses the best the processor runs. */
+typedef enum cpu_isa { CPU_ISA_X86_64, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_COUNT } cpu_isa;
+const char *cpu_isa_name(cpu_isa isa); /* "x86-64", "avx2", "avx512" */
+bool cpu_isa_runs(cpu_isa isa);        /* the processor runs this level's code */
+cpu_isa cpu_isa_best(void);
+/* cpu_store counted by level isa's code, which the processor must run (tests and the
+ * benchmark compare the levels) */
+void cpu_store_at(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t off, int64_t n,
+                  round_stats *st);
+
 /* v[i] = round_to(v[i], dt) for i < n: the value a store into dt would keep, uncounted */
 void cpu_round(float *v, int64_t n, dtype dt);
 

@@ -58,6 +58,15 @@ void cpu_round(float *v, int64_t n, dtype dt)
     not_a_format("cpu_round", dt);
 }
 
+/* dst[i] = bf16_from_float(pre[i]): a loop the vectoriser handles (pre never aliases a 16-bit
+ * store), built for AVX2 too, whose 8 lanes narrow to 16 bits in one instruction */
+__attribute__((target_clones("avx2", "default"))) static void
+store_bf16(const float *restrict pre, uint16_t *restrict dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = bf16_from_float(pre[i]);
+}
+
 static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int64_t n)
 {
     switch (dt) {
@@ -73,8 +82,7 @@ static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int
                 store_from_float(dst, DTYPE_FLOAT16, off + i, pre[i]);
         return;
     case DTYPE_BFLOAT16:
-        for (int64_t i = 0; i < n; i++)
-            store_from_float(dst, DTYPE_BFLOAT16, off + i, pre[i]);
+        store_bf16(pre, (uint16_t *)dst + off, n);
         return;
     case DTYPE_INT64:
     case DTYPE_COUNT:
@@ -88,24 +96,20 @@ static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int
  * orders like its value, so amax and amin_nonzero are an integer max and min, and every
  * class is a comparison; the same classes as round_tally() (half.h). `inf` is the pattern of
  * +inf in the stored format, `norm` of its smallest normal (format.h's inf_pattern and
- * min_normal_pattern; the NaNs are the patterns above inf). The loop is written once with
- * GCC's vector extensions, 16 lanes, and compiled for AVX-512, AVX2 and plain x86-64 (the
- * loader picks the clone the processor runs). Alongside, it writes each pre value's
- * exponent field (log2|pre| of a normal float) as one byte for the histogram.
+ * min_normal_pattern; the NaNs are the patterns above inf). Alongside, it writes each pre
+ * value's exponent field (log2|pre| of a normal float) as one byte for the histogram.
+ *
+ * The counting and the histogram are plain loops that GCC's vectoriser turns into vector
+ * code, compiled once per ISA level (count_chunk_at: AVX-512, AVX2, plain x86-64) so that
+ * each runs at its own width: 16, 8 and 4 lanes of 32 bits, 64, 32 and 16 of 8. (Written
+ * with 64-byte vector types instead, the AVX2 and x86-64 builds compared lane by lane in
+ * scalar code: GCC splits such a type's comparisons where the target has no 64-byte
+ * vectors.)
  */
-typedef uint32_t u32x16 __attribute__((vector_size(64)));
-typedef uint16_t u16x16 __attribute__((vector_size(32)));
-typedef uint8_t u8x16 __attribute__((vector_size(16)));
-
 typedef struct bit_counts {
     uint32_t zeros, subnormal, overflow, nan, pmax, pmin;
     uint32_t pre_zeros; /* pre == +-0: their exponent byte is 0, as a float32 subnormal's */
 } bit_counts;
-
-/* lanes of a comparison (-1 where true) counted into acc */
-#define COUNT_LANES(acc, mask) ((acc) -= (u32x16)(mask))
-/* lane-wise mask ? a : b (C has no vector ?:) */
-#define SELECT(mask, a, b) (((u32x16)(mask) & (a)) | (~(u32x16)(mask) & (b)))
 
 /* post's pattern (magnitude) of element i */
 static inline __attribute__((always_inline)) uint32_t post_bits(const float *pre, const void *dst,
@@ -114,49 +118,46 @@ static inline __attribute__((always_inline)) uint32_t post_bits(const float *pre
     return wide ? float_bits(pre[i]) & 0x7fffffffu : ((const uint16_t *)dst)[off + i] & 0x7fffu;
 }
 
+/* wide: a float32 store, whose pattern is pre's; else a 16-bit one, read from dst */
 static inline __attribute__((always_inline)) void count_lanes(const float *pre, const void *dst,
                                                               bool wide, int64_t off, int n,
                                                               uint32_t inf, uint32_t norm,
-                                                              bit_counts *c, uint8_t *ex)
+                                                              bit_counts *c, uint8_t *restrict ex)
 {
-    const u32x16 zero = {0};
-    u32x16 zeros = zero, sub = zero, pz = zero, pmax = zero, pmin = ~zero;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        u32x16 a, p;
-        memcpy(&a, pre + i, sizeof a);
-        a &= 0x7fffffffu;
-        if (wide) { /* a float32 store copies pre: the same pattern */
-            p = a;
-        } else {
-            u16x16 h;
-            memcpy(&h, (const uint16_t *)dst + off + i, sizeof h);
-            p = __builtin_convertvector(h, u32x16) & 0x7fffu;
+    uint32_t zeros = 0, sub = 0, pz = 0, pmax = 0, pmin = UINT32_MAX;
+    if (wide) {
+        for (int i = 0; i < n; i++) {
+            uint32_t p = float_bits(pre[i]) & 0x7fffffffu;
+            zeros += p == 0;
+            sub += p - 1u < norm - 1u;
+            pmax = p > pmax ? p : pmax;                    /* NaN patterns too: see below */
+            uint32_t nonzero = p | (0u - (p - 1u >= inf)); /* 1 <= p <= inf, else all ones */
+            pmin = nonzero < pmin ? nonzero : pmin;
+            ex[i] = (uint8_t)(p >> 23);
         }
-        COUNT_LANES(zeros, p == 0);
-        COUNT_LANES(sub, p - 1u < norm - 1u);
-        COUNT_LANES(pz, a == 0);
-        pmax = SELECT(p > pmax, p, pmax);                /* NaN patterns too: see below */
-        u32x16 nonzero = SELECT(p - 1u < inf, p, ~zero); /* 1 <= p <= inf */
-        pmin = SELECT(nonzero < pmin, nonzero, pmin);
-        u8x16 e = __builtin_convertvector(a >> 23, u8x16);
-        memcpy(ex + i, &e, sizeof e);
+        pz = zeros;
+    } else { /* the same on the 16-bit patterns, twice as many to a vector; sums <= n < 2^16 */
+        const uint16_t *h = (const uint16_t *)dst + off;
+        uint16_t z16 = 0, s16 = 0, max16 = 0, min16 = UINT16_MAX;
+        uint16_t inf16 = (uint16_t)inf, norm16_1 = (uint16_t)(norm - 1u);
+        for (int i = 0; i < n; i++) {
+            uint16_t p = h[i] & 0x7fffu, p_1 = (uint16_t)(p - 1u);
+            z16 += p == 0;
+            s16 += p_1 < norm16_1;
+            max16 = p > max16 ? p : max16;
+            uint16_t nonzero = p | (uint16_t)(0u - (p_1 >= inf16)); /* never UINT16_MAX */
+            min16 = nonzero < min16 ? nonzero : min16;
+        }
+        for (int i = 0; i < n; i++) {
+            uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
+            pz += a == 0;
+            ex[i] = (uint8_t)(a >> 23);
+        }
+        zeros = z16, sub = s16, pmax = max16, pmin = min16 == UINT16_MAX ? UINT32_MAX : min16;
     }
-    for (int k = 0; k < 16; k++) {
-        c->zeros += zeros[k], c->subnormal += sub[k], c->pre_zeros += pz[k];
-        c->pmax = pmax[k] > c->pmax ? pmax[k] : c->pmax;
-        c->pmin = pmin[k] < c->pmin ? pmin[k] : c->pmin;
-    }
-    for (; i < n; i++) { /* the tail, one at a time */
-        uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = post_bits(pre, dst, wide, off, i);
-        c->zeros += p == 0;
-        c->subnormal += p - 1u < norm - 1u;
-        c->pre_zeros += a == 0;
-        uint32_t nonzero = p - 1u < inf ? p : UINT32_MAX;
-        c->pmax = p > c->pmax ? p : c->pmax;
-        c->pmin = nonzero < c->pmin ? nonzero : c->pmin;
-        ex[i] = (uint8_t)(a >> 23);
-    }
+    c->zeros += zeros, c->subnormal += sub, c->pre_zeros += pz;
+    c->pmax = pmax > c->pmax ? pmax : c->pmax;
+    c->pmin = pmin < c->pmin ? pmin : c->pmin;
     /* Overflows and NaNs are rare: only a chunk that stored an inf or a NaN (its largest
      * pattern is inf's or above) is looked at again for them, and for its largest finite
      * or infinite value. */
@@ -171,108 +172,172 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
     }
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-count_rounding(const float *pre, const void *dst, dtype dt, int64_t off, int n, bit_counts *c,
-               uint8_t *ex)
+/* a histogram of exponent bytes: n[e] is zero for e outside [lo, hi] but for 0 and 255 */
+typedef struct exp_hist {
+    uint32_t n[256];
+    int lo, hi;
+} exp_hist;
+
+/*
+ * he->n[e] = how many of ex[0..n) equal e, n <= CPU_CHUNK. A chunk's exponents usually span
+ * 10 to 25 values: when those other than 0 and 255 span at most HIST_SPAN, every value in
+ * the span (and 0 and 255) is counted by comparisons over all the bytes, HIST_PASS values
+ * per pass, in byte counters over blocks of HIST_BLOCK bytes (at most CPU_CHUNK /
+ * HIST_BLOCK = 64 per counter); otherwise one increment per byte in eight tables in turn,
+ * so that runs of equal bytes do not wait on each other. masks: the target has mask
+ * registers (AVX-512), where a comparison's lanes are best added under the mask.
+ */
+#define HIST_SPAN 32
+#define HIST_BLOCK 64
+#define HIST_PASS 4
+static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, int n, bool masks,
+                                                             exp_hist *he)
+{
+    memset(he->n, 0, sizeof he->n);
+    int nb = n / HIST_BLOCK;
+    uint8_t lo_1 = 255, hi_1 = 0; /* the least x - 1 and the largest x + 1, modulo 256 */
+    for (int i = 0; i < nb * HIST_BLOCK; i++) {
+        uint8_t x_1 = (uint8_t)(ex[i] - 1), x1 = (uint8_t)(ex[i] + 1);
+        lo_1 = x_1 < lo_1 ? x_1 : lo_1;
+        hi_1 = x1 > hi_1 ? x1 : hi_1;
+    }
+    int lo = lo_1 + 1, hi = hi_1 - 1; /* of the bytes but 0 and 255; lo > hi when none */
+    if (hi - lo < HIST_SPAN) {
+        int values[HIST_SPAN + 2 + HIST_PASS], nval = 0;
+        values[nval++] = 0;
+        values[nval++] = 255;
+        for (int e = lo; e <= hi; e++)
+            values[nval++] = e;
+        while (nval % HIST_PASS) /* padding: counted again, added nowhere */
+            values[nval++] = -1;
+        for (int q = 0; q < nval; q += HIST_PASS) {
+            uint8_t acc[HIST_PASS][HIST_BLOCK] = {{0}};
+            uint8_t v[HIST_PASS];
+            for (int k = 0; k < HIST_PASS; k++)
+                v[k] = (uint8_t)values[q + k];
+            for (int b = 0; b < nb; b++)
+                for (int k = 0; k < HIST_PASS; k++)
+                    for (int j = 0; j < HIST_BLOCK; j++) {
+                        bool hit = ex[HIST_BLOCK * b + j] == v[k];
+                        if (masks) /* a masked add: compare into a mask register, add 1 */
+                            acc[k][j] = hit ? acc[k][j] + 1 : acc[k][j];
+                        else /* a compare's all-ones lanes subtracted */
+                            acc[k][j] += hit;
+                    }
+            for (int k = 0; k < HIST_PASS; k++) {
+                uint32_t sum = 0;
+                for (int j = 0; j < HIST_BLOCK; j++)
+                    sum += acc[k][j];
+                if (values[q + k] >= 0)
+                    he->n[values[q + k]] += sum;
+            }
+        }
+    } else {
+        uint32_t t[8][256];
+        memset(t, 0, sizeof t);
+        for (int i = 0; i < nb * HIST_BLOCK; i += 8)
+            for (int k = 0; k < 8; k++)
+                t[k][ex[i + k]]++;
+        for (int k = 0; k < 8; k++)
+            for (int e = 0; e < 256; e++)
+                he->n[e] += t[k][e];
+        lo = 1, hi = 254;
+    }
+    for (int i = nb * HIST_BLOCK; i < n; i++) { /* the tail */
+        int x = ex[i];
+        he->n[x]++;
+        lo = x != 0 && x < lo ? x : lo;
+        hi = x != 255 && x > hi ? x : hi;
+    }
+    he->lo = lo, he->hi = hi;
+}
+
+/* the counts of n <= CPU_CHUNK values stored into dst[off..] and the histogram of their
+ * exponent bytes (ex, n bytes of scratch); masks: see hist_bytes */
+static inline __attribute__((always_inline)) void count_chunk(const float *pre, const void *dst,
+                                                              dtype dt, int64_t off, int n,
+                                                              bit_counts *c, uint8_t *ex,
+                                                              bool masks, exp_hist *he)
 {
     const format_info *f = format_of(dt);
     switch (dt) {
     case DTYPE_FLOAT32: /* the stored pattern is pre's */
         count_lanes(pre, dst, true, off, n, f->inf_pattern, f->min_normal_pattern, c, ex);
-        return;
+        break;
     case DTYPE_FLOAT16:
     case DTYPE_BFLOAT16:
         count_lanes(pre, dst, false, off, n, f->inf_pattern, f->min_normal_pattern, c, ex);
-        return;
+        break;
     case DTYPE_INT64:
     case DTYPE_COUNT:
+        not_a_format("count_chunk", dt);
+        return;
+    }
+    hist_bytes(ex, n, masks, he);
+}
+
+/* count_chunk built for each ISA level */
+typedef void (*count_chunk_fn)(const float *pre, const void *dst, dtype dt, int64_t off, int n,
+                               bit_counts *c, uint8_t *ex, exp_hist *he);
+#define COUNT_CHUNK_ARGS                                                                           \
+    const float *pre, const void *dst, dtype dt, int64_t off, int n, bit_counts *c, uint8_t *ex,   \
+        exp_hist *he
+__attribute__((target("avx512f,avx512bw,prefer-vector-width=512"))) static void
+count_chunk_avx512(COUNT_CHUNK_ARGS)
+{
+    count_chunk(pre, dst, dt, off, n, c, ex, true, he);
+}
+__attribute__((target("avx2"))) static void count_chunk_avx2(COUNT_CHUNK_ARGS)
+{
+    count_chunk(pre, dst, dt, off, n, c, ex, false, he);
+}
+static void count_chunk_x86_64(COUNT_CHUNK_ARGS)
+{
+    count_chunk(pre, dst, dt, off, n, c, ex, false, he);
+}
+
+static const struct {
+    const char *name;
+    count_chunk_fn fn;
+} isa_levels[CPU_ISA_COUNT] = {
+    [CPU_ISA_X86_64] = {"x86-64", count_chunk_x86_64},
+    [CPU_ISA_AVX2] = {"avx2", count_chunk_avx2},
+    [CPU_ISA_AVX512] = {"avx512", count_chunk_avx512},
+};
+
+const char *cpu_isa_name(cpu_isa isa) { return isa_levels[isa].name; }
+
+bool cpu_isa_runs(cpu_isa isa)
+{
+    switch (isa) {
+    case CPU_ISA_X86_64:
+        return true;
+    case CPU_ISA_AVX2:
+        return __builtin_cpu_supports("avx2");
+    case CPU_ISA_AVX512:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    case CPU_ISA_COUNT:
         break;
     }
-    not_a_format("count_rounding", dt);
+    return false;
 }
 
-typedef uint8_t u8x32 __attribute__((vector_size(32)));
-typedef uint64_t u64x4 __attribute__((vector_size(32)));
-#define SELECT8(mask, a, b) (((u8x32)(mask) & (a)) | (~(u8x32)(mask) & (b)))
-
-/* the sum of a vector's 32 bytes */
-static inline __attribute__((always_inline)) uint32_t sum_bytes(u8x32 v)
+cpu_isa cpu_isa_best(void)
 {
-    u64x4 x = (u64x4)v;
-    x = (x & 0x00ff00ff00ff00ffull) + ((x >> 8) & 0x00ff00ff00ff00ffull);
-    x = (x & 0x0000ffff0000ffffull) + ((x >> 16) & 0x0000ffff0000ffffull);
-    x = (x & 0x00000000ffffffffull) + (x >> 32);
-    return (uint32_t)(x[0] + x[1] + x[2] + x[3]);
-}
-
-/*
- * he[e] = how many of ex[0..n) equal e, n <= CPU_CHUNK. A chunk's exponents usually span
- * 10 to 25 values: when those other than 0 and 255 span at most HIST_SPAN, every value in
- * the span (and 0 and 255) is counted by vector compares over all the bytes, four values
- * per pass, in byte counters (at most CPU_CHUNK / 32 = 128 per lane); otherwise one
- * increment per byte in eight tables in turn, so that runs of equal bytes do not wait on
- * each other.
- */
-#define HIST_SPAN 32
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-hist_bytes(const uint8_t *ex, int n, uint32_t *he)
-{
-    memset(he, 0, 256 * sizeof *he);
-    int nv = n / 32;
-    const u8x32 none = {0}, all = ~none;
-    u8x32 lo = all, hi = none;
-    for (int v = 0; v < nv; v++) {
-        u8x32 x;
-        memcpy(&x, ex + 32 * v, sizeof x);
-        u8x32 x_lo = SELECT8(x == 0, all, x), x_hi = SELECT8(x == 255, none, x);
-        lo = SELECT8(x_lo < lo, x_lo, lo);
-        hi = SELECT8(x_hi > hi, x_hi, hi);
-    }
-    int e_lo = 255, e_hi = 0;
-    for (int k = 0; k < 32; k++) {
-        e_lo = lo[k] < e_lo ? lo[k] : e_lo;
-        e_hi = hi[k] > e_hi ? hi[k] : e_hi;
-    }
-    if (e_hi - e_lo < HIST_SPAN) {
-        int values[HIST_SPAN + 5], nval = 0;
-        values[nval++] = 0;
-        values[nval++] = 255;
-        for (int e = e_lo; e <= e_hi; e++)
-            values[nval++] = e;
-        while (nval % 4) /* padding: counted again into a scratch slot */
-            values[nval++] = -1;
-        for (int q = 0; q < nval; q += 4) {
-            u8x32 acc[4] = {none, none, none, none};
-            for (int v = 0; v < nv; v++) {
-                u8x32 x;
-                memcpy(&x, ex + 32 * v, sizeof x);
-                for (int k = 0; k < 4; k++)
-                    acc[k] -= (u8x32)(x == (uint8_t)values[q + k]);
-            }
-            for (int k = 0; k < 4; k++)
-                if (values[q + k] >= 0)
-                    he[values[q + k]] += sum_bytes(acc[k]);
-        }
-    } else {
-        uint32_t t[8][256];
-        memset(t, 0, sizeof t);
-        for (int i = 0; i < 32 * nv; i += 8)
-            for (int k = 0; k < 8; k++)
-                t[k][ex[i + k]]++;
-        for (int k = 0; k < 8; k++)
-            for (int e = 0; e < 256; e++)
-                he[e] += t[k][e];
-    }
-    for (int i = 32 * nv; i < n; i++)
-        he[ex[i]]++;
+    cpu_isa best = CPU_ISA_X86_64;
+    for (int l = 0; l < CPU_ISA_COUNT; l++)
+        best = cpu_isa_runs((cpu_isa)l) ? (cpu_isa)l : best;
+    return best;
 }
 
 /* the bookkeeping of n <= CPU_CHUNK stored values: counts, then the histogram of pre */
-static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int n, round_stats *st)
+static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype dt, int64_t off,
+                  int n, round_stats *st)
 {
     uint8_t ex[CPU_CHUNK];
+    exp_hist he;
     bit_counts b = {.pmin = UINT32_MAX};
-    count_rounding(pre, dst, dt, off, n, &b, ex);
+    count(pre, dst, dt, off, n, &b, ex, &he);
     /* a zero store comes from a zero, or from a finite non-zero value that underflowed (an
      * infinite or NaN one stays so) */
     round_counts c = {b.zeros,
@@ -286,11 +351,9 @@ static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int 
     round_counts_merge(&st->counts, &c);
     /* Byte 0 holds zeros (counted above) and float32 subnormals, byte 255 inf and NaN: when
      * there are any of the latter, they are binned one by one. */
-    uint32_t he[256];
-    hist_bytes(ex, n, he);
-    for (int e = 1; e < 255; e++)
-        st->hist[e - 127 - HIST_MIN_EXP] += he[e];
-    uint32_t e0 = he[0], e255 = he[255];
+    for (int e = he.lo > 1 ? he.lo : 1; e <= he.hi && e < 255; e++)
+        st->hist[e - 127 - HIST_MIN_EXP] += he.n[e];
+    uint32_t e0 = he.n[0], e255 = he.n[255];
     st->hist[HIST_ZERO] += b.pre_zeros;
     if (e0 != b.pre_zeros || e255)
         for (int i = 0; i < n; i++) {
@@ -301,11 +364,21 @@ static void tally(const float *pre, const void *dst, dtype dt, int64_t off, int 
     st->numel += n;
 }
 
-void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, round_stats *st)
+void cpu_store_at(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t off, int64_t n,
+                  round_stats *st)
 {
     store_values(pre, dst, dt, off, n);
     for (int64_t k = 0; st && k < n; k += CPU_CHUNK)
-        tally(pre + k, dst, dt, off + k, (int)(n - k < CPU_CHUNK ? n - k : CPU_CHUNK), st);
+        tally(isa_levels[isa].fn, pre + k, dst, dt, off + k,
+              (int)(n - k < CPU_CHUNK ? n - k : CPU_CHUNK), st);
+}
+
+void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, round_stats *st)
+{
+    if (st)
+        cpu_store_at(cpu_isa_best(), pre, dst, dt, off, n, st);
+    else
+        store_values(pre, dst, dt, off, n);
 }
 
 void cpu_parallel_chunks(int64_t total, cpu_chunk_fn fn, void *ctx, round_stats *st)
