@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../harness/results.h"
+#include "../harness/run.h"
 
 void env_open(test_env *e)
 {
@@ -131,4 +132,27 @@ void first_line(const char *path, char *buf, int len)
     cr_assert_not_null(fgets(buf, len, f));
     fclose(f);
     buf[strcspn(buf, "\r\n")] = '\0';
+}
+
+run *test_run_open(void)
+{
+    run *r = calloc(1, sizeof *r);
+    cr_assert_not_null(r);
+    r->be = backend_cpu_open(&r->account);
+    cr_assert_not_null(r->be);
+    r->be->account = &r->account;
+    r->pool = (tensor_pool){.be = r->be, .account = &r->account};
+    r->obs = calloc(1, sizeof *r->obs);
+    cr_assert_not_null(r->obs);
+    return r;
+}
+
+void test_run_close(run *r)
+{
+    tape_clear(r);
+    tensor_pool_clear(&r->pool);
+    observe_free(r->obs);
+    free(r->obs);
+    r->be->close(r->be);
+    free(r);
 }

@@ -1,7 +1,7 @@
 /*
  * helpers.h: what the Criterion tests share: a CPU backend with a tensor pool, tensors made
- * from literal values, temporary case files, running a case into a temporary folder, and
- * reading the CSV files it wrote.
+ * from literal values, a bare run for calling layers directly, temporary case files, running
+ * a case into a temporary folder, and reading the CSV files it wrote.
  */
 #ifndef AMPSCOPE_TEST_HELPERS_H
 #define AMPSCOPE_TEST_HELPERS_H
@@ -26,6 +26,11 @@ void env_close(test_env *e);
 tensor *env_tensor(test_env *e, const char *name, dtype dt, int ndim, const int64_t *shape,
                    const float *v);
 tensor *env_zeros(test_env *e, const char *name, dtype dt, int ndim, const int64_t *shape);
+/* A run on a fresh CPU backend with its pool and an observer (no case, no results files),
+ * for tests that call layers' forwards and the tape directly; test_run_close frees it all. */
+struct run;
+struct run *test_run_open(void);
+void test_run_close(struct run *r);
 /* element i of t as float */
 float tensor_at(const tensor *t, int64_t i);
 

@@ -157,27 +157,8 @@ ParameterizedTest(const sdpa_case *c, sdpa, ops_match_finite_differences)
 
 static run *r;
 
-static void run_open(void)
-{
-    r = calloc(1, sizeof *r);
-    cr_assert_not_null(r);
-    r->be = backend_cpu_open(&r->account);
-    cr_assert_not_null(r->be);
-    r->be->account = &r->account;
-    r->pool = (tensor_pool){.be = r->be, .account = &r->account};
-    r->obs = calloc(1, sizeof *r->obs);
-    cr_assert_not_null(r->obs);
-}
-
-static void run_close(void)
-{
-    tape_clear(r);
-    tensor_pool_clear(&r->pool);
-    observe_free(r->obs);
-    free(r->obs);
-    r->be->close(r->be);
-    free(r);
-}
+static void run_open(void) { r = test_run_open(); }
+static void run_close(void) { test_run_close(r); }
 
 typedef struct ref_case {
     csv t;
