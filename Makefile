@@ -130,7 +130,14 @@ $(AMPSCOPE): $(HARNESS_OBJ)
 
 # CUDA backend libraries built from other sources, which tests/test_backend.c loads
 TEST_LIBS := $(BUILD)/tests/other-abi/libampscope_cuda.so $(BUILD)/tests/no-abi/libampscope_cuda.so
-$(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ) | $(TEST_LIBS)
+# with MPI, the engine's one-value all-reduce that tests/test_distributed.c runs under mpirun
+MPI_CHECK := $(BUILD)/tests/allreduce_check
+$(MPI_CHECK): tests/fixtures/distributed/allreduce_check.c $(BUILD)/harness/distributed_mpi.o \
+              $(BUILD)/harness/distributed_policy.o $(BUILD)/harness/dtype.o $(BUILD)/harness/format.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(BUILD)/tests/test_distributed.o: CFLAGS += $(if $(WITH_MPI),-DTEST_MPI_CHECK='"$(MPI_CHECK)"')
+$(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ) | $(TEST_LIBS) $(if $(WITH_MPI),$(MPI_CHECK))
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
 

@@ -7,8 +7,9 @@
  *   fp16_compress  torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py:
  *                  buffer.to(torch.float16).div_(world_size), allreduce, copy_ back
  *   bf16_compress  the same file: the same in torch.bfloat16
- *   fsdp           torch/distributed/fsdp/_runtime_utils.py and _init_utils.py
- *                  (_get_gradient_predivide_factor): the gradient in reduce_dtype, div_ by
+ *   fsdp           torch/distributed/fsdp/_init_utils.py, _runtime_utils.py (_div_if_needed)
+ *                  and algorithms/_comm_hooks/default_hooks.py
+ *                  (DefaultState._get_gradient_predivide_factor): in reduce_dtype, div_ by
  *                  the predivide factor, reduce-scatter (SUM), div_ by world_size / factor
  *                  (_div_if_needed: only factors > 1), cast to the parameter's dtype
  *   fsdp2          torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py
