@@ -83,6 +83,17 @@ else
 $(info MPI: not found, distributed cases refused (scripts/install-deps.sh installs Open MPI))
 endif
 LDLIBS += $(MPI_LIBS)
+# NCCL, for distributed cases on GPUs (lib/libampscope_nccl.so, below)
+NCCL_LIB := lib/libampscope_nccl.so
+ifneq ($(WITH_CUDA),)
+NCCL_HOME := $(firstword $(foreach d,$(CUDA_HOME) $(CUDA_HOME)/targets/x86_64-linux,$(if $(wildcard $(d)/include/nccl.h),$(d))))
+endif
+ifneq ($(NCCL_HOME),)
+WITH_NCCL := 1
+$(info NCCL: found ($(NCCL_HOME)/include/nccl.h), building $(NCCL_LIB))
+else ifneq ($(WITH_CUDA),)
+$(info NCCL: not found beside the CUDA toolkit, distributed cases run on the CPU only)
+endif
 export AMPSCOPE_NO_MPI := $(if $(WITH_MPI),,1)
 
 HARNESS_SRC := $(wildcard harness/*.c harness/cpu/*.c harness/layers/*.c)
@@ -99,7 +110,7 @@ AMPSCOPE    := bin/ampscope$(if $(filter 1,$(SAN)),-san)
 TESTS_BIN   := bin/tests$(if $(filter 1,$(SAN)),-san)
 
 .PHONY: FORCE all deps test run-cases plots bench fuzz conformance valgrind portable gpu-bundle gpu-rehearsal clean
-all: $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
+all: $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB)) $(if $(WITH_NCCL),$(NCCL_LIB))
 
 deps:
 	@scripts/install-deps.sh
@@ -164,6 +175,14 @@ build/cuda/harness/%.o: harness/%.c
 $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_C_OBJ)
 	@mkdir -p lib
 	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart -Xlinker --no-undefined $(CUDA_RUNPATH)
+
+# ---- NCCL for distributed cases on GPUs: its own library, dlopened by harness/distributed_nccl.c
+# only when a distributed case runs on the CUDA backend (built where the toolkit has nccl.h) ----
+$(NCCL_LIB): kernels/nccl_allreduce.c kernels/nccl_allreduce.h harness/dtype.h
+	@mkdir -p lib
+	$(CC) -O2 -std=c11 -Wall -Wextra -fPIC -shared -Iharness -I$(NCCL_HOME)/include $< -o $@ \
+	    -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lnccl -lcudart -Wl,--no-undefined \
+	    -Wl,--enable-new-dtags,-rpath,'$(CUDA_HOME)/lib64:$(CUDA_HOME)/lib:$$ORIGIN'
 
 # ---- the bundle to carry to a GPU machine without Debian's packages (scripts/gpu-check.sh
 # --carried): the binary with OpenBLAS, libgomp and libgfortran linked statically, the CUDA

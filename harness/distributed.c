@@ -33,7 +33,7 @@ void distributed_broadcast_params(run *r, tensor *const *params, int n)
         if (!buf)
             run_fail(r, "out of host memory broadcasting %s", params[i]->name);
         r->be->download(r->be, buf, params[i]->data, bytes);
-        distributed_bcast(buf, params[i]->numel, params[i]->dtype);
+        distributed_bcast(buf, bytes);
         r->be->upload(r->be, params[i]->data, buf, bytes);
         free(buf);
     }
@@ -107,7 +107,11 @@ static void reduce_values(run *r, const comm_plan *plan, dtype grad, float *v, i
     distributed_contribution(plan, v, v, n);
     for (int64_t i = 0; i < n; i++)
         store_from_float(wire, plan->wire, i, v[i]);
-    distributed_allreduce(wire, n, plan->wire);
+    char err[1024];
+    if (!distributed_nccl_active())
+        distributed_allreduce(wire, n, plan->wire);
+    else if (distributed_nccl_allreduce(wire, n, plan->wire, err, sizeof err))
+        run_fail(r, "%s", err);
     for (int64_t i = 0; i < n; i++)
         v[i] = load_as_float(wire, plan->wire, i);
     free(wire);

@@ -71,8 +71,8 @@ int distributed_world_size(void);
 /* MPI_Init; the run's error text in err when it cannot */
 int distributed_mpi_init(char *err, int len);
 void distributed_mpi_finalize(void);
-/* buf (n values of dt's size) from rank 0 to every rank */
-void distributed_bcast(void *buf, int64_t n, dtype dt);
+/* buf's bytes from rank 0 to every rank */
+void distributed_bcast(void *buf, int64_t bytes);
 /* in place, SUM of n values stored as dt (float32: MPI_FLOAT; half: the user op) */
 void distributed_allreduce(void *buf, int64_t n, dtype dt);
 /* in place, SUM of doubles (the float64 reference) */
@@ -80,6 +80,15 @@ void distributed_allreduce_f64(double *buf, int64_t n);
 /* rank 0 receives every rank's n int64s into all (n * world_size) */
 void distributed_gather_i64(const int64_t *mine, int64_t *all, int n);
 _Noreturn void distributed_abort(int code);
+
+/* ---- NCCL, for ranks on the CUDA backend (distributed_nccl.c) ---- */
+/* dlopens lib/libampscope_nccl.so beside the CUDA library and joins rank 0's communicator;
+ * fewer GPUs than ranks is refused with the counts */
+int distributed_nccl_open(char *err, int len);
+bool distributed_nccl_active(void);
+/* the all-reduce of buf (n values of dt) by ncclAllReduce; non-zero with err on failure */
+int distributed_nccl_allreduce(void *buf, int64_t n, dtype dt, char *err, int len);
+void distributed_nccl_close(void);
 
 /* ---- the hooks the trainer calls (distributed.c) ---- */
 struct run;

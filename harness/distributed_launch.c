@@ -137,6 +137,8 @@ int distributed_rank_main(case_config *cfg, backend *be, const train_options *op
             rank_failed(dir, err);
         }
     }
+    if (strcmp(be->name, "cuda") == 0 && distributed_nccl_open(err, sizeof err))
+        rank_failed(dir, err);
     cfg->seed += (uint64_t)dist.rank; /* each rank's own data; parameters from rank 0 */
     dist.active = true;
     case_result *res = calloc(1, sizeof *res);
@@ -161,6 +163,7 @@ int distributed_rank_main(case_config *cfg, backend *be, const train_options *op
         }
     }
     free(res);
+    distributed_nccl_close();
     distributed_mpi_finalize();
     return 0;
 }

@@ -93,13 +93,11 @@ void distributed_mpi_finalize(void)
 /* counts over INT_MAX go in pieces */
 #define MPI_PIECE ((int64_t)1 << 30)
 
-void distributed_bcast(void *buf, int64_t n, dtype dt)
+void distributed_bcast(void *buf, int64_t bytes)
 {
-    size_t size = dtype_size(dt);
-    for (int64_t off = 0; off < n; off += MPI_PIECE) {
-        int64_t m = n - off < MPI_PIECE ? n - off : MPI_PIECE;
-        MPI_Bcast((char *)buf + (size_t)off * size, (int)(m * (int64_t)size), MPI_BYTE, 0,
-                  MPI_COMM_WORLD);
+    for (int64_t off = 0; off < bytes; off += MPI_PIECE) {
+        int64_t m = bytes - off < MPI_PIECE ? bytes - off : MPI_PIECE;
+        MPI_Bcast((char *)buf + off, (int)m, MPI_BYTE, 0, MPI_COMM_WORLD);
     }
 }
 
@@ -148,7 +146,7 @@ int distributed_mpi_init(char *err, int len)
     return -1;
 }
 void distributed_mpi_finalize(void) {}
-void distributed_bcast(void *buf, int64_t n, dtype dt) {}
+void distributed_bcast(void *buf, int64_t bytes) {}
 void distributed_allreduce(void *buf, int64_t n, dtype dt) {}
 void distributed_allreduce_f64(double *buf, int64_t n) {}
 void distributed_gather_i64(const int64_t *mine, int64_t *all, int n)

@@ -8,12 +8,14 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
 #include "../harness/distributed.h"
+#include "../kernels/nccl_allreduce.h"
 #include "helpers.h"
 
 Test(distributed, predivide_factor_as_fsdp_computes_it)
@@ -234,4 +236,21 @@ Test(distributed, section_errors)
     err_list_free(&errs);
     free(cfg);
     rm_rf(dir);
+}
+
+/* lib/libampscope_nccl.so (built where the CUDA toolkit has NCCL) loads, and refuses more
+ * ranks than GPUs with the counts; on a GPU machine with fewer than 64 GPUs as well */
+Test(distributed, nccl_library_refuses_more_ranks_than_gpus)
+{
+    void *lib = dlopen("lib/libampscope_nccl.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        cr_skip_test("no lib/libampscope_nccl.so (no CUDA toolkit with NCCL): %s", dlerror());
+    nccl_init_fn init = (nccl_init_fn)dlsym(lib, "ampscope_nccl_init");
+    cr_assert_not_null(init);
+    unsigned char id[AMPSCOPE_NCCL_ID_BYTES] = {0};
+    char err[512] = "";
+    cr_expect_eq(init(0, 64, id, err, sizeof err), -1);
+    cr_expect(strstr(err, "world_size = 64 needs 64 GPUs for NCCL (one per rank), this machine "
+                          "has ") != NULL,
+              "%s", err);
 }
