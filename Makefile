@@ -122,7 +122,7 @@ $(BUILD)/%.o: %.c | deps
 $(BUILD)/tests/test_half.o: CFLAGS += -mf16c
 # distributed_mpi.o is rebuilt when MPI is switched on or off (the stamp holds the setting)
 $(BUILD)/harness/distributed_mpi.o: CFLAGS += $(if $(WITH_MPI),-DAMPSCOPE_MPI $(MPI_CFLAGS))
-$(BUILD)/harness/distributed_mpi.o: $(BUILD)/mpi.stamp
+$(BUILD)/harness/distributed_mpi.o $(BUILD)/tests/test_distributed.o: $(BUILD)/mpi.stamp
 $(BUILD)/mpi.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(WITH_MPI) $(MPI_CFLAGS)' | cmp -s - $@ || echo '$(WITH_MPI) $(MPI_CFLAGS)' > $@
