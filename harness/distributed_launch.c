@@ -206,7 +206,8 @@ int distributed_train_case(const case_config *cfg, const char *const *argv, int 
     if (!distributed_have_mpi()) {
         snprintf(res->error, sizeof res->error,
                  "%.800s has world_size = %lld, and this ampscope was built without MPI (make "
-                 "MPI=0): install Open MPI (scripts/install-deps.sh) and rebuild",
+                 "MPI=0, or the GPU bundle): install Open MPI (scripts/install-deps.sh) and "
+                 "rebuild",
                  cfg->path, (long long)cfg->world_size);
         return -1;
     }
