@@ -10,7 +10,8 @@
 # itself, with OpenBLAS's kernels: harness/libenv.c): spinning threads of the two libraries
 # slow each other down on few cores.
 # Options: CUDA=0 (skip the GPU library), CUDA=1 (require it), CUDA_ARCH=NN (default: the GPU's,
-# from nvidia-smi, else 90), SAN=1 (ASan+UBSan).
+# from nvidia-smi, else 90), SAN=1 (ASan+UBSan), MPI=0 (build without Open MPI: a case with
+# [distributed] world_size > 1 then fails with a message), MPI=1 (require it).
 
 CC      ?= cc
 CFLAGS  ?= -O3 -g
@@ -59,6 +60,42 @@ endif
 $(info CUDA architecture: sm_$(CUDA_ARCH) ($(CUDA_ARCH_FROM)))
 endif
 
+# Open MPI (Debian's libopenmpi-dev and openmpi-bin, which scripts/install-deps.sh installs,
+# here at once when they are missing so that a clean clone builds with them): only
+# harness/distributed_mpi.c is compiled against it
+ifneq ($(MPI),0)
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+ifeq ($(MPI_CFLAGS),)
+MPI_INSTALLED := $(shell scripts/install-deps.sh libopenmpi-dev openmpi-bin 1>&2)
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+endif
+endif
+ifeq ($(MPI),0)
+WITH_MPI :=
+$(info MPI: skipped (MPI=0), distributed cases refused)
+else ifneq ($(MPI_CFLAGS),)
+WITH_MPI := 1
+MPI_LIBS := $(shell mpicc --showme:link)
+$(info MPI: found ($(shell command -v mpicc)), distributed cases run over mpirun)
+else ifeq ($(MPI),1)
+$(error MPI=1 but no Open MPI found (mpicc); scripts/install-deps.sh installs it)
+else
+$(info MPI: not found, distributed cases refused (scripts/install-deps.sh installs Open MPI))
+endif
+LDLIBS += $(MPI_LIBS)
+# NCCL, for distributed cases on GPUs (lib/libampscope_nccl.so, below)
+NCCL_LIB := lib/libampscope_nccl.so
+ifneq ($(WITH_CUDA),)
+NCCL_HOME := $(firstword $(foreach d,$(CUDA_HOME) $(CUDA_HOME)/targets/x86_64-linux,$(if $(wildcard $(d)/include/nccl.h),$(d))))
+endif
+ifneq ($(NCCL_HOME),)
+WITH_NCCL := 1
+$(info NCCL: found ($(NCCL_HOME)/include/nccl.h), building $(NCCL_LIB))
+else ifneq ($(WITH_CUDA),)
+$(info NCCL: not found beside the CUDA toolkit, distributed cases run on the CPU only)
+endif
+export AMPSCOPE_NO_MPI := $(if $(WITH_MPI),,1)
+
 HARNESS_SRC := $(wildcard harness/*.c harness/cpu/*.c harness/layers/*.c)
 HARNESS_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(HARNESS_SRC))
 LIB_OBJ     := $(filter-out $(BUILD)/harness/main.o,$(HARNESS_OBJ))
@@ -72,8 +109,8 @@ CUDA_LIB    := lib/libampscope_cuda.so
 AMPSCOPE    := bin/ampscope$(if $(filter 1,$(SAN)),-san)
 TESTS_BIN   := bin/tests$(if $(filter 1,$(SAN)),-san)
 
-.PHONY: all deps test run-cases plots bench fuzz conformance valgrind portable gpu-bundle gpu-rehearsal clean
-all: $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
+.PHONY: FORCE all deps test run-cases plots bench fuzz conformance valgrind portable gpu-bundle gpu-rehearsal clean
+all: $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB)) $(if $(WITH_NCCL),$(NCCL_LIB))
 
 deps:
 	@scripts/install-deps.sh
@@ -83,6 +120,18 @@ $(BUILD)/%.o: %.c | deps
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/tests/test_half.o: CFLAGS += -mf16c
+# distributed_mpi.o is rebuilt when MPI is switched on or off (the stamp holds the setting)
+$(BUILD)/harness/distributed_mpi.o: CFLAGS += $(if $(WITH_MPI),-DAMPSCOPE_MPI $(MPI_CFLAGS))
+$(BUILD)/harness/distributed_mpi.o $(BUILD)/tests/test_distributed.o: $(BUILD)/mpi.stamp
+$(BUILD)/mpi.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(WITH_MPI) $(MPI_CFLAGS)' | cmp -s - $@ || echo '$(WITH_MPI) $(MPI_CFLAGS)' > $@
+FORCE:
+# the GPU bundle runs where no Open MPI is installed: it is built without it
+$(BUILD)/harness/distributed_mpi_nompi.o: harness/distributed_mpi.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+BUNDLE_OBJ := $(patsubst $(BUILD)/harness/distributed_mpi.o,$(BUILD)/harness/distributed_mpi_nompi.o,$(HARNESS_OBJ))
 # the GPU path's tests read cuDNN's enums and the toolkit's place (they skip without them)
 $(BUILD)/tests/test_gpu_path.o: CFLAGS += $(if $(WITH_CUDA),-I$(CUDA_HOME)/include -DAMPSCOPE_CUDA_HOME='"$(CUDA_HOME)"')
 
@@ -92,7 +141,14 @@ $(AMPSCOPE): $(HARNESS_OBJ)
 
 # CUDA backend libraries built from other sources, which tests/test_backend.c loads
 TEST_LIBS := $(BUILD)/tests/other-abi/libampscope_cuda.so $(BUILD)/tests/no-abi/libampscope_cuda.so
-$(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ) | $(TEST_LIBS)
+# with MPI, the engine's one-value all-reduce that tests/test_distributed.c runs under mpirun
+MPI_CHECK := $(BUILD)/tests/allreduce_check
+$(MPI_CHECK): tests/fixtures/distributed/allreduce_check.c $(BUILD)/harness/distributed_mpi.o \
+              $(BUILD)/harness/distributed_policy.o $(BUILD)/harness/dtype.o $(BUILD)/harness/format.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(BUILD)/tests/test_distributed.o: CFLAGS += $(if $(WITH_MPI),-DTEST_MPI_CHECK='"$(MPI_CHECK)"')
+$(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ) | $(TEST_LIBS) $(if $(WITH_MPI),$(MPI_CHECK))
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
 
@@ -120,15 +176,23 @@ $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_C_OBJ)
 	@mkdir -p lib
 	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart -Xlinker --no-undefined $(CUDA_RUNPATH)
 
+# ---- NCCL for distributed cases on GPUs: its own library, dlopened by harness/distributed_nccl.c
+# only when a distributed case runs on the CUDA backend (built where the toolkit has nccl.h) ----
+$(NCCL_LIB): kernels/nccl_allreduce.c kernels/nccl_allreduce.h harness/dtype.h
+	@mkdir -p lib
+	$(CC) -O2 -std=c11 -Wall -Wextra -fPIC -shared -Iharness -I$(NCCL_HOME)/include $< -o $@ \
+	    -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lnccl -lcudart -Wl,--no-undefined \
+	    -Wl,--enable-new-dtags,-rpath,'$(CUDA_HOME)/lib64:$(CUDA_HOME)/lib:$$ORIGIN'
+
 # ---- the bundle to carry to a GPU machine without Debian's packages (scripts/gpu-check.sh
 # --carried): the binary with OpenBLAS, libgomp and libgfortran linked statically, the CUDA
 # library with the CUDA runtime linked in (cuBLAS and cuDNN found there), the commit and the
 # digest of the sources they were built from, and FILES, the list of what to carry ----
 BUNDLE := build/gpu-bundle
-gpu-bundle: $(HARNESS_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
+gpu-bundle: $(BUNDLE_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
 	$(if $(WITH_CUDA),,$(error gpu-bundle needs the CUDA toolkit (nvcc), none found))
 	@rm -rf $(BUNDLE) && mkdir -p $(BUNDLE)/bin $(BUNDLE)/lib
-	$(CC) $(CFLAGS) $(HARNESS_OBJ) -o $(BUNDLE)/bin/ampscope -static-libgcc \
+	$(CC) $(CFLAGS) $(BUNDLE_OBJ) -o $(BUNDLE)/bin/ampscope -static-libgcc \
 	    -Wl,-Bstatic -lopenblas -lgfortran -lquadmath -lgomp -Wl,-Bdynamic -lm -ldl -lpthread
 	$(NVCC) -shared -cudart=static $(CUDA_OBJ) $(CUDA_C_OBJ) -o $(BUNDLE)/lib/libampscope_cuda.so \
 	    -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker --no-undefined $(CUDA_RUNPATH)
@@ -189,7 +253,8 @@ FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Iharness -fsanitize=fuzzer,address,
 # the case parser reads the kinds from the layer registry, whose forwards need the run's core
 FUZZ_CASE_SRC := tools/fuzz/fuzz_case.c $(wildcard harness/case*.c harness/layers/*.c) \
     harness/npy.c harness/dtype.c harness/format.c harness/optimizers.c harness/autocast.c harness/tape.c harness/run.c \
-    harness/observe.c harness/tensor.c harness/dump.c harness/stats.c harness/interrupt.c
+    harness/observe.c harness/tensor.c harness/dump.c harness/stats.c harness/interrupt.c \
+    harness/distributed_case.c harness/distributed_policy.c harness/distributed_mpi.c
 build/fuzz/fuzz_case: $(FUZZ_CASE_SRC)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ -o $@ -lm

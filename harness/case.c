@@ -191,6 +191,7 @@ int case_load(const char *path, const char *const *sets, int n_sets, case_config
         parse_train_section(&c);
         parse_init_section(&c);
         parse_expect_section(&c);
+        parse_distributed_section(&c);
         cross_checks(&c);
     }
     if (c.n_errs > 0)

@@ -146,6 +146,11 @@ typedef struct case_config {
     /* [expect] */
     expect_spec expects[CASE_MAX_EXPECTS];
     int n_expects;
+    /* [distributed] (distributed.h): no section = one process */
+    int64_t world_size;      /* default 1 */
+    int comm;                /* a comm_policy; default ddp */
+    dtype reduce_dtype;      /* comm = fsdp|fsdp2 reduce_dtype=...; else unused */
+    int allreduce_algorithm; /* Open MPI's coll_tuned_allreduce_algorithm; 0: its own pick */
     /* overrides applied (for naming variants: "<case>+<key>=<value>") */
     int n_sets;
 } case_config;

@@ -4,6 +4,7 @@
  */
 #include "case_parse.h"
 
+#include "distributed.h"
 #include "optimizers.h"
 
 #include <inttypes.h>
@@ -228,6 +229,7 @@ int case_write_json(const case_config *cfg, FILE *f)
     fprintf(f, ", \"growth_interval\": %" PRId64 "},\n", cfg->growth_interval);
     json_train(f, cfg);
     json_init_expect(f, cfg);
+    distributed_write_json(cfg, f); /* nothing for a one-process case */
     fprintf(f, "  \"n_sets\": %d\n}\n", cfg->n_sets);
     return ferror(f) ? -1 : 0;
 }

@@ -46,6 +46,7 @@ enum {
     SEC_TRAIN,
     SEC_INIT,
     SEC_EXPECT,
+    SEC_DISTRIBUTED,
     SEC_COUNT
 };
 enum { SEC_NONE = -1, SEC_SKIP = -2 }; /* before any header; inside an unknown or repeated one */
@@ -177,6 +178,7 @@ void parse_scaler_section(parse_ctx *c);
 void parse_train_section(parse_ctx *c);
 void parse_init_section(parse_ctx *c);
 void parse_expect_section(parse_ctx *c);
+void parse_distributed_section(parse_ctx *c); /* distributed_case.c */
 void key_loss(parse_ctx *c, entry *e);      /* case_model.c */
 void key_optimizer(parse_ctx *c, entry *e); /* case_optim.c */
 

@@ -10,7 +10,8 @@
 #include <string.h>
 
 const char *const section_names[SEC_COUNT] = {"case",   "model", "data", "precision",
-                                              "scaler", "train", "init", "expect"};
+                                              "scaler", "train", "init", "expect",
+                                              "distributed"};
 
 /* Length of the valid UTF-8 sequence at s (n bytes available), 0 when invalid. */
 static size_t utf8_length(const unsigned char *s, size_t n)

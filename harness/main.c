@@ -20,6 +20,7 @@
 
 #include "autocast.h"
 #include "compare.h"
+#include "distributed.h"
 #include "format.h"
 #include "interrupt.h"
 #include "libenv.h"
@@ -396,12 +397,53 @@ static int cmd_matrix(const cli *c)
     return status;
 }
 
+/* A rank of a distributed case, as mpirun started it (distributed_launch.c) */
+static int cmd_rank(const cli *c)
+{
+    int n_cfgs;
+    case_config *cfgs = load_cases(c, &n_cfgs);
+    backend *be = cfgs && n_cfgs == 1 ? open_backend(c->device, NULL) : NULL;
+    int rc = be ? distributed_rank_main(&cfgs[0], be, &c->train) : 2;
+    if (be)
+        be->close(be);
+    free(cfgs);
+    return rc;
+}
+
+/* a distributed case's run over mpirun: the ranks' command line is this one's for it */
+static int run_ranks(const cli *c, const case_config *cfg, const char *dir, case_result *r)
+{
+    const char *argv[8 + 2 * MAX_SETS];
+    char steps[32];
+    int n = 0;
+    argv[n++] = "run", argv[n++] = cfg->path, argv[n++] = "--device", argv[n++] = c->device;
+    argv[n++] = "--quiet";
+    for (int i = 0; i < c->n_sets; i++)
+        argv[n++] = "--set", argv[n++] = c->sets[i];
+    if (c->steps) {
+        snprintf(steps, sizeof steps, "%lld", (long long)c->steps);
+        argv[n++] = "--steps", argv[n++] = steps;
+    }
+    if (c->train.observe_off)
+        argv[n++] = "--observe", argv[n++] = "off";
+    return distributed_train_case(cfg, argv, n, dir, r);
+}
+
 static int cmd_run(const cli *c)
 {
+    if (distributed_is_rank())
+        return cmd_rank(c);
     int n_cfgs;
     case_config *cfgs = load_cases(c, &n_cfgs);
     if (!cfgs)
         return 2;
+    for (int i = 0; i < n_cfgs; i++)
+        if (cfgs[i].world_size > 1 && (c->n_axes || c->train.dump_dir)) {
+            fprintf(stderr, "%s:0: world_size = %lld: --sweep and --dump are not supported for "
+                            "distributed cases yet\n", cfgs[i].path, (long long)cfgs[i].world_size);
+            free(cfgs);
+            return 2;
+        }
     backend *be = open_backend(c->device, NULL);
     if (be && c->native_math && !be->has_native_math) {
         fprintf(stderr, "ampscope: --gpu-math native needs the CUDA backend (running on %s)\n",
@@ -430,7 +472,8 @@ static int cmd_run(const cli *c)
             status = 2;
             break;
         }
-        int rc = train_case(&cfgs[i], be, &c->train, tmp, r);
+        int rc = cfgs[i].world_size > 1 ? run_ranks(c, &cfgs[i], tmp, r)
+                                         : train_case(&cfgs[i], be, &c->train, tmp, r);
         if (rc == 0 && r->interrupted) {
             results_discard(tmp);
             fprintf(stderr,
@@ -440,7 +483,8 @@ static int cmd_run(const cli *c)
             status = 128 + interrupt_signal();
             break;
         }
-        if (rc == 0 && report_case(&cfgs[i], r, tmp, err, sizeof err)) {
+        if (rc == 0 && (report_case(&cfgs[i], r, tmp, err, sizeof err) ||
+                        (cfgs[i].world_size > 1 && distributed_report(&cfgs[i], tmp, err, sizeof err)))) {
             snprintf(r->error, sizeof r->error, "%s", err);
             rc = -1;
         }

@@ -9,6 +9,7 @@
 
 #include "autocast.h"
 #include "clip.h"
+#include "distributed.h"
 #include "columns.h"
 #include "dump.h"
 #include "host_values.h"
@@ -279,6 +280,7 @@ static void train_step(trainer *t, int64_t s)
     bool unscaled = false;
     if (t->n_micro == 1) {
         t->last_loss = forward_backward(t, s, 0);
+        distributed_reduce_grads(r, t->m.params, t->m.n_params); /* a rank's all-reduce */
     } else {
         for (int64_t k = 0; k < t->n_micro; k++) {
             loss_sum += (double)forward_backward(t, s, k);
@@ -416,6 +418,7 @@ static void train_steps(trainer *t)
     char err[512];
     check_support(r);
     model_init(r, &t->m);
+    distributed_broadcast_params(r, t->m.params, t->m.n_params); /* a rank: rank 0's values */
     optimizer_init(r, &t->opt, &t->m);
     scaler_init(&t->scaler, r->cfg);
     t->n_micro = r->cfg->accumulate;
