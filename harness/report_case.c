@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "report_files.h"
+#include "report_reasons.h"
 #include "format.h"
 #include "report_config.h"
 #include "report_text.h"
@@ -659,6 +660,7 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
                 "**In all**, over the backward passes of the observed steps, %s gradient "
                 "values underflowed to zero (summary.csv `grad_underflow` of `grad_numel`).\n\n",
                 share);
+        report_put_float32_reasons(f, cr->cfg, c, cr->step);
         put_nonfinite(f, cr);
     }
     put_scaler(f, cr);
