@@ -72,6 +72,25 @@ Test(memory, saved_for_backward_matches_pytorch_graph_tokens)
                     "small-graph-tokens-autocast+precision.autocast=bfloat16");
 }
 
+/* the GPT block (tests/cases/small-gpt-block.case, small-gpt-block-sdpa.case): layer_norm
+ * in float32 (the references cast as CUDA's policy does: CPU autocast keeps its input's
+ * dtype), its float32 input, mean and rstd saved; softmax's float32 output; gelu's float16
+ * input; PyTorch also saves masked_fill's bool mask (16 bytes here) and nll_loss's
+ * total_weight (4), which the harness does not keep */
+Test(memory, saved_for_backward_matches_pytorch_gpt_block)
+{
+    check_reference("tests/cases/small-gpt-block.case",
+                    "small-gpt-block+precision.autocast=bfloat16");
+}
+
+/* with scaled_dot_product_attention's math path: its float32 copies of q, k, v and its
+ * float32 probabilities, against what SafeSoftmaxBackward0 and the bmms save */
+Test(memory, saved_for_backward_matches_pytorch_gpt_block_sdpa)
+{
+    check_reference("tests/cases/small-gpt-block-sdpa.case",
+                    "small-gpt-block-sdpa+precision.autocast=bfloat16");
+}
+
 Test(memory, saved_for_backward_matches_pytorch_question_000_mlp, .timeout = 600)
 {
     check_reference("cases/seed000-autocast-fp16-scaler.case",
