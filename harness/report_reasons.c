@@ -41,8 +41,8 @@ static const char *weight_owner(const case_config *cfg, int i)
 }
 
 /* an op on no autocast list: its inputs' dtypes and type promotion */
-static void put_promotion(FILE *f, const case_config *cfg, const case_files *c, int64_t step,
-                          int i, const char *op)
+static void put_promotion(FILE *f, const case_config *cfg, const case_files *c, int64_t step, int i,
+                          const char *op)
 {
     const layer_spec *l = &cfg->layers[i];
     const layer_def *d = layer_def_of(l->kind);
@@ -166,8 +166,7 @@ static bool put_reason(FILE *f, const case_config *cfg, const case_files *c, int
     return true;
 }
 
-void report_put_float32_reasons(FILE *f, const case_config *cfg, const case_files *c,
-                                int64_t step)
+void report_put_float32_reasons(FILE *f, const case_config *cfg, const case_files *c, int64_t step)
 {
     if (!cfg->autocast)
         return;

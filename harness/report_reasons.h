@@ -17,7 +17,6 @@
 /* Writes "**Why float32:** `ln1.out` is float32 because layer_norm runs in float32 under
  * autocast (...). ..." for the forward activations of `step` that are float32, or nothing
  * when the case has no autocast or no such activation. */
-void report_put_float32_reasons(FILE *f, const case_config *cfg, const case_files *c,
-                                int64_t step);
+void report_put_float32_reasons(FILE *f, const case_config *cfg, const case_files *c, int64_t step);
 
 #endif

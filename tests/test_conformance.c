@@ -124,8 +124,8 @@ Test(conformance, manifest_lists_the_blocks)
     csv m;
     cr_assert(csv_read(path, &m), "cannot read %s", path);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        cr_expect_not_null(csv_find(&m, "name", names[i], NULL, NULL, NULL, NULL),
-                           "%s lacks %s", path, names[i]);
+        cr_expect_not_null(csv_find(&m, "name", names[i], NULL, NULL, NULL, NULL), "%s lacks %s",
+                           path, names[i]);
     csv_free(&m);
 }
 
