@@ -7,7 +7,8 @@
  *               of gradient had, where it was computed, what underflowed; the GradScaler's
  *               scale and skipped steps; the error and what PyTorch does, when the run
  *               ended in one); a table of every tensor of the first and last observed
- *               steps; the steps (loss, loss scale, lost updates); the memory by category;
+ *               steps; the steps (loss, loss scale, lost updates); the memory by category
+ *               and what is saved for backward by dtype;
  *               links to the plots plot/plot.py draws.
  *   config.csv  one row: the configuration keys REPORT.md needs and summary.csv lacks
  *               (description, baseline, scaler, ...); its columns are in columns.h.

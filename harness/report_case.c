@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "report_files.h"
+#include "report_reasons.h"
 #include "format.h"
 #include "report_config.h"
 #include "report_text.h"
@@ -585,7 +586,7 @@ static const char *mem_meaning(const char *category)
     return "";
 }
 
-static void put_memory(FILE *f, const case_files *c)
+static void put_memory(FILE *f, const case_files *c, const case_result *res)
 {
     fputs("## Memory\n\nPeak bytes of each category (memory.csv); each category peaks at its "
           "own moment, so the total's peak is not the sum of theirs.\n\n"
@@ -602,6 +603,19 @@ static void put_memory(FILE *f, const case_files *c)
                 mem_meaning(m->category));
     }
     fputs("\n", f);
+    int n = 0;
+    for (int d = 0; d < DTYPE_COUNT; d++) {
+        int64_t b = res->saved_by_dtype[d];
+        if (!b)
+            continue;
+        fprintf(f, "%s%s %lld bytes (%.2f MiB)",
+                n++ ? ", "
+                    : "Saved for backward by dtype (the storages of `saved_for_backward` "
+                      "at its peak, from what the autograd graph's nodes keep): ",
+                dtype_name((dtype)d), (long long)b, mib_of(b));
+    }
+    if (n)
+        fputs(".\n\n", f);
 }
 
 static void put_plots(FILE *f, const case_report *cr)
@@ -659,6 +673,7 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
                 "**In all**, over the backward passes of the observed steps, %s gradient "
                 "values underflowed to zero (summary.csv `grad_underflow` of `grad_numel`).\n\n",
                 share);
+        report_put_float32_reasons(f, cr->cfg, c, cr->step);
         put_nonfinite(f, cr);
     }
     put_scaler(f, cr);
@@ -677,7 +692,7 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
         put_tensor_table(f, c, first);
     if (last > first)
         put_tensor_table(f, c, last);
-    put_memory(f, c);
+    put_memory(f, c, res);
     put_plots(f, cr);
     return 0;
 }

@@ -105,6 +105,8 @@ void tape_backward(run *r, tensor *root, float seed);
 /* Bytes of the distinct storages the nodes keep for backward, parameters and autocast's
  * copies left out (what saved_tensors_hooks would count as activations). */
 int64_t tape_saved_bytes(const run *r);
+/* the same, also split by the storages' dtypes into by_dtype (report.md's memory table) */
+int64_t tape_saved_bytes_by_dtype(const run *r, int64_t by_dtype[DTYPE_COUNT]);
 /* Releases every node's saved tensors and pending gradients. */
 void tape_clear(run *r);
 /* Inside a node's backward: whether input i needs a gradient, and hands it over. */

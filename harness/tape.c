@@ -232,6 +232,14 @@ void tape_clear(run *r)
 
 int64_t tape_saved_bytes(const run *r)
 {
+    int64_t by_dtype[DTYPE_COUNT];
+    return tape_saved_bytes_by_dtype(r, by_dtype);
+}
+
+int64_t tape_saved_bytes_by_dtype(const run *r, int64_t by_dtype[DTYPE_COUNT])
+{
+    for (int d = 0; d < DTYPE_COUNT; d++)
+        by_dtype[d] = 0;
     const tensor *seen[RUN_MAX_NODES * NODE_MAX_INPUTS];
     int n_seen = 0;
     int64_t bytes = 0;
@@ -250,6 +258,7 @@ int64_t tape_saved_bytes(const run *r)
             if (!dup) {
                 seen[n_seen++] = t;
                 bytes += tensor_bytes(t);
+                by_dtype[t->dtype] += tensor_bytes(t);
             }
         }
     return bytes;

@@ -27,6 +27,7 @@ typedef struct trainer {
     double *step_ms;
     int64_t steps_done;
     int64_t saved_bytes;     /* most bytes saved for backward at the end of a forward */
+    int64_t saved_by_dtype[DTYPE_COUNT]; /* those bytes by dtype */
     int64_t init_dump_bytes; /* dry pass: what DUMP/init/ takes */
     float last_loss;
     const train_options *opt_in;
@@ -208,9 +209,12 @@ static float forward_backward(trainer *t, int64_t s, int64_t k)
         root = scaler_scale(r, &t->scaler, loss);
     float value = read_scalar(r, loss);
 
-    int64_t saved = tape_saved_bytes(r);
-    if (saved > t->saved_bytes)
+    int64_t saved_by_dtype[DTYPE_COUNT];
+    int64_t saved = tape_saved_bytes_by_dtype(r, saved_by_dtype);
+    if (saved > t->saved_bytes) {
         t->saved_bytes = saved;
+        memcpy(t->saved_by_dtype, saved_by_dtype, sizeof saved_by_dtype);
+    }
 
     /* backward */
     observe_begin_pass(r->obs, PASS_BACKWARD);
@@ -547,6 +551,7 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
         autocast_exit(r);
         tensor_pool_clear(&r->pool);
         fill_result(cfg, r, t, done, res);
+        memcpy(res->saved_by_dtype, t->saved_by_dtype, sizeof res->saved_by_dtype);
         check_expectations(cfg, obs, res);
         rc = write_memory_csv(dir, cfg, &r->account, &end, t->saved_bytes, err, sizeof err);
         if (obs->write_failed && rc == 0) {

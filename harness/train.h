@@ -45,6 +45,7 @@ typedef struct case_result {
     int64_t grad_underflow, grad_numel;
     double final_loss;
     int64_t peak_bytes, workspace_peak_bytes;
+    int64_t saved_by_dtype[DTYPE_COUNT]; /* memory.csv's saved_for_backward, by dtype */
     double step_ms; /* median over the steps */
     int expect_passed, expect_total;
     bool passed;         /* every expectation held (and no unexpected error) */

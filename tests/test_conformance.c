@@ -110,6 +110,25 @@ Test(conformance, manifest_lists_enough_configurations)
     csv_free(&m);
 }
 
+/* the GPT and ResNet blocks are compared in float32 and under autocast (issue 13's blocks):
+ * a manifest without them would let their kinds go unchecked against PyTorch */
+Test(conformance, manifest_lists_the_blocks)
+{
+    static const char *const names[] = {
+        "gpt-block-fp32-adamw",          "gpt-block-fp16-autocast-adamw",
+        "gpt-block-bf16-autocast-adamw", "gpt-block-sdpa-fp16-autocast-adamw",
+        "resnet-block-fp32-sgd",         "resnet-block-fp16-autocast-sgd",
+    };
+    char path[1024];
+    snprintf(path, sizeof path, "%s/manifest.csv", reference_dir());
+    csv m;
+    cr_assert(csv_read(path, &m), "cannot read %s", path);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        cr_expect_not_null(csv_find(&m, "name", names[i], NULL, NULL, NULL, NULL), "%s lacks %s",
+                           path, names[i]);
+    csv_free(&m);
+}
+
 /* A dumped tensor's exact zeros and L2 norm (float64), read from DIR/<step>/<name>.npy or
  * its ".bfloat16.npy" twin; false when the harness dumped no such tensor. */
 static bool dumped_stats(const char *dump, const char *step, const char *name, int64_t *numel,

@@ -72,6 +72,47 @@ Test(memory, saved_for_backward_matches_pytorch_graph_tokens)
                     "small-graph-tokens-autocast+precision.autocast=bfloat16");
 }
 
+/* the GPT block (tests/cases/small-gpt-block.case, small-gpt-block-sdpa.case): layer_norm
+ * in float32 (the references cast as CUDA's policy does: CPU autocast keeps its input's
+ * dtype), its float32 input, mean and rstd saved; softmax's float32 output; gelu's float16
+ * input; PyTorch also saves masked_fill's bool mask (16 bytes here) and nll_loss's
+ * total_weight (4), which the harness does not keep */
+Test(memory, saved_for_backward_matches_pytorch_gpt_block)
+{
+    check_reference("tests/cases/small-gpt-block.case",
+                    "small-gpt-block+precision.autocast=bfloat16");
+}
+
+/* with scaled_dot_product_attention's math path: its float32 copies of q, k, v and its
+ * float32 probabilities, against what SafeSoftmaxBackward0 and the bmms save */
+Test(memory, saved_for_backward_matches_pytorch_gpt_block_sdpa)
+{
+    check_reference("tests/cases/small-gpt-block-sdpa.case",
+                    "small-gpt-block-sdpa+precision.autocast=bfloat16");
+}
+
+/* ... and by dtype: saved_tensors_hooks (tools/saved_tensors.py's stderr lists each storage)
+ * counts float32 1732 bytes (layer_norm's float32 inputs, means and rstds, softmax's float32
+ * output, cross_entropy's float32 log_softmax output, nll_loss's 4-byte total_weight),
+ * bfloat16 2304, int64 128 (token ids, labels) and bool 16 (masked_fill's mask); the harness
+ * keeps neither the total_weight nor the mask */
+Test(memory, saved_for_backward_by_dtype_matches_pytorch_gpt_block)
+{
+    char out[256];
+    make_temp_dir(out, sizeof out);
+    const char *sets[1] = {"precision.autocast=bfloat16"};
+    train_options opt = {.quiet = true, .observe_off = true};
+    case_result res;
+    run_case_file_set("tests/cases/small-gpt-block.case", sets, 1, out, &res, &opt);
+    cr_assert(res.ok, "%s", res.error);
+    cr_expect_eq(res.saved_by_dtype[DTYPE_FLOAT32], 1732 - 4);
+    cr_expect_eq(res.saved_by_dtype[DTYPE_BFLOAT16], 2304);
+    cr_expect_eq(res.saved_by_dtype[DTYPE_INT64], 128);
+    cr_expect_eq(res.saved_by_dtype[DTYPE_FLOAT16], 0);
+    cr_expect_eq(memory_row(out, res.name, "saved_for_backward", 2), 1728 + 2304 + 128);
+    rm_rf(out);
+}
+
 Test(memory, saved_for_backward_matches_pytorch_question_000_mlp, .timeout = 600)
 {
     check_reference("cases/seed000-autocast-fp16-scaler.case",

@@ -330,3 +330,46 @@ Test(report, a_missing_folder_is_an_error_with_a_message)
     cr_expect_not_null(strstr(err, "cannot read /nonexistent/ampscope-results/summary.csv"), "%s",
                        err);
 }
+
+/* Why each float32 activation of an autocast case is float32, from the registry: the GPT
+ * block's layer_norm and softmax (float32 policies), its embedding (no list, float32
+ * weight), its residual adds (float32 + float16 promotes), cross_entropy's log_softmax; and
+ * a case without autocast says nothing of it. */
+Test(report, names_why_each_float32_activation_is_float32)
+{
+    char out[256], dir[512], path[600];
+    make_temp_dir(out, sizeof out);
+    case_result res;
+    run_and_report("tests/cases/small-gpt-block.case", out, dir, sizeof dir, &res);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = slurp(path);
+    const char *want[] = {
+        "**Why float32 under autocast:** `tok.out` is float32: embedding is on no autocast "
+        "list and its weight `tok.weight` is float32. ",
+        "`pos.out` is float32: position_embedding is on no autocast list and its inputs "
+        "`tok.out` and `pos.weight` are float32. ",
+        "`ln1.out` is float32 because layer_norm runs in float32 under autocast (fp32: "
+        "KERNEL_CUDA(layer_norm, fp32)). ",
+        "`p.out` is float32 because softmax runs in float32 under autocast",
+        "`res1.out` is float32: add is on no autocast list; type promotion of `pos.out` "
+        "(float32) and `o.out` (float16) is float32. ",
+        "`res2.out` is float32: add is on no autocast list; type promotion of `res1.out` "
+        "(float32) and `proj.out` (float16) is float32. ",
+        "`log_softmax.out` is float32 because cross_entropy's log_softmax runs in float32 "
+        "under autocast",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect_not_null(strstr(md, want[i]), "report.md lacks: %s", want[i]);
+    /* float16 activations get no reason */
+    cr_expect_null(strstr(md, "`q.out` is float32"));
+    free(md);
+    rm_rf(out);
+
+    make_temp_dir(out, sizeof out);
+    run_and_report("tests/cases/small-fp32.case", out, dir, sizeof dir, &res);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    md = slurp(path);
+    cr_expect_null(strstr(md, "Why float32"));
+    free(md);
+    rm_rf(out);
+}

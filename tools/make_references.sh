@@ -55,6 +55,17 @@ CONFIGS=(
     "graph-attention-bf16-autocast-sgd|tests/cases/small-graph-attention-autocast.case|precision.autocast=bfloat16"
     "graph-token-file-fp32-adam|tests/cases/small-graph-token-file.case|precision.autocast=off"
     "graph-token-file-fp16-autocast-adam|tests/cases/small-graph-token-file.case|"
+    # the blocks: layer_norm, softmax (CUDA's float32 policy cast explicitly), gelu,
+    # causal_mask, scaled_dot_product_attention (math path), batch_norm2d, pools
+    "gpt-block-fp32-adamw|tests/cases/small-gpt-block.case|precision.autocast=off"
+    "gpt-block-fp16-autocast-adamw|tests/cases/small-gpt-block.case|"
+    "gpt-block-fp16-autocast-scaler-adamw|tests/cases/small-gpt-block.case|scaler.enabled=yes"
+    "gpt-block-bf16-autocast-adamw|tests/cases/small-gpt-block.case|precision.autocast=bfloat16"
+    "gpt-block-sdpa-fp32-adamw|tests/cases/small-gpt-block-sdpa.case|precision.autocast=off"
+    "gpt-block-sdpa-fp16-autocast-adamw|tests/cases/small-gpt-block-sdpa.case|"
+    "resnet-block-fp32-sgd|tests/cases/small-resnet-block.case|precision.autocast=off"
+    "resnet-block-fp16-autocast-sgd|tests/cases/small-resnet-block.case|"
+    "resnet-block-fp16-autocast-scaler-sgd|tests/cases/small-resnet-block.case|scaler.enabled=yes"
 )
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then

@@ -174,6 +174,67 @@ class PositionEmbedding(nn.Module):
         return x + self.weight[: x.shape[-2]]
 
 
+def autocast_on(x):
+    return torch.is_autocast_enabled(x.device.type)
+
+
+def fp32_norm(base):
+    """layer_norm or group_norm as CUDA autocast runs it (KERNEL_CUDA(layer_norm, fp32),
+    KERNEL_CUDA(group_norm, fp32)): a half input cast up, the op in float32. CPU autocast
+    2.15 keeps them in the input's dtype, so the reference casts explicitly
+    (tests/references/README.md). A subclass, so the parameters keep the layer's names."""
+
+    class Norm(base):
+        def forward(self, x):
+            if autocast_on(x) and x.dtype != torch.float32:
+                x = x.float()
+            return super().forward(x)
+    return Norm
+
+
+LayerNorm32, GroupNorm32 = fp32_norm(nn.LayerNorm), fp32_norm(nn.GroupNorm)
+
+
+class Softmax(nn.Module):
+    """softmax and log_softmax over dim -1 as CUDA autocast calls them
+    (KERNEL_CUDA(softmax, fp32_set_opt_dtype)): dtype=float32 passed to the op, whose copy
+    the harness does not name (hook_graph leaves it out);
+    CPU autocast 2.15 keeps the input's dtype."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        if autocast_on(x):
+            return self.fn(x, dim=-1, dtype=torch.float32)
+        return self.fn(x, dim=-1)
+
+
+class CausalMask(nn.Module):
+    """masked_fill of the upper triangle (above the diagonal) of the last two dims with -inf."""
+
+    def forward(self, x):
+        t, u = x.shape[-2], x.shape[-1]
+        upper = torch.ones(t, u, dtype=torch.bool, device=x.device).triu(1)
+        return x.masked_fill(upper, float("-inf"))
+
+
+class Sdpa(nn.Module):
+    """F.scaled_dot_product_attention on PyTorch's math path (CPU PyTorch otherwise picks a
+    flash kernel of its own); scale 0 in the case means the default 1/sqrt(E)."""
+
+    def __init__(self, causal, scale):
+        super().__init__()
+        self.causal, self.scale = causal, scale or None
+
+    def forward(self, q, k, v):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        with sdpa_kernel(SDPBackend.MATH):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal,
+                                                  scale=self.scale)
+
+
 class Graph(nn.Module):
     """The case's layers as attributes (so `model.fc1.weight` is `fc1.weight`), each reading
     the outputs its `inputs` name; the last layer's output is the model's. A tied weight
@@ -227,6 +288,38 @@ def make_layer(l):
         return SplitHeads(l["heads"])
     if kind == "merge_heads":
         return MergeHeads()
+    # activations, normalization, pooling, attention
+    if kind == "layer_norm":
+        return LayerNorm32(l["normalized_shape"], eps=l["eps"],
+                           elementwise_affine=l["elementwise_affine"], bias=l["bias"])
+    if kind == "group_norm":
+        return GroupNorm32(l["num_groups"], l["num_channels"], eps=l["eps"], affine=l["affine"])
+    if kind == "batch_norm2d":  # on no autocast list: half x with float32 weight and stats
+        return nn.BatchNorm2d(l["num_features"], eps=l["eps"], momentum=l["momentum"],
+                              affine=l["affine"])
+    if kind == "gelu":
+        return nn.GELU(approximate=l["approximate"])
+    if kind == "silu":
+        return nn.SiLU()
+    if kind == "sigmoid":
+        return nn.Sigmoid()
+    if kind == "tanh":
+        return nn.Tanh()
+    if kind == "softmax":
+        return Softmax(F.softmax)
+    if kind == "causal_mask":
+        return CausalMask()
+    if kind == "max_pool2d":
+        return nn.MaxPool2d(l["kernel"], stride=l["stride"] or None, padding=l["padding"])
+    if kind == "avg_pool2d":
+        return nn.AvgPool2d(l["kernel"], stride=l["stride"] or None, padding=l["padding"])
+    if kind == "adaptive_avg_pool2d":
+        return nn.AdaptiveAvgPool2d(1)
+    if kind == "scaled_dot_product_attention":
+        return Sdpa(l["causal"], l["scale"])
+    if kind == "dropout":
+        raise SystemExit("torch_reference: dropout's mask is not PyTorch's (README.md): "
+                         "its values cannot be compared; refused")
     raise SystemExit("torch_reference: unknown layer kind %s" % kind)
 
 
@@ -282,6 +375,7 @@ def hook_graph(rec, root, node_names, param_names):
     """Node hooks on the backward graph for the tensors no Python variable holds: cast copies'
     gradients (ToCopyBackward0) and cross_entropy's log_softmax (LogSoftmaxBackward0)."""
     seen, todo, copies = set(), [root.grad_fn], collections.defaultdict(list)
+    internal = set()  # softmax(x, dtype=float32)'s own copy: no cast node in the harness
     while todo:
         node = todo.pop()
         if node is None or node in seen:
@@ -289,7 +383,10 @@ def hook_graph(rec, root, node_names, param_names):
         seen.add(node)
         todo.extend(n for n, _ in node.next_functions)
         kind = type(node).__name__
-        if kind == "LogSoftmaxBackward0":
+        if kind in ("SoftmaxBackward0", "LogSoftmaxBackward0") and node in node_names:
+            internal.update(n for n, _ in node.next_functions
+                            if type(n).__name__ == "ToCopyBackward0")
+        if kind == "LogSoftmaxBackward0" and node not in node_names:  # the loss's
             rec.tensor("log_softmax.out", node._saved_result)
             node.register_hook(lambda gi, go: rec.tensor("log_softmax.out.grad", go[0]))
         elif kind == "ToCopyBackward0":
@@ -304,6 +401,7 @@ def hook_graph(rec, root, node_names, param_names):
     # an activation cast for several consumers has a copy per consumer, named in the order
     # they were made, as the harness names them: x@float16, x@float16_2, ...
     for base, nodes in copies.items():
+        nodes = [n for n in nodes if n not in internal]
         for k, node in enumerate(sorted(nodes, key=lambda n: n._sequence_nr())):
             suffix = "_%d" % (k + 1) if k else ""
 
