@@ -415,7 +415,7 @@ int parse_choice(parse_ctx *c, entry *e, const char *s, const char *what, const 
 
 bool parse_dtype(parse_ctx *c, entry *e, const char *what, bool allow_int64, dtype *out)
 {
-    if (dtype_parse(e->value, out))
+    if (dtype_parse(e->value, out) && !dtype_is_float8(*out)) /* float8: [fp8] copies only */
         return true;
     if (allow_int64 && strcmp(e->value, "int64") == 0) {
         *out = DTYPE_INT64;

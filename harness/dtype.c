@@ -28,6 +28,12 @@ bool dtype_is_half(dtype dt)
     return f && f->bits == 16;
 }
 
+bool dtype_is_float8(dtype dt)
+{
+    const format_info *f = format_of(dt);
+    return f && f->bits == 8;
+}
+
 bool dtype_parse(const char *s, dtype *out)
 {
     for (int d = 0; d < DTYPE_COUNT; d++) {
@@ -42,7 +48,8 @@ bool dtype_parse(const char *s, dtype *out)
         dtype dt;
     } aliases[] = {
         {"fp32", DTYPE_FLOAT32}, {"float", DTYPE_FLOAT32}, {"fp16", DTYPE_FLOAT16},
-        {"half", DTYPE_FLOAT16}, {"bf16", DTYPE_BFLOAT16},
+        {"half", DTYPE_FLOAT16}, {"bf16", DTYPE_BFLOAT16}, {"e4m3", DTYPE_FLOAT8_E4M3FN},
+        {"e5m2", DTYPE_FLOAT8_E5M2},
     };
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
         if (strcmp(s, aliases[i].alias) == 0) {

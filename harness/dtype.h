@@ -1,9 +1,10 @@
 /*
  * dtype.h: the element types ampscope knows, their names and sizes.
  *
- * Names are PyTorch's (`float32`, `float16`, `bfloat16`, `int64`); the parser also accepts
- * the short forms users type (fp32, fp16, bf16, half, float, ...). int64 exists only for
- * class labels. The number formats' layouts and limits are in format.h.
+ * Names are PyTorch's (`float32`, `float16`, `bfloat16`, `int64`, `float8_e4m3fn`,
+ * `float8_e5m2`); the parser also accepts the short forms users type (fp32, fp16, bf16, half,
+ * float, e4m3, e5m2, ...). int64 exists only for class labels; the float8 formats only for
+ * the quantized copies of fp8 training (harness/fp8.h), never as a model's compute dtype. The number formats' layouts and limits are in format.h.
  */
 #ifndef AMPSCOPE_DTYPE_H
 #define AMPSCOPE_DTYPE_H
@@ -16,6 +17,8 @@ typedef enum dtype {
     DTYPE_FLOAT16,
     DTYPE_BFLOAT16,
     DTYPE_INT64,
+    DTYPE_FLOAT8_E4M3FN, /* after int64, so the earlier values (and files naming them) stay */
+    DTYPE_FLOAT8_E5M2,
     DTYPE_COUNT
 } dtype;
 
@@ -27,9 +30,11 @@ const char *dtype_name(dtype dt);
 size_t dtype_size(dtype dt);
 /* true when dt is a 16-bit number format (float16, bfloat16) */
 bool dtype_is_half(dtype dt);
-/* Parses a number format's name ("float32", "float16", "bfloat16") or a short form
- * ("fp32", "float", "fp16", "half", "bf16"); returns false for anything else (int64 is
- * not a parseable compute dtype). */
+/* true when dt is a float8 format (float8_e4m3fn, float8_e5m2) */
+bool dtype_is_float8(dtype dt);
+/* Parses a number format's name ("float32", "float16", "bfloat16", "float8_e4m3fn",
+ * "float8_e5m2") or a short form ("fp32", "float", "fp16", "half", "bf16", "e4m3", "e5m2");
+ * returns false for anything else (int64 is not a parseable compute dtype). */
 bool dtype_parse(const char *s, dtype *out);
 
 #ifdef __cplusplus

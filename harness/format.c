@@ -49,6 +49,8 @@ static const format_info formats[DTYPE_COUNT] = {
     FORMAT_ROW(FLOAT32, "float32", "Float", "float"),
     FORMAT_ROW(FLOAT16, "float16", "Half", "c10::Half"),
     FORMAT_ROW(BFLOAT16, "bfloat16", "BFloat16", "c10::BFloat16"),
+    FORMAT_ROW(FLOAT8_E4M3FN, "float8_e4m3fn", "Float8_e4m3fn", "c10::Float8_e4m3fn"),
+    FORMAT_ROW(FLOAT8_E5M2, "float8_e5m2", "Float8_e5m2", "c10::Float8_e5m2"),
 };
 
 const format_info *format_of(dtype dt)

@@ -8,7 +8,7 @@
  * code, kernels/cuda.cuh's cuBLAS and cuDNN types) uses the same macro. Limits are hex float
  * literals, exact; bit patterns are of the format's own storage, sign clear.
  *
- * Adding a format (float8_e4m3fn, float8_e5m2, ...):
+ * Adding a format:
  *  - a DTYPE_ value in dtype.h, and its aliases in dtype.c's dtype_parse;
  *  - the macro block below: BITS, EXP_BITS, MAN_BITS, BIAS, HAS_INF, NAN (a format_nan),
  *    NAN_PATTERN (the NaN a conversion of float32's default NaN stores), INF_PATTERN
@@ -24,8 +24,9 @@
  *    static_assert on DTYPE_COUNT fails until they have the new branch; plot/plot.py's
  *    MARKED when the gradient histogram should mark the format's limits.
  *    round.c's bit-pattern counts assume IEEE ordering with +inf as the pattern just below
- *    the NaNs; a format without infinities (e4m3fn: S.1111.111 is its only NaN, no inf)
- *    needs its own case there. tests/test_format.c derives every row's limits from its
+ *    the NaNs; the float8 formats have their own loop there (count_lanes8), which also
+ *    takes a format without infinities (e4m3fn: S.1111.111 its only NaN, a finite value
+ *    stored as it counted as overflow and NaN). tests/test_format.c derives every row's limits from its
  *    bits and bias: a new row is checked as soon as it exists.
  * int64 (class labels) is a dtype but not a number format: format_of() gives NULL for it.
  */
@@ -100,6 +101,53 @@ typedef enum format_nan {
 #define FORMAT_BFLOAT16_EPSILON 0x1p-7f
 #define FORMAT_BFLOAT16_CUBLAS CUDA_R_16BF
 #define FORMAT_BFLOAT16_CUDNN CUDNN_DATA_BFLOAT16
+
+/* float8_e4m3fn: OCP FP8 E4M3 (c10::Float8_e4m3fn): no infinity, S.1111.111 its only NaN,
+ * S.1111.000 to S.1111.110 numbers up to 448 */
+#define FORMAT_FLOAT8_E4M3FN_BITS 8
+#define FORMAT_FLOAT8_E4M3FN_EXP_BITS 4
+#define FORMAT_FLOAT8_E4M3FN_MAN_BITS 3
+#define FORMAT_FLOAT8_E4M3FN_BIAS 7
+#define FORMAT_FLOAT8_E4M3FN_HAS_INF 0
+#define FORMAT_FLOAT8_E4M3FN_NAN FORMAT_NAN_ALL_ONES
+#define FORMAT_FLOAT8_E4M3FN_NAN_PATTERN 0x7fu
+#define FORMAT_FLOAT8_E4M3FN_INF_PATTERN 0x00u
+#define FORMAT_FLOAT8_E4M3FN_MAX_PATTERN 0x7eu
+#define FORMAT_FLOAT8_E4M3FN_MIN_NORMAL_PATTERN 0x08u
+#define FORMAT_FLOAT8_E4M3FN_MAG_MASK 0x7fu
+#define FORMAT_FLOAT8_E4M3FN_LARGEST 0x1.cp8f
+#define FORMAT_FLOAT8_E4M3FN_SMALLEST_NORMAL 0x1p-6f
+#define FORMAT_FLOAT8_E4M3FN_SMALLEST_SUBNORMAL 0x1p-9f
+#define FORMAT_FLOAT8_E4M3FN_EPSILON 0x1p-3f
+#define FORMAT_FLOAT8_E4M3FN_CUBLAS CUDA_R_8F_E4M3
+#define FORMAT_FLOAT8_E4M3FN_CUDNN CUDNN_DATA_FP8_E4M3
+/* |x| above this float32 pattern (464, the midpoint between 448 and 480) becomes NaN in
+ * c10::Float8_e4m3fn's conversion (c10/util/Float8_e4m3fn.h: f_bits >= 480 gives NaN, and
+ * (464, 480) rounds up to the NaN pattern; 464 itself ties to even 448) */
+#define FORMAT_FLOAT8_E4M3FN_OVERFLOW_ABOVE 0x43e80000u
+
+/* float8_e5m2: the top byte of a float16 (c10::Float8_e5m2): infinities, IEEE NaNs */
+#define FORMAT_FLOAT8_E5M2_BITS 8
+#define FORMAT_FLOAT8_E5M2_EXP_BITS 5
+#define FORMAT_FLOAT8_E5M2_MAN_BITS 2
+#define FORMAT_FLOAT8_E5M2_BIAS 15
+#define FORMAT_FLOAT8_E5M2_HAS_INF 1
+#define FORMAT_FLOAT8_E5M2_NAN FORMAT_NAN_IEEE
+/* c10/util/Float8_e5m2.h stores 0x7F for every NaN (the sign kept) */
+#define FORMAT_FLOAT8_E5M2_NAN_PATTERN 0x7fu
+#define FORMAT_FLOAT8_E5M2_INF_PATTERN 0x7cu
+#define FORMAT_FLOAT8_E5M2_MAX_PATTERN 0x7bu
+#define FORMAT_FLOAT8_E5M2_MIN_NORMAL_PATTERN 0x04u
+#define FORMAT_FLOAT8_E5M2_MAG_MASK 0x7fu
+#define FORMAT_FLOAT8_E5M2_LARGEST 0x1.cp15f
+#define FORMAT_FLOAT8_E5M2_SMALLEST_NORMAL 0x1p-14f
+#define FORMAT_FLOAT8_E5M2_SMALLEST_SUBNORMAL 0x1p-16f
+#define FORMAT_FLOAT8_E5M2_EPSILON 0x1p-2f
+#define FORMAT_FLOAT8_E5M2_CUBLAS CUDA_R_8F_E5M2
+#define FORMAT_FLOAT8_E5M2_CUDNN CUDNN_DATA_FP8_E5M2
+/* |x| above this pattern (just below 61440, the midpoint between 57344 and 65536, which ties
+ * to the even inf) becomes inf (c10/util/Float8_e5m2.h) */
+#define FORMAT_FLOAT8_E5M2_OVERFLOW_ABOVE 0x476fffffu
 
 typedef struct format_info {
     dtype dt;

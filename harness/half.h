@@ -122,6 +122,74 @@ static inline AMP_HD uint16_t bf16_from_float(float f)
 static inline AMP_HD float float_from_bf16(uint16_t h) { return bits_float((uint32_t)h << 16); }
 
 /*
+ * float32 to a float8 format of `man` mantissa bits and bias `bias`, round to nearest even,
+ * subnormals kept, as c10/util/Float8_e4m3fn.h and Float8_e5m2.h convert (PyTorch's
+ * c10::Float8_e4m3fn(float) and c10::Float8_e5m2(float)): a NaN gives nan (the sign kept),
+ * |x| above the float32 pattern overflow_above gives overflow (e4m3fn: NaN, e5m2: inf).
+ * Written from the layout, not from c10's bit tricks; tests/test_fp8_format.c checks every
+ * float32 against a third formulation and every float16 and bfloat16 against ml_dtypes.
+ */
+static inline AMP_HD uint8_t fp8_from_float(float f, int man, int bias, uint32_t overflow_above,
+                                            uint8_t overflow, uint8_t nan)
+{
+    uint32_t x = float_bits(f);
+    uint8_t sign = (uint8_t)((x >> 24) & 0x80u);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u)
+        return (uint8_t)(sign | nan);
+    if (ax > overflow_above)
+        return (uint8_t)(sign | overflow);
+    int shift = 23 - man;
+    if (ax >= (uint32_t)(128 - bias) << 23) { /* normal: rebias, round at bit `shift` */
+        uint32_t odd = (ax >> shift) & 1u;
+        ax += ((uint32_t)(bias - 127) << 23) + (1u << (shift - 1)) - 1u + odd;
+        return (uint8_t)(sign | (ax >> shift));
+    }
+    if (ax <= (uint32_t)(127 - bias - man) << 23) /* <= half the smallest subnormal: zero */
+        return sign;
+    /* subnormal: value = m * 2^(e-150), in units of 2^(1-bias-man) that is m >> sh */
+    uint32_t e = ax >> 23;
+    uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+    uint32_t sh = (uint32_t)(151 - bias - man) - e;
+    uint32_t q = m >> sh;
+    uint32_t rem = m & ((1u << sh) - 1u);
+    uint32_t halfway = 1u << (sh - 1u);
+    if (rem > halfway || (rem == halfway && (q & 1u)))
+        q++;
+    return (uint8_t)(sign | q);
+}
+
+static inline AMP_HD uint8_t e4m3fn_from_float(float f)
+{
+    return fp8_from_float(f, FORMAT_FLOAT8_E4M3FN_MAN_BITS, FORMAT_FLOAT8_E4M3FN_BIAS,
+                          FORMAT_FLOAT8_E4M3FN_OVERFLOW_ABOVE, FORMAT_FLOAT8_E4M3FN_NAN_PATTERN,
+                          FORMAT_FLOAT8_E4M3FN_NAN_PATTERN);
+}
+
+static inline AMP_HD uint8_t e5m2_from_float(float f)
+{
+    return fp8_from_float(f, FORMAT_FLOAT8_E5M2_MAN_BITS, FORMAT_FLOAT8_E5M2_BIAS,
+                          FORMAT_FLOAT8_E5M2_OVERFLOW_ABOVE, FORMAT_FLOAT8_E5M2_INF_PATTERN,
+                          FORMAT_FLOAT8_E5M2_NAN_PATTERN);
+}
+
+static inline AMP_HD float float_from_e4m3fn(uint8_t b)
+{
+    uint32_t sign = (uint32_t)(b & 0x80u) << 24;
+    uint32_t e = (b >> 3) & 0xfu, m = b & 0x7u;
+    if ((b & 0x7fu) == FORMAT_FLOAT8_E4M3FN_NAN_PATTERN)
+        return bits_float(sign | 0x7fc00000u);
+    if (e == 0) { /* zero or subnormal: m * 2^-9, exact */
+        float v = (float)m * FORMAT_FLOAT8_E4M3FN_SMALLEST_SUBNORMAL;
+        return sign ? -v : v;
+    }
+    return bits_float(sign | ((e + 120u) << 23) | (m << 20));
+}
+
+/* e5m2 is float16's top byte: every e5m2 value is a float16 */
+static inline AMP_HD float float_from_e5m2(uint8_t b) { return float_from_half((uint16_t)(b << 8)); }
+
+/*
  * float_from_half(half_from_float(x)) without a branch, so that loops over it vectorise:
  * x plus and minus a power of two c whose float32 ulp is float16's ulp at x's magnitude
  * (2^-24 below 2^-14, else 2^(e-10)), so that float32's own round to nearest even rounds
@@ -140,7 +208,7 @@ static inline AMP_HD float half_round(float x)
 }
 
 /* ---- the per-element codecs: one branch per number format (see the top of the file) ---- */
-static_assert(DTYPE_COUNT == 4, "a new dtype: give round_to, load_as_float and store_from_float "
+static_assert(DTYPE_COUNT == 6, "a new dtype: give round_to, load_as_float and store_from_float "
                                 "its branch, then count it here");
 
 /* The value a float32 `x` becomes when stored in dt and read back (dt float32: x itself). */
@@ -152,10 +220,14 @@ static inline AMP_HD float round_to(float x, dtype dt)
         return float_from_bf16(bf16_from_float(x));
     if (dt == DTYPE_FLOAT32)
         return x;
+    if (dt == DTYPE_FLOAT8_E4M3FN)
+        return float_from_e4m3fn(e4m3fn_from_float(x));
+    if (dt == DTYPE_FLOAT8_E5M2)
+        return float_from_e5m2(e5m2_from_float(x));
     return not_a_format("round_to", dt);
 }
 
-/* The value of a stored bit pattern p of dtype dt (float16 and bfloat16 in its low 16 bits). */
+/* The value of a stored bit pattern p of dtype dt (16- and 8-bit formats in its low bits). */
 static inline AMP_HD float float_from_pattern(uint32_t p, dtype dt)
 {
     switch (dt) {
@@ -165,6 +237,10 @@ static inline AMP_HD float float_from_pattern(uint32_t p, dtype dt)
         return float_from_half((uint16_t)p);
     case DTYPE_BFLOAT16:
         return float_from_bf16((uint16_t)p);
+    case DTYPE_FLOAT8_E4M3FN:
+        return float_from_e4m3fn((uint8_t)p);
+    case DTYPE_FLOAT8_E5M2:
+        return float_from_e5m2((uint8_t)p);
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;
@@ -172,7 +248,7 @@ static inline AMP_HD float float_from_pattern(uint32_t p, dtype dt)
     return not_a_format("float_from_pattern", dt);
 }
 
-/* Element i of a buffer of dtype dt (float32, float16 or bfloat16), as float32 (exact). */
+/* Element i of a buffer of dtype dt (a number format), as float32 (exact). */
 static inline AMP_HD float load_as_float(const void *p, dtype dt, int64_t i)
 {
     if (dt == DTYPE_FLOAT16)
@@ -181,6 +257,10 @@ static inline AMP_HD float load_as_float(const void *p, dtype dt, int64_t i)
         return float_from_bf16(((const uint16_t *)p)[i]);
     if (dt == DTYPE_FLOAT32)
         return ((const float *)p)[i];
+    if (dt == DTYPE_FLOAT8_E4M3FN)
+        return float_from_e4m3fn(((const uint8_t *)p)[i]);
+    if (dt == DTYPE_FLOAT8_E5M2)
+        return float_from_e5m2(((const uint8_t *)p)[i]);
     return not_a_format("load_as_float", dt);
 }
 
@@ -200,6 +280,16 @@ static inline AMP_HD float store_from_float(void *p, dtype dt, int64_t i, float 
     if (dt == DTYPE_FLOAT32) {
         ((float *)p)[i] = x;
         return x;
+    }
+    if (dt == DTYPE_FLOAT8_E4M3FN) {
+        uint8_t b = e4m3fn_from_float(x);
+        ((uint8_t *)p)[i] = b;
+        return float_from_e4m3fn(b);
+    }
+    if (dt == DTYPE_FLOAT8_E5M2) {
+        uint8_t b = e5m2_from_float(x);
+        ((uint8_t *)p)[i] = b;
+        return float_from_e5m2(b);
     }
     return not_a_format("store_from_float", dt);
 }
@@ -241,7 +331,7 @@ typedef struct round_counts {
     int64_t zeros;      /* post == 0 */
     int64_t underflow;  /* pre finite and non-zero, post == 0 */
     int64_t subnormal;  /* post non-zero and below dt's smallest normal */
-    int64_t overflow;   /* pre finite, post infinite */
+    int64_t overflow;   /* pre finite, post infinite, or NaN in a format without infinities */
     int64_t nan;        /* post is NaN */
     float amax;         /* max |post| over non-NaN values (0 when none) */
     float amin_nonzero; /* min |post| over non-zero non-NaN values (+inf when none) */
@@ -256,6 +346,10 @@ static inline AMP_HD float dtype_min_normal(dtype dt)
         return FORMAT_FLOAT16_SMALLEST_NORMAL;
     case DTYPE_BFLOAT16:
         return FORMAT_BFLOAT16_SMALLEST_NORMAL;
+    case DTYPE_FLOAT8_E4M3FN:
+        return FORMAT_FLOAT8_E4M3FN_SMALLEST_NORMAL;
+    case DTYPE_FLOAT8_E5M2:
+        return FORMAT_FLOAT8_E5M2_SMALLEST_NORMAL;
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;
@@ -275,8 +369,10 @@ static inline AMP_HD void round_tally(round_counts *c, float pre, float post, fl
 {
     uint32_t apre = float_bits(pre) & 0x7fffffffu;
     uint32_t apost = float_bits(post) & 0x7fffffffu;
-    if (apost > 0x7f800000u) {
+    if (apost > 0x7f800000u) { /* from a finite pre only in a format without inf: overflow */
         c->nan++;
+        if (apre < 0x7f800000u)
+            c->overflow++;
         return;
     }
     float a = bits_float(apost);

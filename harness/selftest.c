@@ -260,6 +260,10 @@ static uint32_t dtype_bits(float v, dtype dt)
         return half_from_float(v);
     case DTYPE_BFLOAT16:
         return bf16_from_float(v);
+    case DTYPE_FLOAT8_E4M3FN:
+        return e4m3fn_from_float(v);
+    case DTYPE_FLOAT8_E5M2:
+        return e5m2_from_float(v);
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;

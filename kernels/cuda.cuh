@@ -108,6 +108,10 @@ static inline cudaDataType_t cuda_data_type(dtype dt)
         return FORMAT_FLOAT16_CUBLAS;
     case DTYPE_BFLOAT16:
         return FORMAT_BFLOAT16_CUBLAS;
+    case DTYPE_FLOAT8_E4M3FN:
+        return FORMAT_FLOAT8_E4M3FN_CUBLAS;
+    case DTYPE_FLOAT8_E5M2:
+        return FORMAT_FLOAT8_E5M2_CUBLAS;
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;
@@ -124,6 +128,10 @@ static inline cudnnDataType_t cudnn_data_type(dtype dt)
         return FORMAT_FLOAT16_CUDNN;
     case DTYPE_BFLOAT16:
         return FORMAT_BFLOAT16_CUDNN;
+    case DTYPE_FLOAT8_E4M3FN:
+        return FORMAT_FLOAT8_E4M3FN_CUDNN;
+    case DTYPE_FLOAT8_E5M2:
+        return FORMAT_FLOAT8_E5M2_CUDNN;
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;

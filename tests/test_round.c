@@ -257,3 +257,14 @@ Test(round, this_processor_runs_its_best_level_and_the_baseline)
                 cpu_isa_runs(CPU_ISA_AVX2) ? ", avx2" : "",
                 cpu_isa_runs(CPU_ISA_AVX512) ? ", avx512" : "");
 }
+
+/* the float8 formats (harness/cpu/round.c's count_lanes8) against half.h, the same ways */
+Test(round, float8_e4m3fn_store_and_counts_match_half_h) { check_dtype(DTYPE_FLOAT8_E4M3FN); }
+Test(round, float8_e5m2_store_and_counts_match_half_h) { check_dtype(DTYPE_FLOAT8_E5M2); }
+Test(round, float8_e4m3fn_counts_of_a_tensors_usual_spread) { check_spread(DTYPE_FLOAT8_E4M3FN); }
+Test(round, float8_e5m2_counts_of_a_tensors_usual_spread) { check_spread(DTYPE_FLOAT8_E5M2); }
+Test(round, every_isa_level_counts_float8_e4m3fn_as_half_h)
+{
+    check_levels_of(DTYPE_FLOAT8_E4M3FN);
+}
+Test(round, every_isa_level_counts_float8_e5m2_as_half_h) { check_levels_of(DTYPE_FLOAT8_E5M2); }

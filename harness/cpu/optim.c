@@ -66,6 +66,8 @@ update(const optim_config *cfg, const optim_hyper *h, dtype dt, int ns, int64_t 
     case DTYPE_BFLOAT16:
         update_loop(cfg, h, dt, ns, n, b); /* the rarer dtype */
         return;
+    case DTYPE_FLOAT8_E4M3FN: /* never a parameter's dtype: the case parser refuses it */
+    case DTYPE_FLOAT8_E5M2:
     case DTYPE_INT64:
     case DTYPE_COUNT:
         not_a_format("optimizer step", dt);

@@ -51,6 +51,11 @@ void cpu_round(float *v, int64_t n, dtype dt)
         for (int64_t i = 0; i < n; i++)
             v[i] = round_to(v[i], DTYPE_BFLOAT16);
         return;
+    case DTYPE_FLOAT8_E4M3FN:
+    case DTYPE_FLOAT8_E5M2:
+        for (int64_t i = 0; i < n; i++)
+            v[i] = round_to(v[i], dt);
+        return;
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;
@@ -83,6 +88,11 @@ static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int
         return;
     case DTYPE_BFLOAT16:
         store_bf16(pre, (uint16_t *)dst + off, n);
+        return;
+    case DTYPE_FLOAT8_E4M3FN:
+    case DTYPE_FLOAT8_E5M2:
+        for (int64_t i = 0; i < n; i++)
+            store_from_float(dst, dt, off + i, pre[i]);
         return;
     case DTYPE_INT64:
     case DTYPE_COUNT:
@@ -168,6 +178,47 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
             c->overflow += (p == inf) & (a < 0x7f800000u);
             c->nan += p > inf;
             c->pmax = p <= inf && p > c->pmax ? p : c->pmax;
+        }
+    }
+}
+
+/*
+ * count_lanes for a float8 store (one byte a value, read from dst). With infinities (e5m2)
+ * the patterns order as IEEE's, `special` is +inf's and the NaNs lie above it; without
+ * (e4m3fn) `special` is the only NaN, S.1111.111, and a finite pre stored as it overflowed
+ * (format.h: such a NaN counts in both overflow and nan). The float32 and 16-bit paths
+ * above stay as they were.
+ */
+static inline __attribute__((always_inline)) void count_lanes8(const float *pre, const void *dst,
+                                                               int64_t off, int n, bool has_inf,
+                                                               uint32_t special, uint32_t norm,
+                                                               bit_counts *c, uint8_t *restrict ex)
+{
+    const uint8_t *b = (const uint8_t *)dst + off;
+    uint32_t top = has_inf ? special : special - 1u; /* the largest non-NaN pattern */
+    uint32_t zeros = 0, sub = 0, pz = 0, pmax = 0, pmin = UINT32_MAX;
+    for (int i = 0; i < n; i++) {
+        uint32_t p = b[i] & 0x7fu;
+        uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
+        zeros += p == 0;
+        sub += p - 1u < norm - 1u;
+        pmax = p > pmax ? p : pmax;
+        uint32_t nonzero = p | (0u - (p - 1u >= top)); /* 1 <= p <= top, else all ones */
+        pmin = nonzero < pmin ? nonzero : pmin;
+        pz += a == 0;
+        ex[i] = (uint8_t)(a >> 23);
+    }
+    c->zeros += zeros, c->subnormal += sub, c->pre_zeros += pz;
+    c->pmax = pmax > c->pmax ? pmax : c->pmax;
+    c->pmin = pmin < c->pmin ? pmin : c->pmin;
+    if (c->pmax >= special) { /* an inf or a NaN: looked at again, as count_lanes does */
+        c->pmax = 0;
+        for (int i = 0; i < n; i++) {
+            uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = b[i] & 0x7fu;
+            bool nan = has_inf ? p > special : p == special;
+            c->overflow += (p == special) & (a < 0x7f800000u);
+            c->nan += nan;
+            c->pmax = !nan && p > c->pmax ? p : c->pmax;
         }
     }
 }
@@ -267,6 +318,11 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
     case DTYPE_FLOAT16:
     case DTYPE_BFLOAT16:
         count_lanes(pre, dst, false, off, n, f->inf_pattern, f->min_normal_pattern, c, ex);
+        break;
+    case DTYPE_FLOAT8_E4M3FN:
+    case DTYPE_FLOAT8_E5M2:
+        count_lanes8(pre, dst, off, n, f->has_inf, f->has_inf ? f->inf_pattern : f->nan_pattern,
+                     f->min_normal_pattern, c, ex);
         break;
     case DTYPE_INT64:
     case DTYPE_COUNT:
