@@ -407,7 +407,12 @@ int parse_choice(parse_ctx *c, entry *e, const char *s, const char *what, const 
     int k = find_name(names, n, s);
     if (k < 0) {
         char *list = join_names(names, n, " or ");
-        err_at(c, e, "bad value '%s' for %s: expected %s", s, what, list);
+        const char *near = closest(s, names, n);
+        if (near)
+            err_at(c, e, "bad value '%s' for %s: expected %s; did you mean '%s'?", s, what, list,
+                   near);
+        else
+            err_at(c, e, "bad value '%s' for %s: expected %s", s, what, list);
         free(list);
     }
     return k;
