@@ -261,10 +261,25 @@ static void shape_str(int ndim, const int64_t *shape, char *buf, size_t len)
         snprintf(buf, len, "scalar");
 }
 
+/* Why a data file's first dim is more than batch, or "" */
+static const char *samples_note(const case_config *cfg)
+{
+    static char note[160];
+    note[0] = '\0';
+    if (cfg->accumulate > 1)
+        snprintf(note, sizeof note,
+                 " (accumulate = %" PRId64 " micro-batches of batch %" PRId64 ")", cfg->accumulate,
+                 cfg->batch);
+    else if (cfg->world_size > 1)
+        snprintf(note, sizeof note, " (world_size = %" PRId64 " ranks of batch %" PRId64 ")",
+                 cfg->world_size, cfg->batch);
+    return note;
+}
+
 /* Reads an .npy file a key names and checks it holds what the key needs: float data of the
  * given shape, or (labels) int64 class indices in [0, classes). */
 static void check_npy(parse_ctx *c, entry *e, const char *path, int ndim, const int64_t *shape,
-                      int64_t classes)
+                      int64_t classes, const char *note)
 {
     npy_array a;
     char err[600], got[128], want[128];
@@ -278,7 +293,7 @@ static void check_npy(parse_ctx *c, entry *e, const char *path, int ndim, const 
     shape_str(a.ndim, a.shape, got, sizeof got);
     shape_str(ndim, shape, want, sizeof want);
     if (!same) {
-        err_at(c, e, "%s: shape %s, expected %s", path, got, want);
+        err_at(c, e, "%s: shape %s, expected %s%s", path, got, want, note);
     } else if (classes > 0 && a.dt != DTYPE_INT64) {
         err_at(c, e, "%s: %s values, expected int64 class labels ('<i8')", path, dtype_name(a.dt));
     } else if (classes == 0 && a.dt == DTYPE_INT64) {
@@ -327,15 +342,18 @@ static void check_files(parse_ctx *c)
             int n = layer_def_of(l->kind)->params(l, ps);
             for (int p = 0; p < n; p++)
                 if (strcmp(ps[p].name, dot + 1) == 0)
-                    check_npy(c, e, in->path, ps[p].ndim, ps[p].shape, 0);
+                    check_npy(c, e, in->path, ps[p].ndim, ps[p].shape, 0, "");
         }
     }
-    int64_t shape[4] = {cfg->batch};
+    /* a data file holds every micro-batch of every rank: accumulate x world_size x batch
+     * samples (model_file_rows says which rows each takes) */
+    int64_t shape[4] = {cfg->batch * (cfg->accumulate > 1 ? cfg->accumulate : 1) *
+                        (cfg->world_size > 1 ? cfg->world_size : 1)};
     entry *ie = find_entry(c, SEC_DATA, "input");
     if (cfg->input == INPUT_FILE && ie && !ie->failed) {
         memcpy(shape + 1, cfg->sample_shape, sizeof(int64_t) * (size_t)cfg->sample_ndim);
         check_npy(c, ie, cfg->input_path, cfg->sample_ndim + 1, shape,
-                  cfg->input_tokens ? token_vocab(cfg) : 0);
+                  cfg->input_tokens ? token_vocab(cfg) : 0, samples_note(cfg));
     }
     entry *te = find_entry(c, SEC_DATA, "target");
     const layer_spec *last = &cfg->layers[cfg->n_layers - 1];
@@ -343,10 +361,10 @@ static void check_files(parse_ctx *c)
         if (loss_def_of(cfg->loss)->class_target) {
             memcpy(shape + 1, last->out_shape, sizeof(int64_t) * (size_t)(last->out_ndim - 1));
             check_npy(c, te, cfg->target_path, last->out_ndim, shape,
-                      last->out_shape[last->out_ndim - 1]);
+                      last->out_shape[last->out_ndim - 1], samples_note(cfg));
         } else {
             memcpy(shape + 1, last->out_shape, sizeof(int64_t) * (size_t)last->out_ndim);
-            check_npy(c, te, cfg->target_path, last->out_ndim + 1, shape, 0);
+            check_npy(c, te, cfg->target_path, last->out_ndim + 1, shape, 0, samples_note(cfg));
         }
     }
 }

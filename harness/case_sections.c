@@ -390,13 +390,6 @@ static void train_checks(parse_ctx *c)
     if (e && cfg->delay_unscale && !cfg->master_weights)
         err_at(c, e, "delay_unscale = yes needs [precision] master_weights = yes (without "
                      "master weights .grad always accumulates in its own dtype)");
-    e = find_entry(c, SEC_TRAIN, "accumulate");
-    if (e && cfg->accumulate > 1 && cfg->input == INPUT_FILE)
-        err_at(c, e, "accumulate > 1 with [data] input = file is not supported: the micro-batches "
-                     "are drawn from the seed");
-    if (e && cfg->accumulate > 1 && cfg->target == TARGET_FILE)
-        err_at(c, e, "accumulate > 1 with [data] target = file is not supported: the "
-                     "micro-batches are drawn from the seed");
     static const char *const needs_clip[] = {"norm_type", "error_if_nonfinite"};
     for (int i = 0; i < 2; i++)
         if ((e = find_entry(c, SEC_TRAIN, needs_clip[i])) && cfg->clip_grad_norm == 0)

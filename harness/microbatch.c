@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "layers/layer.h"
+#include "model.h"
 #include "rng.h"
 
 /* the streams of micro-batch k: apart from model.c's (parameters 1.., data 1 << 20 ..) */
@@ -16,6 +17,7 @@ static uint64_t micro_stream(int64_t k, int which)
 
 typedef struct micro_job {
     run *r;
+    const char *path; /* the [data] file the values come from, or NULL: drawn */
     const tensor *t;
     int64_t k;
     int which;       /* STREAM_MICRO_INPUT, _TARGET or _LABELS */
@@ -27,13 +29,19 @@ static void *micro_values(void *ctx)
     const micro_job *j = ctx;
     const tensor *t = j->t;
     uint64_t seed = j->r->cfg->seed;
-    float *v = malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1));
+    if (j->path && t->dtype == DTYPE_INT64)
+        return model_file_rows(j->r, j->path, j->k, t, true);
+    float *v = j->path ? model_file_rows(j->r, j->path, j->k, t, false)
+                       : malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1));
     void *buf = malloc((size_t)(tensor_bytes(t) ? tensor_bytes(t) : 1));
     if (!v || !buf) {
         free(v), free(buf);
         run_fail(j->r, "out of host memory for micro-batch %lld's %s", (long long)j->k, t->name);
     }
-    if (j->which == STREAM_MICRO_LABELS) { /* as model.c draws labels: floor(u * classes) */
+    if (j->path) {
+        for (int64_t i = 0; i < t->numel; i++)
+            store_from_float(buf, t->dtype, i, v[i]);
+    } else if (j->which == STREAM_MICRO_LABELS) { /* as model.c draws labels: floor(u * classes) */
         rng_fill_uniform(seed, micro_stream(j->k, j->which), v, t->numel, 0.0, 1.0);
         for (int64_t i = 0; i < t->numel; i++) {
             int64_t c = (int64_t)((double)v[i] * (double)j->classes);
@@ -51,7 +59,12 @@ static void *micro_values(void *ctx)
 tensor *microbatch_input(run *r, int64_t k, const tensor *like)
 {
     tensor *x = run_tensor(r, "input", like->dtype, like->ndim, like->shape, MEM_INPUTS);
-    micro_job j = {.r = r, .t = x, .k = k, .which = STREAM_MICRO_INPUT};
+    const case_config *cfg = r->cfg;
+    micro_job j = {.r = r,
+                   .path = cfg->input == INPUT_FILE ? cfg->input_path : NULL,
+                   .t = x,
+                   .k = k,
+                   .which = STREAM_MICRO_INPUT};
     r->be->upload_values(r->be, x->data, tensor_bytes(x), micro_values, &j);
     return x;
 }
@@ -64,9 +77,13 @@ tensor *microbatch_target(run *r, int64_t k, const tensor *out)
     dtype dt = labels                             ? DTYPE_INT64
                : cfg->target == TARGET_RANDN_LIKE ? out->dtype
                                                   : DTYPE_FLOAT32;
-    tensor *y = run_tensor(r, "target", dt, labels ? 1 : out->ndim,
-                           labels ? &cfg->batch : out->shape, MEM_INPUTS);
+    bool file = cfg->target == TARGET_FILE;
+    /* a file's labels are shaped as model_target's: out's shape less the classes */
+    int ndim = labels ? (file ? out->ndim - 1 : 1) : out->ndim;
+    tensor *y =
+        run_tensor(r, "target", dt, ndim, labels && !file ? &cfg->batch : out->shape, MEM_INPUTS);
     micro_job j = {.r = r,
+                   .path = file ? cfg->target_path : NULL,
                    .t = y,
                    .k = k,
                    .which = labels ? STREAM_MICRO_LABELS : STREAM_MICRO_TARGET,

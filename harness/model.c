@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "distributed.h"
 #include "npy.h"
 
 /* What a tensor's values are made from, when the backend asks for them (upload_values:
@@ -187,18 +188,46 @@ static double init_bound(const layer_param *p)
     return 0.0;
 }
 
-/* int64 class labels or token ids of an .npy file (checked when the case was loaded) */
-static int64_t *read_ids(run *r, const char *path, int64_t n)
+/* The rows of a [data] file that micro-batch k of this rank takes (checked when the case was
+ * loaded: the file holds accumulate x world_size x batch samples; one of the two is 1).
+ * Local sample i is file row (k * batch + i) * world_size + rank: micro-batch k takes
+ * samples [k * batch, (k + 1) * batch), and rank r of W takes r, r + W, ... as PyTorch's
+ * DistributedSampler(shuffle=False) does (torch/utils/data/distributed.py:
+ * indices[self.rank:self.total_size:self.num_replicas]). Returns int64 ids (ids) or
+ * float32 values, malloc'd, with t's numel. */
+void *model_file_rows(run *r, const char *path, int64_t k, const tensor *t, bool ids)
 {
+    const case_config *cfg = r->cfg;
+    int64_t world = cfg->world_size > 1 ? cfg->world_size : 1;
+    int64_t rank = world > 1 ? distributed_rank() : 0;
+    int64_t rows = t->shape[0], row = rows ? t->numel / rows : 0;
+    int64_t file_rows = rows * (cfg->accumulate > 1 ? cfg->accumulate : 1) * world;
     npy_array a;
     char err[512];
     if (npy_read(path, &a, NULL, err, sizeof err))
         run_fail(r, "%s", err);
-    if (a.dt != DTYPE_INT64 || a.numel != n) {
+    if ((a.dt == DTYPE_INT64) != ids || a.ndim < 1 || a.shape[0] != file_rows ||
+        a.numel != file_rows * row) {
         npy_free(&a);
-        run_fail(r, "%s: expected %lld int64 values", path, (long long)n);
+        run_fail(r, "%s: expected %lld %s samples of %lld values", path, (long long)file_rows,
+                 ids ? "int64" : "float", (long long)row);
     }
-    return a.data; /* malloc'd by npy_read */
+    void *out = malloc((ids ? sizeof(int64_t) : sizeof(float)) * (size_t)(t->numel ? t->numel : 1));
+    if (!out) {
+        npy_free(&a);
+        run_fail(r, "out of host memory reading %s", path);
+    }
+    for (int64_t i = 0; i < rows; i++) {
+        int64_t from = ((k * rows + i) * world + rank) * row;
+        for (int64_t j = 0; j < row; j++) {
+            if (ids)
+                ((int64_t *)out)[i * row + j] = ((const int64_t *)a.data)[from + j];
+            else
+                ((float *)out)[i * row + j] = load_as_float(a.data, a.dt, from + j);
+        }
+    }
+    npy_free(&a);
+    return out;
 }
 
 /* the input's values (its file's, or the seed's normal), and with them the target's */
@@ -209,14 +238,14 @@ static void *input_values(void *ctx)
     const tensor *t = j->t;
     float *v;
     if (cfg->input_tokens) {
-        void *ids = cfg->input == INPUT_FILE ? read_ids(j->r, cfg->input_path, t->numel)
-                                             : draw_ids(j->r, STREAM_INPUT, t->numel, cfg->vocab,
-                                                        "the token ids");
+        void *ids = cfg->input == INPUT_FILE
+                        ? model_file_rows(j->r, cfg->input_path, 0, t, true)
+                        : draw_ids(j->r, STREAM_INPUT, t->numel, cfg->vocab, "the token ids");
         draw_target(j->r, j->m);
         return ids;
     }
     if (cfg->input == INPUT_FILE) {
-        v = read_npy_f32(j->r, cfg->input_path, 0, t->ndim, t->shape);
+        v = model_file_rows(j->r, cfg->input_path, 0, t, false);
     } else {
         v = host_floats(j->r, t->numel, "the input");
         rng_fill_normal(cfg->seed, STREAM_INPUT, v, t->numel);
@@ -260,14 +289,14 @@ static void *target_values(void *ctx)
     const case_config *cfg = j->r->cfg;
     model *m = j->m;
     if (j->t->dtype == DTYPE_INT64) {
-        int64_t *l = cfg->target == TARGET_FILE ? read_ids(j->r, cfg->target_path, j->t->numel)
-                                                : m->labels;
+        int64_t *l = cfg->target == TARGET_FILE
+                         ? model_file_rows(j->r, cfg->target_path, 0, j->t, true)
+                         : m->labels;
         m->labels = NULL;
         return l;
     }
-    float *v = cfg->target == TARGET_FILE
-                   ? read_npy_f32(j->r, cfg->target_path, 0, j->t->ndim, j->t->shape)
-                   : m->target_values;
+    float *v = cfg->target == TARGET_FILE ? model_file_rows(j->r, cfg->target_path, 0, j->t, false)
+                                          : m->target_values;
     m->target_values = NULL;
     return in_dtype(j, v);
 }

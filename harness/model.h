@@ -30,6 +30,9 @@ typedef struct model {
 void model_init(run *r, model *m);
 /* The target, drawn the first time it is asked for (out: the model's output). */
 tensor *model_target(run *r, model *m, const tensor *out);
+/* Micro-batch k's rows of this rank of the [data] file at path for tensor t (t's shape:
+ * batch rows): int64 values when ids, else float32 values; malloc'd, t->numel of them. */
+void *model_file_rows(run *r, const char *path, int64_t k, const tensor *t, bool ids);
 /* Frees the drawn values not uploaded yet (a run that ended early). */
 void model_free_host(model *m);
 /* Runs the layers on the input; returns a new reference to the output. */

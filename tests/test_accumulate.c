@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../harness/npy.h"
 #include "../harness/optimizer.h"
 #include "helpers.h"
 
@@ -232,5 +233,98 @@ Test(accumulate, json_names_the_keys)
               "%s", buf);
     free(buf);
     free(cfg);
+    rm_rf(dir);
+}
+
+/* a float32 or int64 .npy in dir, values v (numel of them) */
+static void write_npy(const char *dir, const char *name, dtype dt, int ndim, const int64_t *shape,
+                      const void *v)
+{
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(npy_write(path, dt, ndim, shape, v, err, sizeof err), 0, "%s", err);
+}
+
+/* steps.csv's step-0 loss of case NAME with [data] input = IN, target = TGT */
+static double file_case_loss(const char *dir, const char *name, const char *in, const char *tgt,
+                             int accumulate)
+{
+    char text[1024], file[64], path[512], out[512], loss[64];
+    snprintf(text, sizeof text,
+             "[case]\nname = %s\n[model]\nfc1 = linear 3 -> 5\nrelu = relu\nfc2 = linear 5 -> 4\n"
+             "[data]\nbatch = 2\ninput = file %s/%s\ntarget = file %s/%s\n"
+             "[train]\nloss = cross_entropy\noptimizer = sgd\nsteps = 1\naccumulate = %d\n",
+             name, dir, in, dir, tgt, accumulate);
+    snprintf(file, sizeof file, "%s.case", name);
+    write_file(dir, file, text, path, sizeof path);
+    snprintf(out, sizeof out, "%s/out", dir);
+    case_result res;
+    run_case_file(path, out, &res, NULL);
+    cr_assert(res.ok, "%s: %s", name, res.error);
+    steps_column(out, name, "loss", loss, sizeof loss);
+    return atof(loss);
+}
+
+/* accumulate = 2 over a file of 2 x batch samples: micro-batch k takes samples
+ * [k * batch, (k + 1) * batch), so the step's loss, sum of each loss / 2, is the mean of
+ * the two single-batch cases' losses on the halves (which differ: reading a half twice, or
+ * the rows interleaved, gives another value) */
+Test(accumulate, micro_batches_take_consecutive_rows_of_the_data_files, .timeout = 60)
+{
+    char dir[256];
+    make_temp_dir(dir, sizeof dir);
+    const float x[4][3] = {
+        {1.5f, -2.0f, 0.25f}, {-0.5f, 1.0f, 3.0f}, {2.5f, 0.5f, -1.5f}, {-3.0f, -1.0f, 0.75f}};
+    const int64_t y[4] = {0, 3, 1, 2};
+    write_npy(dir, "x.npy", DTYPE_FLOAT32, 2, (int64_t[]){4, 3}, x);
+    write_npy(dir, "y.npy", DTYPE_INT64, 1, (int64_t[]){4}, y);
+    write_npy(dir, "x0.npy", DTYPE_FLOAT32, 2, (int64_t[]){2, 3}, x[0]);
+    write_npy(dir, "y0.npy", DTYPE_INT64, 1, (int64_t[]){2}, y);
+    write_npy(dir, "x1.npy", DTYPE_FLOAT32, 2, (int64_t[]){2, 3}, x[2]);
+    write_npy(dir, "y1.npy", DTYPE_INT64, 1, (int64_t[]){2}, y + 2);
+    double both = file_case_loss(dir, "both", "x.npy", "y.npy", 2);
+    double l0 = file_case_loss(dir, "half0", "x0.npy", "y0.npy", 1);
+    double l1 = file_case_loss(dir, "half1", "x1.npy", "y1.npy", 1);
+    cr_expect(fabs(l0 - l1) > 1e-3, "the halves' losses differ: %.9g %.9g", l0, l1);
+    /* steps.csv prints 8 significant digits */
+    cr_expect(fabs(both - (l0 + l1) / 2) < 1e-6 * both, "%.9g against %.9g + %.9g halved", both, l0,
+              l1);
+    rm_rf(dir);
+}
+
+/* at check time a data file must hold accumulate x batch samples */
+Test(accumulate, data_files_hold_every_micro_batch)
+{
+    char dir[256], text[1024];
+    make_temp_dir(dir, sizeof dir);
+    const float x[8 * 8] = {0};
+    const int64_t y[8] = {0};
+    write_npy(dir, "x4.npy", DTYPE_FLOAT32, 2, (int64_t[]){4, 8}, x);
+    write_npy(dir, "x8.npy", DTYPE_FLOAT32, 2, (int64_t[]){8, 8}, x);
+    write_npy(dir, "y4.npy", DTYPE_INT64, 1, (int64_t[]){4}, y);
+    write_npy(dir, "y8.npy", DTYPE_INT64, 1, (int64_t[]){8}, y);
+    static const char model[] = "[model]\nfc1 = linear 8 -> 16\nrelu = relu\nfc2 = linear 16 -> 4\n"
+                                "[data]\nbatch = 4\n";
+    snprintf(text, sizeof text,
+             "%sinput = file %s/x8.npy\ntarget = file %s/y8.npy\n"
+             "[train]\naccumulate = 2\n",
+             model, dir, dir);
+    cr_expect_eq(load_errors(text, ""), 0);
+    snprintf(text, sizeof text,
+             "%sinput = file %s/x4.npy\ntarget = file %s/y8.npy\n"
+             "[train]\naccumulate = 2\n",
+             model, dir, dir);
+    cr_expect_eq(load_errors(text, "t.case:7: " /* the input key's line */), 1);
+    cr_expect_eq(load_errors(text, "x4.npy: shape 4x8, expected 8x8 (accumulate = 2 "
+                                   "micro-batches of batch 4)"),
+                 1);
+    snprintf(text, sizeof text,
+             "%sinput = file %s/x8.npy\ntarget = file %s/y4.npy\n"
+             "[train]\naccumulate = 2\n",
+             model, dir, dir);
+    cr_expect_eq(load_errors(text, "t.case:8: "), 1);
+    cr_expect_eq(
+        load_errors(text, "y4.npy: shape 4, expected 8 (accumulate = 2 micro-batches of batch 4)"),
+        1);
     rm_rf(dir);
 }
