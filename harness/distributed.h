@@ -3,7 +3,8 @@
  *
  * A case with `world_size = N` (N > 1) runs as N processes of bin/ampscope started by
  * mpirun (distributed_launch.c: `ampscope run` starts it itself). Every rank starts from
- * rank 0's parameters (MPI_Bcast), draws its own data as the case with seed + rank would,
+ * rank 0's parameters (MPI_Bcast), draws its own data as the case with seed + rank would
+ * (or takes rows rank, rank + N, ... of the [data] files: model_file_rows),
  * runs forward and backward, and its parameters' gradients are all-reduced by the engine
  * (MPI_Allreduce; distributed_mpi.c) under the case's communication policy
  * (distributed_policy.c): the dtype each gradient travels in, and where it is divided by

@@ -84,9 +84,6 @@ void parse_distributed_section(parse_ctx *c)
         err_at(c, e, "world_size > 1 with [train] accumulate > 1 is not supported: the "
                      "all-reduce runs after each micro-batch's backward (DDP's no_sync is not "
                      "modelled)");
-    if (cfg->input == INPUT_FILE || cfg->target == TARGET_FILE)
-        err_at(c, e, "world_size > 1 with [data] input or target = file is not supported yet: "
-                     "each rank draws its data from seed + rank");
 }
 
 void distributed_write_json(const case_config *cfg, FILE *f)

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "../harness/distributed.h"
+#include "../harness/npy.h"
 #include "../kernels/nccl_allreduce.h"
 #include "helpers.h"
 
@@ -220,7 +221,110 @@ Test(distributed, two_rank_case_files_and_a_rank_failing_mid_step, .timeout = 12
     cr_expect_str_eq(now, old, "the earlier results kept");
     rm_rf(dir);
 }
+/* a float32 or int64 .npy in dir */
+static void write_npy(const char *dir, const char *name, dtype dt, int ndim, const int64_t *shape,
+                      const void *v)
+{
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(npy_write(path, dt, ndim, shape, v, err, sizeof err), 0, "%s", err);
+}
+
+/* the amax of tensor `name` at step 0 in a tensors.csv or (rank >= 0) ranks.csv */
+static double amax_of(const char *file, const char *name, const char *rank)
+{
+    csv c;
+    cr_assert(csv_read(file, &c), "no %s", file);
+    char **row = rank ? csv_find(&c, "tensor", name, "rank", rank, "step", "0")
+                      : csv_find(&c, "tensor", name, "step", "0", NULL, NULL);
+    cr_assert_not_null(row, "%s: no %s", file, name);
+    double a = atof(row[csv_col(&c, "amax")]);
+    csv_free(&c);
+    return a;
+}
+
+/* world_size = 2 over files of batch x 2 samples: rank r takes rows r, r + 2 (the
+ * DistributedSampler's stride), so its local gradient is a one-process case's on those rows
+ * (the same parameters: rank 0's, the seed's); a contiguous split would give others */
+Test(distributed, ranks_take_strided_rows_of_the_data_files, .timeout = 120)
+{
+    char dir[256], path[512], out[8192], args[1024], file[600], text[1024];
+    make_temp_dir(dir, sizeof dir);
+    const float x[4][6] = {{1.5f, -2.0f, 0.25f, 1.0f, 0.5f, -1.0f},
+                           {-0.5f, 1.0f, 3.0f, -2.5f, 0.75f, 2.0f},
+                           {2.5f, 0.5f, -1.5f, 0.125f, -3.0f, 1.25f},
+                           {-3.0f, -1.0f, 0.75f, 2.25f, 1.5f, -0.25f}};
+    const int64_t y[4] = {0, 2, 1, 2};
+    write_npy(dir, "x.npy", DTYPE_FLOAT32, 2, (int64_t[]){4, 6}, x);
+    write_npy(dir, "y.npy", DTYPE_INT64, 1, (int64_t[]){4}, y);
+    for (int r = 0; r < 2; r++) {
+        float xr[2][6];
+        memcpy(xr[0], x[r], sizeof xr[0]);
+        memcpy(xr[1], x[r + 2], sizeof xr[1]);
+        const int64_t yr[2] = {y[r], y[r + 2]};
+        char name[32];
+        snprintf(name, sizeof name, "x%d.npy", r);
+        write_npy(dir, name, DTYPE_FLOAT32, 2, (int64_t[]){2, 6}, xr);
+        snprintf(name, sizeof name, "y%d.npy", r);
+        write_npy(dir, name, DTYPE_INT64, 1, (int64_t[]){2}, yr);
+    }
+    static const char model[] = "[model]\nfc1 = linear 6 -> 4\nrelu = relu\nfc2 = linear 4 -> 3\n"
+                                "[data]\nbatch = 2\n";
+    static const char train[] =
+        "[train]\nloss = cross_entropy\noptimizer = sgd lr=0.1\nsteps = 1\n";
+    static const char *const names[] = {"two", "rows0", "rows1"};
+    static const char *const files[][2] = {{"x", "y"}, {"x0", "y0"}, {"x1", "y1"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(text, sizeof text, "%sinput = file %s/%s.npy\ntarget = file %s/%s.npy\n%s%s",
+                 model, dir, files[i][0], dir, files[i][1], train,
+                 i == 0 ? "[distributed]\nworld_size = 2\n" : "");
+        char f[64];
+        snprintf(f, sizeof f, "%s.case", names[i]);
+        write_file(dir, f, text, path, sizeof path);
+        snprintf(args, sizeof args, "run %s --device cpu --quiet --out %s/out", path, dir);
+        cr_assert_eq(run_bin("", args, out, sizeof out), 0, "%s: %s", names[i], out);
+    }
+    static const char *const grads[] = {"fc1.weight.grad", "fc2.weight.grad", "fc2.bias.grad"};
+    for (int g = 0; g < 3; g++) {
+        snprintf(file, sizeof file, "%s/out/two/ranks.csv", dir);
+        double r0 = amax_of(file, grads[g], "0"), r1 = amax_of(file, grads[g], "1");
+        snprintf(file, sizeof file, "%s/out/rows0/tensors.csv", dir);
+        double s0 = amax_of(file, grads[g], NULL);
+        snprintf(file, sizeof file, "%s/out/rows1/tensors.csv", dir);
+        double s1 = amax_of(file, grads[g], NULL);
+        cr_expect(r0 != r1, "%s: the ranks' rows differ", grads[g]);
+        cr_expect_eq(r0, s0, "%s: rank 0 %.9g, rows 0, 2 %.9g", grads[g], r0, s0);
+        cr_expect_eq(r1, s1, "%s: rank 1 %.9g, rows 1, 3 %.9g", grads[g], r1, s1);
+    }
+    rm_rf(dir);
+}
 #endif
+
+/* at check time the data files hold the global batch: batch x world_size samples */
+Test(distributed, data_files_hold_the_global_batch)
+{
+    char dir[256], path[512], text[1024], err[256];
+    make_temp_dir(dir, sizeof dir);
+    const float x[4 * 4] = {0};
+    snprintf(path, sizeof path, "%s/x.npy", dir);
+    cr_assert_eq(npy_write(path, DTYPE_FLOAT32, 2, (int64_t[]){2, 4}, x, err, sizeof err), 0);
+    snprintf(text, sizeof text,
+             "[model]\nfc1 = linear 4 -> 2\n[data]\nbatch = 2\ninput = file %s\ntarget = classes\n"
+             "[train]\nloss = cross_entropy\noptimizer = sgd lr=0.1\n"
+             "[distributed]\nworld_size = 2\n",
+             path);
+    write_file(dir, "bad.case", text, path, sizeof path);
+    case_config *cfg = calloc(1, sizeof *cfg);
+    err_list errs = {0};
+    cr_assert_eq(case_load(path, NULL, 0, cfg, &errs), 1);
+    cr_expect(strstr(errs.msgs[0], "bad.case:5: ") != NULL, "%s", errs.msgs[0]);
+    cr_expect(strstr(errs.msgs[0], "x.npy: shape 2x4, expected 4x4 (world_size = 2 ranks of "
+                                   "batch 2)") != NULL,
+              "%s", errs.msgs[0]);
+    err_list_free(&errs);
+    free(cfg);
+    rm_rf(dir);
+}
 
 Test(distributed, section_errors)
 {
