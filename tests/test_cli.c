@@ -61,25 +61,24 @@ Test(cli, a_failed_expectation_exits_1_and_says_which)
 
 Test(cli, device_cuda_without_a_gpu_exits_2)
 {
-    char err[512], out[8192];
+    char err[512], out[8192], dir[256], args[1024];
     backend *gpu = backend_cuda_load(NULL, NULL, err, sizeof err);
     if (gpu) {
         gpu->close(gpu);
         cr_skip_test("a GPU is present");
     }
-    cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device cuda --out /tmp/ampscope-nogpu",
-                         out, sizeof out),
-                 2);
+    make_temp_dir(dir, sizeof dir);
+    snprintf(args, sizeof args, "run tests/cases/small-fp32.case --device cuda --out %s", dir);
+    cr_expect_eq(run_cli(args, out, sizeof out), 2);
     cr_expect(strstr(out, "no usable CUDA device: ") != NULL, "got: %s", out);
     /* the library itself loaded: what stopped it was the missing GPU, not a link error */
     cr_expect(strstr(out, "undefined symbol") == NULL && strstr(out, "cannot open") == NULL,
               "the CUDA library did not load: %s", out);
-    cr_expect_eq(run_cli("run tests/cases/small-fp32.case --device auto --out /tmp/ampscope-nogpu "
-                         "--quiet",
-                         out, sizeof out),
-                 0);
+    snprintf(args, sizeof args, "run tests/cases/small-fp32.case --device auto --out %s --quiet",
+             dir);
+    cr_expect_eq(run_cli(args, out, sizeof out), 0);
     cr_expect(strstr(out, "running on the CPU") != NULL, "got: %s", out);
-    rm_rf("/tmp/ampscope-nogpu");
+    rm_rf(dir);
 }
 
 Test(cli, usage_errors_exit_2_and_help_exits_0)
@@ -151,9 +150,10 @@ Test(cli, every_bad_case_exits_2_and_leaves_results_untouched, .timeout = 120)
  * lines start once a case has run 2 s, which depends on the machine's speed: not tested.) */
 Test(cli, progress_lines_and_quiet, .timeout = 300)
 {
-    char out[65536], args[1024];
-    const char *run = "run cases/long-scaler-sawtooth.case --steps 300 --device cpu "
-                      "--out /tmp/ampscope-progress";
+    char out[65536], args[1024], dir[256], run[512];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(run, sizeof run,
+             "run cases/long-scaler-sawtooth.case --steps 300 --device cpu --out %s", dir);
     snprintf(args, sizeof args, "%s --progress", run);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
     cr_expect(strstr(out, "long-scaler-sawtooth: step 1/300, ") != NULL, "got: %s", out);
@@ -165,7 +165,7 @@ Test(cli, progress_lines_and_quiet, .timeout = 300)
     snprintf(args, sizeof args, "%s --quiet --progress", run);
     cr_expect_eq(run_cli(args, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "--quiet and --progress contradict each other") != NULL, "got: %s", out);
-    rm_rf("/tmp/ampscope-progress");
+    rm_rf(dir);
 }
 
 /* --steps N runs N steps, observes each of them (it is applied as train.steps=N, so the
@@ -174,8 +174,10 @@ Test(cli, steps_option_runs_that_many_steps_under_the_same_name)
 {
     char dir[256], path[1024], out[8192], args[1024];
     make_temp_dir(dir, sizeof dir);
-    snprintf(args, sizeof args, "run tests/cases/small-fp32.case --steps 3 --quiet --device cpu "
-             "--out %s", dir);
+    snprintf(args, sizeof args,
+             "run tests/cases/small-fp32.case --steps 3 --quiet --device cpu "
+             "--out %s",
+             dir);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
     snprintf(path, sizeof path, "%s/small-fp32/steps.csv", dir);
     csv c;
@@ -195,8 +197,10 @@ Test(cli, steps_option_runs_that_many_steps_under_the_same_name)
     cr_expect_null(csv_find(&c, "step", "3", NULL, NULL, NULL, NULL));
     csv_free(&c);
     /* with a --set, the variant is named after the --set alone */
-    snprintf(args, sizeof args, "run tests/cases/small-fp32.case --steps 2 --set train.seed=7 "
-             "--quiet --device cpu --out %s", dir);
+    snprintf(args, sizeof args,
+             "run tests/cases/small-fp32.case --steps 2 --set train.seed=7 "
+             "--quiet --device cpu --out %s",
+             dir);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
     snprintf(path, sizeof path, "%s/small-fp32+train.seed=7/steps.csv", dir);
     cr_assert(csv_read(path, &c), "no %s: %s", path, out);
