@@ -31,26 +31,7 @@ static int number_formats(const format_info **out)
 }
 
 /* the value of a stored pattern of f, decoded by half.h */
-static double decode(const format_info *f, uint32_t p)
-{
-    switch (f->dt) {
-    case DTYPE_FLOAT32:
-        return bits_float(p);
-    case DTYPE_FLOAT16:
-        return float_from_half((uint16_t)p);
-    case DTYPE_BFLOAT16:
-        return float_from_bf16((uint16_t)p);
-    case DTYPE_FLOAT8_E4M3FN:
-        return float_from_e4m3fn((uint8_t)p);
-    case DTYPE_FLOAT8_E5M2:
-        return float_from_e5m2((uint8_t)p);
-    case DTYPE_INT64:
-    case DTYPE_COUNT:
-        break;
-    }
-    cr_assert_fail("%s: no decoder in this test", f->name);
-    return 0;
-}
+static double decode(const format_info *f, uint32_t p) { return float_from_pattern(p, f->dt); }
 
 Test(format, every_number_dtype_has_its_row_and_int64_none)
 {
