@@ -174,7 +174,7 @@ build/cuda/harness/%.o: harness/%.c
 	$(CC) -O2 -std=c11 -fPIC -c $< -o $@
 $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_C_OBJ)
 	@mkdir -p lib
-	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart -Xlinker --no-undefined $(CUDA_RUNPATH)
+	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudnn -lcudart -Xlinker --no-undefined $(CUDA_RUNPATH)
 
 # ---- NCCL for distributed cases on GPUs: its own library, dlopened by harness/distributed_nccl.c
 # only when a distributed case runs on the CUDA backend (built where the toolkit has nccl.h) ----
@@ -195,7 +195,7 @@ gpu-bundle: $(BUNDLE_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
 	$(CC) $(CFLAGS) $(BUNDLE_OBJ) -o $(BUNDLE)/bin/ampscope -static-libgcc \
 	    -Wl,-Bstatic -lopenblas -lgfortran -lquadmath -lgomp -Wl,-Bdynamic -lm -ldl -lpthread
 	$(NVCC) -shared -cudart=static $(CUDA_OBJ) $(CUDA_C_OBJ) -o $(BUNDLE)/lib/libampscope_cuda.so \
-	    -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker --no-undefined $(CUDA_RUNPATH)
+	    -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudnn -Xlinker --no-undefined $(CUDA_RUNPATH)
 	@{ git rev-parse HEAD 2>/dev/null || echo unknown; } | tr -d '\n' > $(BUNDLE)/COMMIT
 	@git diff --quiet HEAD -- Makefile harness kernels 2>/dev/null || printf ' with uncommitted changes' >> $(BUNDLE)/COMMIT
 	@scripts/gpu-check.sh --source-digest > $(BUNDLE)/SOURCES
