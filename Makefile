@@ -254,7 +254,8 @@ FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Iharness -fsanitize=fuzzer,address,
 FUZZ_CASE_SRC := tools/fuzz/fuzz_case.c $(wildcard harness/case*.c harness/layers/*.c) \
     harness/npy.c harness/dtype.c harness/format.c harness/optimizers.c harness/autocast.c harness/tape.c harness/run.c \
     harness/observe.c harness/tensor.c harness/dump.c harness/stats.c harness/interrupt.c \
-    harness/distributed_case.c harness/distributed_policy.c harness/distributed_mpi.c
+    harness/distributed_case.c harness/distributed_policy.c harness/distributed_mpi.c \
+    harness/fp8_linear.c harness/fp8_recipe.c harness/backend.c
 build/fuzz/fuzz_case: $(FUZZ_CASE_SRC)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ -o $@ -lm
