@@ -7,7 +7,9 @@
  *   x is cast to the autocast dtype as TE's cast_if_needed(inp, activation_dtype) does, then
  *   quantized to E4M3 ("L.input@float8_e4m3fn"); the weight is quantized from the parameter
  *   itself, float32 (TE's get_weight_workspace(tensor=weight, quantizer=...) takes the module's
- *   parameter, not an autocast copy) ("L.weight@float8_e4m3fn"); the bias is cast to the
+ *   parameter, not an autocast copy, and quantizes it with quantizer.quantize(tensor,
+ *   dtype=workspace_dtype), that dtype only the copy's nominal one: module/base.py)
+ *   ("L.weight@float8_e4m3fn"); the bias is cast to the
  *   autocast dtype; y = fp8_gemm(xq, wq) * scale_inv_x * scale_inv_w + b with fast
  *   accumulation, in the surrounding dtype (the autocast dtype, else float32).
  * Backward (dy in y's dtype):
