@@ -110,14 +110,16 @@ Test(fp8_linear, delayed_scaling_matches_pytorch) { compare_with_reference("smal
 Test(fp8_linear, current_scaling_matches_pytorch) { compare_with_reference("small-fp8-current"); }
 
 /* fp8.csv's scales against the rule, recomputed from its amaxes, over 6 steps */
-static void check_delayed_rule(int history_len, bool most_recent)
+static void check_delayed_rule(int history_len, bool most_recent, int margin)
 {
-    char out[512], set_len[64];
+    char out[512], set_len[64], set_margin[64];
     snprintf(set_len, sizeof set_len, "fp8.amax_history_len=%d", history_len);
+    snprintf(set_margin, sizeof set_margin, "fp8.margin=%d", margin);
     const char *sets[] = {"train.steps=6", set_len,
                           most_recent ? "fp8.amax_compute_algo=most_recent"
-                                      : "fp8.amax_compute_algo=max"};
-    run_fp8_case("small-fp8-delayed", sets, 3, out, sizeof out, NULL);
+                                      : "fp8.amax_compute_algo=max",
+                          set_margin};
+    run_fp8_case("small-fp8-delayed", sets, 4, out, sizeof out, NULL);
     char path[1024];
     snprintf(path, sizeof path, "%s/small-fp8-delayed/fp8.csv", out);
     csv c;
@@ -139,7 +141,7 @@ static void check_delayed_rule(int history_len, bool most_recent)
                 float m = amax[s - 1];
                 for (int j = s - 2; !most_recent && j >= 0 && j > s - 1 - history_len; j--)
                     m = fmaxf(m, amax[j]);
-                want = fp8_max / m;
+                want = fp8_max / m / (float)(1 << margin); /* exact: a power of two */
             }
             cr_expect_eq(strtof(row[cs], NULL), want, "%s step %d (len %d%s): scale %s, want %.9g",
                          row[ct], s, history_len, most_recent ? ", most_recent" : "", row[cs],
@@ -152,10 +154,44 @@ static void check_delayed_rule(int history_len, bool most_recent)
 
 Test(fp8_linear, delayed_scales_follow_the_history_rule)
 {
-    check_delayed_rule(1, false);
-    check_delayed_rule(2, false);
-    check_delayed_rule(4, false);
-    check_delayed_rule(4, true);
+    check_delayed_rule(1, false, 0);
+    check_delayed_rule(2, false, 0);
+    check_delayed_rule(4, false, 0);
+    check_delayed_rule(4, true, 0);
+    check_delayed_rule(4, false, 2);
+}
+
+/* format = e4m3: the output gradients are E4M3 too, observed under that name */
+Test(fp8_linear, e4m3_format_quantizes_gradients_to_e4m3)
+{
+    char out[512], path[1024];
+    const char *sets[] = {"fp8.format=e4m3"};
+    run_fp8_case("small-fp8-current", sets, 1, out, sizeof out, NULL);
+    snprintf(path, sizeof path, "%s/small-fp8-current/fp8.csv", out);
+    csv c;
+    cr_assert(csv_read(path, &c));
+    int grads = 0;
+    for (int i = 0; i < c.n_rows; i++)
+        if (strstr(c.rows[i][csv_col(&c, "tensor")], ".out.grad")) {
+            cr_expect_str_eq(c.rows[i][csv_col(&c, "format")], "float8_e4m3fn");
+            /* current scaling: 448 / amax */
+            float amax = strtof(c.rows[i][csv_col(&c, "amax")], NULL);
+            cr_expect_eq(strtof(c.rows[i][csv_col(&c, "scale")], NULL), 448.0f / amax);
+            grads++;
+        }
+    cr_expect_eq(grads, 6, "two layers, three steps");
+    csv_free(&c);
+    snprintf(path, sizeof path, "%s/small-fp8-current/tensors.csv", out);
+    cr_assert(csv_read(path, &c));
+    char **row = csv_find(&c, "tensor", "fc2.out.grad@float8_e4m3fn", "step", "0", NULL, NULL);
+    cr_assert_not_null(row);
+    cr_expect_str_eq(row[csv_col(&c, "role")], "grad_cast");
+    cr_expect_str_eq(row[csv_col(&c, "dtype")], "float8_e4m3fn");
+    row = csv_find(&c, "tensor", "fc1.weight@float8_e4m3fn", "step", "0", NULL, NULL);
+    cr_assert_not_null(row);
+    cr_expect_str_eq(row[csv_col(&c, "role")], "cast");
+    csv_free(&c);
+    rm_rf(out);
 }
 
 /* ---- the [fp8] section ---- */
