@@ -174,7 +174,7 @@ build/cuda/harness/%.o: harness/%.c
 	$(CC) -O2 -std=c11 -fPIC -c $< -o $@
 $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_C_OBJ)
 	@mkdir -p lib
-	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lcudart -Xlinker --no-undefined $(CUDA_RUNPATH)
+	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudnn -lcudart -Xlinker --no-undefined $(CUDA_RUNPATH)
 
 # ---- NCCL for distributed cases on GPUs: its own library, dlopened by harness/distributed_nccl.c
 # only when a distributed case runs on the CUDA backend (built where the toolkit has nccl.h) ----
@@ -195,7 +195,7 @@ gpu-bundle: $(BUNDLE_OBJ) $(CUDA_OBJ) $(CUDA_C_OBJ)
 	$(CC) $(CFLAGS) $(BUNDLE_OBJ) -o $(BUNDLE)/bin/ampscope -static-libgcc \
 	    -Wl,-Bstatic -lopenblas -lgfortran -lquadmath -lgomp -Wl,-Bdynamic -lm -ldl -lpthread
 	$(NVCC) -shared -cudart=static $(CUDA_OBJ) $(CUDA_C_OBJ) -o $(BUNDLE)/lib/libampscope_cuda.so \
-	    -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -Xlinker --no-undefined $(CUDA_RUNPATH)
+	    -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudnn -Xlinker --no-undefined $(CUDA_RUNPATH)
 	@{ git rev-parse HEAD 2>/dev/null || echo unknown; } | tr -d '\n' > $(BUNDLE)/COMMIT
 	@git diff --quiet HEAD -- Makefile harness kernels 2>/dev/null || printf ' with uncommitted changes' >> $(BUNDLE)/COMMIT
 	@scripts/gpu-check.sh --source-digest > $(BUNDLE)/SOURCES
@@ -254,7 +254,8 @@ FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Iharness -fsanitize=fuzzer,address,
 FUZZ_CASE_SRC := tools/fuzz/fuzz_case.c $(wildcard harness/case*.c harness/layers/*.c) \
     harness/npy.c harness/dtype.c harness/format.c harness/optimizers.c harness/autocast.c harness/tape.c harness/run.c \
     harness/observe.c harness/tensor.c harness/dump.c harness/stats.c harness/interrupt.c \
-    harness/distributed_case.c harness/distributed_policy.c harness/distributed_mpi.c
+    harness/distributed_case.c harness/distributed_policy.c harness/distributed_mpi.c \
+    harness/fp8_linear.c harness/fp8_recipe.c harness/backend.c
 build/fuzz/fuzz_case: $(FUZZ_CASE_SRC)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ -o $@ -lm

@@ -306,7 +306,25 @@ typedef void *(*backend_values_fn)(void *ctx);
                round_stats *st))                                                                 \
     /* y = x with dims d1 and d2 swapped, as a contiguous copy (exact); y's shape is x's with    \
      * those dims swapped */                                                                     \
-    X(transpose, (backend *be, const tensor *x, int d1, int d2, tensor *y, round_stats *st))
+    X(transpose, (backend *be, const tensor *x, int d1, int d2, tensor *y, round_stats *st))    \
+    /* ---- float8 (cpu/fp8.c, kernels/fp8.cu): te.Linear under fp8_autocast ---- */             \
+    /* *amax = max |x| over x's values, NaNs ignored and 0 for none, as Transformer Engine's     \
+     * amax kernels take fmaxf(fabsf(v), amax) from 0 (transformer_engine/common/recipe/        \
+     * current_scaling.cu); an inf counts */                                                     \
+    X(amax, (backend *be, const tensor *x, float *amax))                                         \
+    /* q = float8(x * scale) in q's float8 dtype: saturate clamps |x * scale| above the largest  \
+     * finite to it first (*saturated counts them; NaN stays NaN), else the plain cast (NaN or  \
+     * inf, fp8_quantize.h); qt, when not NULL, is the transposed copy of the 2-D view [rows,    \
+     * cols] (cols x's last dim), [cols, rows], as TE's cast_transpose makes it; st counts q */ \
+    X(fp8_quantize, (backend *be, const tensor *x, float scale, bool saturate, tensor *q,        \
+                     tensor *qt, int64_t *saturated, round_stats *st))                           \
+    /* y[M,N] = round(sum_k a[m,k] b[n,k] * (scale_inv_a * scale_inv_b) (+ bias[n])): a [M,K]   \
+     * and b [N,K] float8 (TN, K the last dim of both), float32 products (exact) and sums;      \
+     * fast_accum asks cuBLASLt for CUBLASLT_MATMUL_DESC_FAST_ACCUM (the CPU always accumulates  \
+     * in float32 and ignores it); E5M2 x E5M2 is refused (non-zero, be->err) */                 \
+    X(fp8_gemm, (backend *be, const tensor *a, const tensor *b, float scale_inv_a,              \
+                 float scale_inv_b, const tensor *bias, bool fast_accum, tensor *y,              \
+                 round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {
@@ -345,7 +363,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 6
+#define BACKEND_ABI_VERSION 7
 
 #ifdef __cplusplus
 extern "C" {

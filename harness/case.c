@@ -161,6 +161,9 @@ static void set_defaults(case_config *cfg, const char *path, int n_sets)
     cfg->growth_interval = 2000;
     cfg->optim = optim_default(OPTIM_CASE_DEFAULT);
     cfg->steps = 1;
+    cfg->fp8_format = FP8_FORMAT_HYBRID;
+    cfg->fp8_recipe = FP8_RECIPE_DELAYED;
+    cfg->fp8_amax_history_len = 1024;
     if (strlen(path) >= CASE_PATH_MAX)
         return;
     strcpy(cfg->path, path);
@@ -192,6 +195,7 @@ int case_load(const char *path, const char *const *sets, int n_sets, case_config
         parse_init_section(&c);
         parse_expect_section(&c);
         parse_distributed_section(&c);
+        parse_fp8_section(&c);
         cross_checks(&c);
     }
     if (c.n_errs > 0)

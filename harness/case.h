@@ -71,6 +71,14 @@ typedef enum target_kind {
 } target_kind;
 typedef enum schedule_kind { SCHEDULE_CONSTANT = 0, SCHEDULE_COSINE } schedule_kind;
 typedef enum expect_kind { EXPECT_DTYPE = 0, EXPECT_ERROR } expect_kind;
+/* [fp8] format: e4m3 everywhere, or hybrid (E4M3 forward, E5M2 output gradients) */
+typedef enum fp8_format_kind { FP8_FORMAT_E4M3 = 0, FP8_FORMAT_HYBRID } fp8_format_kind;
+/* [fp8] recipe: delayed and current scaling run; mxfp8 is read to be refused by name */
+typedef enum fp8_recipe_kind {
+    FP8_RECIPE_DELAYED = 0,
+    FP8_RECIPE_CURRENT,
+    FP8_RECIPE_MXFP8
+} fp8_recipe_kind;
 
 typedef struct init_spec {
     char tensor[CASE_NAME_MAX]; /* "fc1.weight" */
@@ -151,6 +159,14 @@ typedef struct case_config {
     int comm;                /* a comm_policy; default ddp */
     dtype reduce_dtype;      /* comm = fsdp|fsdp2 reduce_dtype=...; else unused */
     int allreduce_algorithm; /* Open MPI's coll_tuned_allreduce_algorithm; 0: its own pick */
+    /* [fp8] (fp8_linear.h): the chosen linear layers run as te.Linear under fp8_autocast */
+    bool fp8;                          /* enabled; default no */
+    fp8_format_kind fp8_format;        /* default hybrid (TE's DelayedScaling) */
+    fp8_recipe_kind fp8_recipe;        /* default delayed */
+    int64_t fp8_amax_history_len;      /* delayed: default 1024 */
+    int fp8_amax_compute_algo;         /* delayed: an fp8_amax_algo (fp8_recipe.h); max */
+    int64_t fp8_margin;                /* delayed: default 0 */
+    bool fp8_layer[CASE_MAX_LAYERS];   /* by layer index: runs as te.Linear */
     /* overrides applied (for naming variants: "<case>+<key>=<value>") */
     int n_sets;
 } case_config;

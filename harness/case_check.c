@@ -389,6 +389,68 @@ static void default_name(parse_ctx *c)
                base);
 }
 
+/* The rows of linear layer l's GEMM: the batch times the leading dims of its input (its
+ * output keeps them) */
+static int64_t linear_rows(const case_config *cfg, const layer_spec *l)
+{
+    int64_t rows = cfg->batch;
+    for (int d = 0; d + 1 < l->out_ndim; d++)
+        rows *= l->out_shape[d];
+    return rows;
+}
+
+/* Transformer Engine's FP8 GEMM shapes: rows a multiple of 8, in and out multiples of 16
+ * (transformer_engine/pytorch/utils.py, assert_dim_for_fp8_exec) */
+static bool fp8_shape_ok(const case_config *cfg, const layer_spec *l)
+{
+    return linear_rows(cfg, l) % 8 == 0 && l->in % 16 == 0 && l->out % 16 == 0;
+}
+
+void check_fp8(parse_ctx *c)
+{
+    case_config *cfg = c->cfg;
+    entry *en = find_entry(c, SEC_FP8, "enabled");
+    if (!cfg->fp8) {
+        memset(cfg->fp8_layer, 0, sizeof cfg->fp8_layer);
+        return;
+    }
+    bool dtypes_ok = cfg->autocast ? dtype_is_half(cfg->autocast_dtype)
+                                   : cfg->params == DTYPE_FLOAT32;
+    if (!dtypes_ok && !entry_failed(c, SEC_PRECISION, "params"))
+        err_at(c, en,
+               "[fp8] needs autocast = float16 or bfloat16, or params = float32 without "
+               "autocast: te.Linear's output takes the surrounding dtype (params = %s here)",
+               dtype_name(cfg->params));
+    if (cfg->world_size > 1)
+        err_at(c, en, "[fp8] with [distributed] world_size > 1 is not supported: TE's amax "
+                      "reduction across ranks (reduce_amax) is not modelled");
+    if (!c->shapes_ok)
+        return;
+    entry *le = find_entry(c, SEC_FP8, "layers");
+    if (le && le->failed)
+        return;
+    int chosen = 0;
+    for (int i = 0; i < cfg->n_layers; i++) {
+        layer_spec *l = &cfg->layers[i];
+        if (l->kind != LAYER_LINEAR || (le && !cfg->fp8_layer[i]))
+            continue;
+        bool ok = fp8_shape_ok(cfg, l);
+        if (le && !ok)
+            err_at(c, le,
+                   "layers: '%s' is not a shape Transformer Engine runs in FP8: the input's "
+                   "leading dims must multiply to a multiple of 8 (here %lld) and in_features "
+                   "and out_features be multiples of 16 (here %lld and %lld)",
+                   l->name, (long long)linear_rows(cfg, l), (long long)l->in,
+                   (long long)l->out);
+        cfg->fp8_layer[i] = ok;
+        chosen += ok;
+    }
+    if (!le && chosen == 0)
+        err_at(c, en, "[fp8] enabled, but no linear layer of [model] has a shape Transformer "
+                      "Engine runs in FP8 (leading dims a multiple of 8, in_features and "
+                      "out_features multiples of 16)");
+}
+
 void cross_checks(parse_ctx *c)
 {
     case_config *cfg = c->cfg;
@@ -412,4 +474,5 @@ void cross_checks(parse_ctx *c)
     check_target(c);
     check_observe(c);
     check_files(c);
+    check_fp8(c);
 }

@@ -189,6 +189,28 @@ static void json_init_expect(FILE *f, const case_config *cfg)
 
 /* Write errors are not checked call by call: the stream's error flag, tested at the end,
  * records any of them. */
+/* [fp8], when enabled: the recipe's keys and the layers that run as te.Linear */
+static void json_fp8(FILE *f, const case_config *cfg)
+{
+    if (!cfg->fp8)
+        return;
+    fprintf(f, "  \"fp8\": {\"format\": \"%s\", \"recipe\": \"%s\"",
+            fp8_format_names[cfg->fp8_format], fp8_recipe_names[cfg->fp8_recipe]);
+    if (cfg->fp8_recipe == FP8_RECIPE_DELAYED)
+        fprintf(f,
+                ", \"amax_history_len\": %" PRId64 ", \"amax_compute_algo\": \"%s\", "
+                "\"margin\": %" PRId64,
+                cfg->fp8_amax_history_len, fp8_amax_algo_names[cfg->fp8_amax_compute_algo],
+                cfg->fp8_margin);
+    fputs(", \"layers\": [", f);
+    for (int i = 0, n = 0; i < cfg->n_layers; i++)
+        if (cfg->fp8_layer[i]) {
+            fputs(n++ ? ", " : "", f);
+            json_text(f, cfg->layers[i].name);
+        }
+    fputs("]},\n", f);
+}
+
 int case_write_json(const case_config *cfg, FILE *f)
 {
     fputs("{\n  \"path\": ", f);
@@ -230,6 +252,7 @@ int case_write_json(const case_config *cfg, FILE *f)
     json_train(f, cfg);
     json_init_expect(f, cfg);
     distributed_write_json(cfg, f); /* nothing for a one-process case */
+    json_fp8(f, cfg);               /* nothing without [fp8] enabled */
     fprintf(f, "  \"n_sets\": %d\n}\n", cfg->n_sets);
     return ferror(f) ? -1 : 0;
 }

@@ -6,7 +6,7 @@
  *   case_values.c    words, names and "did you mean" hints; numbers, booleans, choices,
  *                    dtypes, files; name=value options, and a kind's options (layer.h)
  *   case_sections.c  the keys of [case], [data], [precision], [scaler], [train], [init],
- *                    [expect]
+ *                    [expect], [fp8]
  *   case_model.c     [model]'s layers and [train]'s loss, read through the kinds' registry
  *   case_optim.c     [train]'s optimizer and its options, read through optimizers.h
  *   case_check.c     the checks across sections: shapes, target, observe, .npy files
@@ -47,6 +47,7 @@ enum {
     SEC_INIT,
     SEC_EXPECT,
     SEC_DISTRIBUTED,
+    SEC_FP8,
     SEC_COUNT
 };
 enum { SEC_NONE = -1, SEC_SKIP = -2 }; /* before any header; inside an unknown or repeated one */
@@ -54,6 +55,8 @@ enum { SEC_NONE = -1, SEC_SKIP = -2 }; /* before any header; inside an unknown o
 extern const char *const section_names[SEC_COUNT];               /* case_read.c */
 extern const char *const schedule_names[], *const input_names[], /* case_sections.c */
                                                *const target_names[];
+extern const char *const fp8_format_names[], *const fp8_recipe_names[], /* case_sections.c */
+    *const fp8_amax_algo_names[];
 
 typedef struct entry {
     int sec;
@@ -179,11 +182,14 @@ void parse_train_section(parse_ctx *c);
 void parse_init_section(parse_ctx *c);
 void parse_expect_section(parse_ctx *c);
 void parse_distributed_section(parse_ctx *c); /* distributed_case.c */
+void parse_fp8_section(parse_ctx *c);         /* after [model]: resolves the layer names */
 void key_loss(parse_ctx *c, entry *e);      /* case_model.c */
 void key_optimizer(parse_ctx *c, entry *e); /* case_optim.c */
 
 /* ---- across sections (case_check.c) ---- */
 
 void cross_checks(parse_ctx *c);
+/* [fp8]'s checks that need the shapes: its layers' shapes, the dtypes (case_check.c) */
+void check_fp8(parse_ctx *c);
 
 #endif

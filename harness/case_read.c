@@ -11,7 +11,7 @@
 
 const char *const section_names[SEC_COUNT] = {"case",   "model", "data", "precision",
                                               "scaler", "train", "init", "expect",
-                                              "distributed"};
+                                              "distributed", "fp8"};
 
 /* Length of the valid UTF-8 sequence at s (n bytes available), 0 when invalid. */
 static size_t utf8_length(const unsigned char *s, size_t n)

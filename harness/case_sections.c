@@ -1,6 +1,6 @@
 /*
- * case_sections.c: the keys of [case], [data], [precision], [scaler], [train], [init] and
- * [expect], each read into the case_config (its defaults are case.c's set_defaults).
+ * case_sections.c: the keys of [case], [data], [precision], [scaler], [train], [init],
+ * [expect] and [fp8], each read into the case_config (its defaults are case.c's set_defaults).
  * [model] and [train]'s loss are case_model.c's; [train]'s optimizer is case_optim.c's.
  */
 #include "case_parse.h"
@@ -568,4 +568,110 @@ void parse_expect_section(parse_ctx *c)
     for (int i = 0; i < c->n_entries; i++)
         if (c->entries[i].sec == SEC_EXPECT && need_value(c, &c->entries[i]))
             parse_expect_entry(c, &c->entries[i]);
+}
+
+/* ---- [fp8]: te.Linear under fp8_autocast (FP8-SPEC.md; fp8_linear.h) ---- */
+
+const char *const fp8_format_names[] = {"e4m3", "hybrid"};              /* fp8_format_kind */
+const char *const fp8_recipe_names[] = {"delayed", "current", "mxfp8"}; /* fp8_recipe_kind */
+const char *const fp8_amax_algo_names[] = {"max", "most_recent"};       /* fp8_amax_algo */
+
+static void key_fp8_enabled(parse_ctx *c, entry *e)
+{
+    parse_bool(c, e, e->value, "enabled", &c->cfg->fp8);
+}
+
+static void key_fp8_format(parse_ctx *c, entry *e)
+{
+    int k = parse_choice(c, e, e->value, "format", fp8_format_names, 2);
+    if (k >= 0)
+        c->cfg->fp8_format = (fp8_format_kind)k;
+}
+
+static void key_fp8_recipe(parse_ctx *c, entry *e)
+{
+    int k = parse_choice(c, e, e->value, "recipe", fp8_recipe_names, 3);
+    if (k == FP8_RECIPE_MXFP8)
+        err_at(c, e, "recipe = mxfp8 is not run by linear layers: its E8M0 block scales exist "
+                     "on the CPU (fp8_recipe.h), the GEMM with them does not; use delayed or "
+                     "current");
+    else if (k >= 0)
+        c->cfg->fp8_recipe = (fp8_recipe_kind)k;
+}
+
+static void key_fp8_history(parse_ctx *c, entry *e)
+{
+    int64_t v = 0;
+    if (parse_int(c, e, e->value, "amax_history_len", 1, &v) && v > (1 << 20))
+        err_at(c, e, "amax_history_len = %lld: at most %d rows", (long long)v, 1 << 20);
+    else if (!e->failed)
+        c->cfg->fp8_amax_history_len = v;
+}
+
+static void key_fp8_algo(parse_ctx *c, entry *e)
+{
+    int k = parse_choice(c, e, e->value, "amax_compute_algo", fp8_amax_algo_names, 2);
+    if (k >= 0)
+        c->cfg->fp8_amax_compute_algo = k;
+}
+
+static void key_fp8_margin(parse_ctx *c, entry *e)
+{
+    int64_t v = 0;
+    if (parse_int(c, e, e->value, "margin", 0, &v) && v > 64)
+        err_at(c, e, "margin = %lld: at most 64 (scale / 2^margin)", (long long)v);
+    else if (!e->failed)
+        c->cfg->fp8_margin = v;
+}
+
+/* layers = q, k, v: linear layers of [model], each once */
+static void key_fp8_layers(parse_ctx *c, entry *e)
+{
+    case_config *cfg = c->cfg;
+    if (!c->model_ok) /* the names resolve against [model], whose errors are reported */
+        return;
+    char *list = xstrdup(e->value);
+    bool any = false;
+    for (char *save = NULL, *name = strtok_r(list, ",", &save); name;
+         name = strtok_r(NULL, ",", &save)) {
+        name = trim(name);
+        int i = 0;
+        while (i < cfg->n_layers && strcmp(cfg->layers[i].name, name) != 0)
+            i++;
+        if (!*name) {
+            err_at(c, e, "layers: an empty name in '%s'", e->value);
+        } else if (i == cfg->n_layers) {
+            err_at(c, e, "layers: no layer '%s' in [model]", name);
+        } else if (cfg->layers[i].kind != LAYER_LINEAR) {
+            err_at(c, e, "layers: '%s' is a %s layer; te.Linear replaces linear layers only",
+                   name, layer_def_of(cfg->layers[i].kind)->name);
+        } else if (cfg->fp8_layer[i]) {
+            err_at(c, e, "layers: '%s' is named twice", name);
+        } else {
+            cfg->fp8_layer[i] = any = true;
+        }
+    }
+    free(list);
+    if (!any && !e->failed)
+        err_at(c, e, "layers: no layer named");
+}
+
+void parse_fp8_section(parse_ctx *c)
+{
+    static const key_def defs[] = {{"enabled", key_fp8_enabled},
+                                   {"format", key_fp8_format},
+                                   {"recipe", key_fp8_recipe},
+                                   {"amax_history_len", key_fp8_history},
+                                   {"amax_compute_algo", key_fp8_algo},
+                                   {"margin", key_fp8_margin},
+                                   {"layers", key_fp8_layers}};
+    parse_keyed(c, SEC_FP8, defs, 7);
+    /* the delayed-scaling keys mean nothing to current scaling */
+    static const char *const delayed_only[] = {"amax_history_len", "amax_compute_algo", "margin"};
+    for (int k = 0; k < 3 && c->cfg->fp8_recipe == FP8_RECIPE_CURRENT; k++) {
+        entry *e = find_entry(c, SEC_FP8, delayed_only[k]);
+        if (e && !e->failed)
+            err_at(c, e, "%s applies to recipe = delayed only (current scaling takes each "
+                         "tensor's own amax)", delayed_only[k]);
+    }
 }

@@ -4,7 +4,7 @@
  * Names are PyTorch's (`float32`, `float16`, `bfloat16`, `int64`, `float8_e4m3fn`,
  * `float8_e5m2`); the parser also accepts the short forms users type (fp32, fp16, bf16, half,
  * float, e4m3, e5m2, ...). int64 exists only for class labels; the float8 formats only for
- * the quantized copies of fp8 training (harness/fp8.h), never as a model's compute dtype. The number formats' layouts and limits are in format.h.
+ * the quantized copies of fp8 training (fp8_quantize.h, fp8_linear.h), never as a model's compute dtype. The number formats' layouts and limits are in format.h.
  */
 #ifndef AMPSCOPE_DTYPE_H
 #define AMPSCOPE_DTYPE_H

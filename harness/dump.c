@@ -38,8 +38,9 @@ int dump_tensor(backend *be, const char *dir, const char *sub, const tensor *t, 
     snprintf(path, sizeof path, "%s/%s", dir, sub);
     if (make_dir(dir, err, errlen) || make_dir(path, err, errlen))
         return -1;
-    bool bf16 = t->dtype == DTYPE_BFLOAT16;
-    snprintf(path, sizeof path, "%s/%s/%s%s.npy", dir, sub, t->name, bf16 ? ".bfloat16" : "");
+    bool bf16 = t->dtype == DTYPE_BFLOAT16 || dtype_is_float8(t->dtype); /* widened */
+    snprintf(path, sizeof path, "%s/%s/%s%s%s.npy", dir, sub, t->name, bf16 ? "." : "",
+             bf16 ? dtype_name(t->dtype) : "");
     int64_t bytes = tensor_bytes(t);
     void *host = malloc(bytes ? (size_t)bytes : 1);
     float *wide = bf16 ? malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1)) : NULL;
@@ -52,7 +53,7 @@ int dump_tensor(backend *be, const char *dir, const char *sub, const tensor *t, 
     be->download(be, host, t->data, bytes);
     if (bf16)
         for (int64_t i = 0; i < t->numel; i++)
-            wide[i] = load_as_float(host, DTYPE_BFLOAT16, i);
+            wide[i] = load_as_float(host, t->dtype, i);
     int rc = npy_write(path, bf16 ? DTYPE_FLOAT32 : t->dtype, t->ndim, t->shape,
                        bf16 ? (const void *)wide : host, err, errlen);
     free(host);

@@ -1,8 +1,9 @@
 /*
  * dump.h: `run --dump DIR` writes tensors as .npy files: DIR/init/ holds the initial
  * parameters, input and target, DIR/<step>/ the observed tensors of that step. float32 is
- * written as <f4, float16 as <f2, int64 labels as <i8; bfloat16 is written as exact float32
- * with ".bfloat16" before ".npy" in the file name.
+ * written as <f4, float16 as <f2, int64 labels as <i8; bfloat16 and the float8 formats
+ * (numpy has no such dtype) as exact float32 with ".<dtype>" before ".npy" in the file name
+ * ("x.bfloat16.npy", "fc1.input@float8_e4m3fn.float8_e4m3fn.npy").
  */
 #ifndef AMPSCOPE_DUMP_H
 #define AMPSCOPE_DUMP_H

@@ -81,6 +81,7 @@ typedef struct run {
     char error[1024];
     const char *backward_op; /* the op whose backward runs (its failures start "op backward: ") */
     bool interrupted; /* ended by SIGINT or SIGTERM */
+    struct fp8_state *fp8; /* [fp8]'s scaling state across steps (fp8_linear.h); NULL: off */
 } run;
 
 /* Ends the case with a message (PyTorch's text where PyTorch raises); does not return. */

@@ -211,18 +211,24 @@ static pair make_target(selftest *c, int64_t rows, int64_t classes)
 }
 
 /* ---- comparison ---- */
-/* the stored bits of element i (the formats of format.h's table are 32 or 16 bits wide) */
+/* the stored bits of element i (the formats of format.h's table are 32, 16 or 8 bits wide) */
 static uint32_t elem_bits(const void *buf, dtype dt, int64_t i)
 {
-    if (format_of(dt)->bits == 32)
+    int bits = format_of(dt)->bits;
+    if (bits == 32)
         return ((const uint32_t *)buf)[i];
+    if (bits == 8)
+        return ((const uint8_t *)buf)[i];
     return ((const uint16_t *)buf)[i];
 }
 
-/* NaN: the magnitude's pattern above +inf's (the IEEE formats of the table) */
+/* NaN: the magnitude's pattern above +inf's (the IEEE formats of the table), or the one NaN
+ * pattern of a format without infinities (float8_e4m3fn's S.1111.111) */
 static bool is_nan_bits(uint32_t b, dtype dt)
 {
     const format_info *f = format_of(dt);
+    if (!f->has_inf)
+        return (b & f->magnitude_mask) == f->nan_pattern;
     return (b & f->magnitude_mask) > f->inf_pattern;
 }
 
@@ -1745,6 +1751,125 @@ static void check_exact_counts(selftest *c, round_stats *st)
     dut->native_math = saved;
 }
 
+/* ---- float8 (te.Linear's ops): amax, fp8_quantize exact; fp8_gemm exact on operands
+ * whose sums are exact in any order and precision, then measured: the largest relative
+ * difference of the device's GEMM from the reference's float32 accumulation, with
+ * cuBLASLt's FAST_ACCUM on and off (Hopper keeps fast-accumulated partial sums in fewer
+ * bits); a measurement, never a failure. Skipped where the device has no float8 GEMMs. */
+static void check_fp8_quantize(selftest *c)
+{
+    static const dtype formats[2] = {DTYPE_FLOAT8_E4M3FN, DTYPE_FLOAT8_E5M2};
+    const int64_t xs[2] = {24, 40}, ts[2] = {40, 24};
+    for (int f = 0; f < 2; f++)
+        for (int sat = 1; sat >= 0; sat--)
+            for (int a = 0; a < 3; a++) {
+                dtype dt = formats[f];
+                pair x = make_random(c, "x", float_dtypes[a], 2, xs, GEN_WIDE, 1.0f);
+                pair q = make(c, "q", dt, 2, xs, NULL), qt = make(c, "qt", dt, 2, ts, NULL);
+                float amax[2] = {-1, -1}, scale = 0x1p12f;
+                int64_t n[2] = {-1, -1};
+                round_stats st[2];
+                stats_init2(st);
+                for (int i = 0; ready(c) && i < 2; i++) {
+                    backend *be = c->s[i].be;
+                    op_rc(c, i, be->amax(be, x.t[i], &amax[i]));
+                    op_rc(c, i, be->fp8_quantize(be, x.t[i], scale, sat, q.t[i], qt.t[i], &n[i],
+                                                 &st[i]));
+                }
+                if (ready(c) && float_bits(amax[0]) != float_bits(amax[1]))
+                    differ(c, "amax %.9g vs %.9g", amax[0], amax[1]);
+                if (ready(c) && n[0] != n[1])
+                    differ(c, "saturated %lld vs %lld", (long long)n[0], (long long)n[1]);
+                compare(c, "q", q, st, EXACT);
+                compare(c, "qt", qt, NULL, EXACT);
+                report(c, "fp8_quantize", "x %s into %s, %s, scale 2^12", dtype_name(float_dtypes[a]),
+                       dtype_name(dt), sat ? "saturating" : "plain");
+            }
+}
+
+/* max |dut - ref| / max |ref| over y's elements (float32 outputs) */
+static double largest_relative(selftest *c, pair y)
+{
+    float *r = (float *)download(c, 0, y.t[0]), *d = (float *)download(c, 1, y.t[1]);
+    double diff = 0.0, ref = 0.0;
+    for (int64_t i = 0; r && d && i < y.t[0]->numel; i++) {
+        diff = fmax(diff, fabs((double)d[i] - r[i]));
+        ref = fmax(ref, fabs((double)r[i]));
+    }
+    free(r);
+    free(d);
+    return ref > 0 ? diff / ref : diff;
+}
+
+static void check_fp8_gemm(selftest *c, round_stats *st)
+{
+    if (!backend_supports(c->s[1].be, BACKEND_OP_fp8_gemm, DTYPE_FLOAT8_E4M3FN)) {
+        fprintf(c->out, "SKIP fp8_gemm (the %s backend has no float8 GEMMs: compute capability "
+                        "below 8.9)\n", c->s[1].be->name);
+        return;
+    }
+    static const dtype pairs[3][2] = {{DTYPE_FLOAT8_E4M3FN, DTYPE_FLOAT8_E4M3FN},
+                                      {DTYPE_FLOAT8_E5M2, DTYPE_FLOAT8_E4M3FN},
+                                      {DTYPE_FLOAT8_E4M3FN, DTYPE_FLOAT8_E5M2}};
+    const int64_t M = 32, N = 16, K = 48, as[2] = {M, K}, bs[2] = {N, K}, ys[2] = {M, N};
+    for (int p = 0; p < 3; p++)
+        for (int o = 0; o < 3; o++)
+            for (int fast = 0; fast < 2; fast++) {
+                /* operands in {0, +-0.5, +-1, +-2}: every partial sum is a multiple of 1/4
+                 * below 2^8, exact in float32 and in fewer bits, in any order */
+                float *v = malloc(sizeof(float) * (size_t)(M * K + N * K));
+                if (!v) {
+                    setup_failed(c, "out of host memory");
+                    return;
+                }
+                for (int64_t i = 0; i < M * K + N * K; i++)
+                    v[i] = ldexpf((float)((int)rng_below(&c->g, 3) - 1), (int)rng_below(&c->g, 3) - 1);
+                pair a = make(c, "a", pairs[p][0], 2, as, v);
+                pair b = make(c, "b", pairs[p][1], 2, bs, v + M * K);
+                free(v);
+                pair bias = make_random(c, "bias", float_dtypes[o], 1, &N, GEN_NORMAL, 1.0f);
+                pair y = make(c, "y", float_dtypes[o], 2, ys, NULL);
+                stats_init2(st);
+                for (int i = 0; ready(c) && i < 2; i++)
+                    op_rc(c, i, c->s[i].be->fp8_gemm(c->s[i].be, a.t[i], b.t[i], 0.5f, 4.0f,
+                                                     bias.t[i], fast, y.t[i], &st[i]));
+                compare(c, "y", y, st, EXACT);
+                report(c, "fp8_gemm", "%s x %s -> %s, bias, exact sums%s",
+                       dtype_name(pairs[p][0]), dtype_name(pairs[p][1]), dtype_name(float_dtypes[o]),
+                       fast ? ", fast_accum" : "");
+            }
+    /* the accumulation measured: normal operands quantized with scales near TE's */
+    const int64_t Kl = 4096, al[2] = {M, Kl}, bl[2] = {N, Kl};
+    for (int fast = 0; fast < 2; fast++) {
+        pair x = make_random(c, "x", DTYPE_FLOAT32, 2, al, GEN_NORMAL, 1.0f);
+        pair w = make_random(c, "w", DTYPE_FLOAT32, 2, bl, GEN_NORMAL, 1.0f);
+        pair xq = make(c, "xq", DTYPE_FLOAT8_E4M3FN, 2, al, NULL);
+        pair wq = make(c, "wq", DTYPE_FLOAT8_E4M3FN, 2, bl, NULL);
+        pair y = make(c, "y", DTYPE_FLOAT32, 2, ys, NULL);
+        for (int i = 0; ready(c) && i < 2; i++) {
+            backend *be = c->s[i].be;
+            int64_t n;
+            op_rc(c, i, be->fp8_quantize(be, x.t[i], 64.0f, true, xq.t[i], NULL, &n, NULL));
+            op_rc(c, i, be->fp8_quantize(be, w.t[i], 64.0f, true, wq.t[i], NULL, &n, NULL));
+            op_rc(c, i, be->fp8_gemm(be, xq.t[i], wq.t[i], 1.0f / 64, 1.0f / 64, NULL, fast,
+                                     y.t[i], NULL));
+        }
+        if (ready(c))
+            fprintf(c->out,
+                    "MEASURE fp8_gemm e4m3 x e4m3, K %lld, fast_accum %s: largest difference "
+                    "from float32 accumulation %.3g of the largest |y|\n",
+                    (long long)Kl, fast ? "on" : "off", largest_relative(c, y));
+        else
+            fprintf(c->out, "FAIL fp8_gemm measurement (%s)\n", c->err);
+        c->failed += !ready(c);
+        c->err[0] = c->detail[0] = '\0';
+        for (int i = 0; i < 2; i++) {
+            tensor_pool_clear(&c->s[i].pool);
+            c->s[i].account.current[MEM_WORKSPACE] = 0;
+        }
+    }
+}
+
 int selftest_run(backend *ref, backend *dut, FILE *out)
 {
     selftest *c = calloc(1, sizeof *c);
@@ -1788,6 +1913,9 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_pools(c, st);
     /* graph models */
     check_graph_ops(c, st);
+    /* float8 */
+    check_fp8_quantize(c);
+    check_fp8_gemm(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

@@ -26,6 +26,13 @@
  *    are the reference's zeros plus underflows), and the reference must count the
  *    subnormals and underflows the case is built to reach. A flush to zero or an inexact
  *    algorithm fails them.
+ *  - float8: amax and fp8_quantize (both formats, saturating and plain, with the transposed
+ *    copy) exact; fp8_gemm exact on operands whose sums are exact in any order and in fewer
+ *    bits than float32 (both fast_accum settings), then a measurement, not a check: the
+ *    largest difference of the device's GEMM (K = 4096) from the reference's float32
+ *    accumulation, relative to the largest |y|, with cuBLASLt's FAST_ACCUM off and on
+ *    ("MEASURE fp8_gemm ..." lines). "SKIP fp8_gemm" where the device has no float8 GEMMs
+ *    (compute capability below 8.9).
  * Every check also fails when a side still counts workspace after the op returned.
  * Prints one line per check, "PASS op what" or "FAIL op what (details)", then
  * "selftest: N passed, M failed".

@@ -12,6 +12,7 @@
 #include "distributed.h"
 #include "columns.h"
 #include "dump.h"
+#include "fp8_linear.h"
 #include "host_values.h"
 #include "layers/layer.h"
 #include "microbatch.h"
@@ -23,6 +24,7 @@ typedef struct trainer {
     optimizer opt;
     grad_scaler scaler;
     FILE *steps_csv;
+    FILE *fp8_csv; /* with [fp8] enabled */
     int64_t steps;
     double *step_ms;
     int64_t steps_done;
@@ -191,6 +193,7 @@ static float forward_backward(trainer *t, int64_t s, int64_t k)
     r->autocast = cfg->autocast;
     r->autocast_dtype = cfg->autocast_dtype;
     tensor *out = model_forward(r, &t->m);
+    fp8_forward_done(r); /* TE's fp8_autocast exit */
     if (!cfg->loss_in_autocast)
         autocast_exit(r);
     bool new_target = !t->m.target;
@@ -221,6 +224,7 @@ static float forward_backward(trainer *t, int64_t s, int64_t k)
     int n_nodes = r->n_nodes;
     memcpy(t->tape_copy, r->nodes, sizeof(node) * (size_t)n_nodes);
     tape_backward(r, root, 1.0f);
+    fp8_backward_done(r);
     name_nonfinite_origin(t, n_nodes);
     if (root != loss)
         tensor_release(&r->pool, root);
@@ -421,6 +425,7 @@ static void train_steps(trainer *t)
     run *r = t->r;
     char err[512];
     check_support(r);
+    fp8_begin(r, t->fp8_csv);
     model_init(r, &t->m);
     distributed_broadcast_params(r, t->m.params, t->m.n_params); /* a rank: rank 0's values */
     optimizer_init(r, &t->opt, &t->m);
@@ -524,7 +529,9 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
     obs->tensors = open_csv(dir, "tensors.csv", csv_tensors.header, err, sizeof err);
     obs->hist = obs->tensors ? open_csv(dir, "hist.csv", csv_hist.header, err, sizeof err) : NULL;
     t->steps_csv = obs->hist ? open_csv(dir, "steps.csv", csv_steps.header, err, sizeof err) : NULL;
-    int rc = t->steps_csv ? 0 : -1;
+    if (t->steps_csv && cfg->fp8)
+        t->fp8_csv = open_csv(dir, csv_fp8.file, csv_fp8.header, err, sizeof err);
+    int rc = t->steps_csv && (t->fp8_csv || !cfg->fp8) ? 0 : -1;
     if (rc == 0) {
         r->cfg = cfg;
         r->be = be;
@@ -549,6 +556,7 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
         tape_clear(r);
         model_free_host(&t->m);
         autocast_exit(r);
+        fp8_free(r);
         tensor_pool_clear(&r->pool);
         fill_result(cfg, r, t, done, res);
         memcpy(res->saved_by_dtype, t->saved_by_dtype, sizeof res->saved_by_dtype);
@@ -561,8 +569,8 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
         }
         be->account = NULL;
     }
-    FILE *files[3] = {obs->tensors, obs->hist, t->steps_csv};
-    for (int i = 0; i < 3; i++)
+    FILE *files[4] = {obs->tensors, obs->hist, t->steps_csv, t->fp8_csv};
+    for (int i = 0; i < 4; i++)
         if (files[i] && fclose(files[i]) && rc == 0) {
             snprintf(err, sizeof err, "cannot write results in %s: %m", dir);
             rc = -1;
@@ -621,6 +629,7 @@ int train_preflight(const case_config *cfg, const train_options *opt, int64_t *b
     tape_clear(r);
     model_free_host(&t->m);
     autocast_exit(r);
+    fp8_free(r);
     tensor_pool_clear(&r->pool);
     *bytes = r->account.total_peak;
     /* the init files, then every observed step as large as the dry steps were on average */

@@ -140,6 +140,8 @@ static void ctx_release(cuda_ctx *x)
 {
     if (x->cudnn)
         (void)cudnnDestroy(x->cudnn);
+    if (x->cublaslt)
+        (void)cublasLtDestroy(x->cublaslt);
     if (x->cublas)
         (void)cublasDestroy(x->cublas);
     if (x->scratch)
@@ -156,6 +158,7 @@ static void cuda_close(backend *be)
     cuda_ctx *x = cuda_ctx_of(be);
     CUDA_CHECK(cudaStreamSynchronize(x->stream));
     CUDNN_CHECK(cudnnDestroy(x->cudnn));
+    CUBLAS_CHECK(cublasLtDestroy(x->cublaslt));
     CUBLAS_CHECK(cublasDestroy(x->cublas));
     CUDA_CHECK(cudaFree(x->scratch));
     CUDA_CHECK(cudaFreeHost(x->host));
@@ -207,11 +210,15 @@ static const char *ctx_open(cuda_ctx *x, char *err, int errlen)
                            cudaGetErrorString(e));
     snprintf(x->device_name, sizeof x->device_name, "%s", prop.name);
     x->max_blocks = prop.multiProcessorCount * 8;
+    x->cc = prop.major * 10 + prop.minor;
     if ((e = cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking)) != cudaSuccess)
         return open_failed(err, errlen, "no CUDA stream could be created", cudaGetErrorString(e));
     if ((b = cublasCreate(&x->cublas)) != CUBLAS_STATUS_SUCCESS ||
         (b = cublasSetStream(x->cublas, x->stream)) != CUBLAS_STATUS_SUCCESS)
         return open_failed(err, errlen, "cuBLAS could not be initialised",
+                           cublasGetStatusString(b));
+    if ((b = cublasLtCreate(&x->cublaslt)) != CUBLAS_STATUS_SUCCESS)
+        return open_failed(err, errlen, "cuBLASLt could not be initialised",
                            cublasGetStatusString(b));
     if ((d = cudnnCreate(&x->cudnn)) != CUDNN_STATUS_SUCCESS ||
         (d = cudnnSetStream(x->cudnn, x->stream)) != CUDNN_STATUS_SUCCESS)
@@ -259,6 +266,7 @@ extern "C" backend *ampscope_backend_cuda_open(mem_account *account, char *err, 
 
     be->name = "cuda";
     be->has_native_math = true;
+    be->supports = cuda_supports;
     snprintf(be->device, sizeof be->device, "cuda:%.120s", x->device_name);
     be->account = account;
     be->ctx = x;

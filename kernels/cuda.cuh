@@ -1,11 +1,13 @@
 /*
  * cuda.cuh: what the CUDA backend's .cu files in kernels/ share.
  *
- *  - the check macros: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK (one generic macro: evaluates
+ *  - the check macros: CUDA_CHECK, CUBLAS_CHECK (cuBLAS and cuBLASLt, which share
+ *    cublasStatus_t), CUDNN_CHECK (one generic macro: evaluates
  *    the call once; on failure prints the statement, file, line and the library's own error
  *    text, then aborts; with AMPSCOPE_CUDA_SYNC=1 it also synchronises the device after the
  *    call and checks that) and LAUNCH_CHECK() after every kernel launch;
- *  - the backend's context (cuda_ctx: library handles, stream, device, scratch);
+ *  - the backend's context (cuda_ctx: library handles, stream, device and its compute
+ *    capability, scratch);
  *  - a dtype's cuBLAS and cuDNN data types (cuda_data_type, cudnn_data_type: format.h's
  *    FORMAT_<NAME>_CUBLAS / _CUDNN);
  *  - the rounding store with counting, as device code every kernel that writes a rounded
@@ -33,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -169,7 +172,9 @@ typedef struct cuda_ctx {
     int max_blocks; /* grid size cap of grid-stride kernels: a few blocks per SM */
     cudaStream_t stream;
     cudaMemPool_t pool; /* the device's default pool: every tensor and scratch buffer */
+    int cc;             /* compute capability, major * 10 + minor (89: Ada, 90: Hopper) */
     cublasHandle_t cublas;
+    cublasLtHandle_t cublaslt; /* the float8 GEMMs (fp8.cu) */
     cudnnHandle_t cudnn;
     cuda_scratch *scratch; /* device */
     cuda_scratch *host;    /* pinned host mirror the counters are copied back into */
@@ -323,6 +328,9 @@ void *cuda_scratch_alloc(backend *be, int64_t bytes);
 void cuda_scratch_free(backend *be, void *p, int64_t bytes);
 /* the device's free memory, as cudaMemGetInfo counts it */
 int64_t cuda_free_bytes(void);
+
+/* be->supports: float8 GEMMs need compute capability 8.9 or newer (fp8.cu) */
+bool cuda_supports(const backend *be, backend_op op, dtype dt);
 
 /* t's values as float32: t's own buffer when it is float32, else a widened scratch copy
  * (exact; *owned set to it, to give to cuda_scratch_free). NULL when out of memory. */

@@ -246,6 +246,8 @@ say "GPU: $(head -1 "$out/gpu.log")"
 # ---- the selftest ----
 phase selftest 300 "$bin" selftest --device cuda
 say "$(tail -1 "$out/selftest.log")"
+# cuBLASLt's float8 GEMM with FAST_ACCUM off and on against float32 accumulation (or why not)
+say "$(grep -E '^(MEASURE|SKIP) fp8_gemm' "$out/selftest.log")"
 
 # ---- cases on the GPU against the CPU ----
 export -f compare_runs

@@ -4,11 +4,13 @@
  * Case files: `linear IN -> OUT [bias=yes|no] [from=NAME] [weight=LAYER.weight]` (a tied
  * weight: another layer's [O, I] parameter, one tensor). Under autocast x, w and b are cast
  * to the autocast dtype. Saved for backward: the input and the weight (as AddmmBackward0
- * keeps mat1 and mat2). Also PyTorch's dtype names in error texts.
+ * keeps mat1 and mat2). A layer [fp8] chooses runs as te.Linear instead (fp8_linear.h).
+ * Also PyTorch's dtype names in error texts.
  */
 #include <string.h>
 
 #include "../format.h"
+#include "../fp8_linear.h"
 #include "layer.h"
 
 /* PyTorch's names of a dtype in its error messages: the number formats' from format.h's
@@ -59,6 +61,8 @@ static void linear_backward(run *r, node *n)
 static tensor *linear_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
 {
     tensor *x = in[0], *w = params[0], *b = l->bias ? params[1] : NULL;
+    if (fp8_linear_chosen(r, l))
+        return fp8_linear_forward(r, l, x, w, b);
     tensor *xa = autocast_arg(r, "linear", x);
     tensor *wa = autocast_arg(r, "linear", w);
     tensor *ba = b ? autocast_arg(r, "linear", b) : NULL;
