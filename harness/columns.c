@@ -17,6 +17,7 @@ CSV_FILE(csv_hist, "hist.csv", HIST_CSV_COLUMNS, HIST_N_COLS);
 CSV_FILE(csv_steps, "steps.csv", STEPS_CSV_COLUMNS, STEPS_N_COLS);
 CSV_FILE(csv_memory, "memory.csv", MEMORY_CSV_COLUMNS, MEMORY_N_COLS);
 CSV_FILE(csv_config, "config.csv", CONFIG_CSV_COLUMNS, CONFIG_N_COLS);
+CSV_FILE(csv_fp8, "fp8.csv", FP8_CSV_COLUMNS, FP8_N_COLS);
 CSV_FILE(csv_summary, "summary.csv", SUMMARY_CSV_COLUMNS, SUMMARY_N_COLS);
 CSV_FILE(csv_bench, "bench.csv", BENCH_CSV_COLUMNS, BENCH_N_COLS);
 CSV_FILE(csv_sweep, "sweep.csv", SWEEP_CSV_COLUMNS, SWEEP_N_COLS);

@@ -13,6 +13,7 @@
  *   OUT/<case>/steps.csv    one row per completed step (train.c)
  *   OUT/<case>/memory.csv   peak and final bytes by category (train.c)
  *   OUT/<case>/config.csv   the configuration REPORT.md needs (report_config.c)
+ *   OUT/<case>/fp8.csv      one row per float8 quantization per step (FP8-SPEC.md)
  *   OUT/summary.csv         one row per case (results.c)
  *   results/bench.csv       `make bench`'s figures (tools/bench.c)
  *   OUT/<case>.sweep/sweep.csv  one row per variant of `run --sweep` (sweep.c)
@@ -97,6 +98,16 @@ typedef struct csv_columns {
     X(CONFIG_COL_STEPS, "steps")                                                                   \
     X(CONFIG_COL_SEED, "seed")
 
+#define FP8_CSV_COLUMNS(X)                                                                         \
+    X(FP8_COL_CASE, "case")                                                                        \
+    X(FP8_COL_STEP, "step")                                                                        \
+    X(FP8_COL_TENSOR, "tensor")                                                                    \
+    X(FP8_COL_FORMAT, "format")                                                                    \
+    X(FP8_COL_AMAX, "amax")                                                                        \
+    X(FP8_COL_SCALE, "scale")                                                                      \
+    X(FP8_COL_SATURATED, "saturated")                                                              \
+    X(FP8_COL_UNDERFLOW, "underflow")
+
 #define SUMMARY_CSV_COLUMNS(X)                                                                     \
     X(SUMMARY_COL_CASE, "case")                                                                    \
     X(SUMMARY_COL_DEVICE, "device")                                                                \
@@ -156,12 +167,13 @@ enum hist_csv_col { HIST_CSV_COLUMNS(CSV_COLUMN_ID) HIST_N_COLS };
 enum steps_csv_col { STEPS_CSV_COLUMNS(CSV_COLUMN_ID) STEPS_N_COLS };
 enum memory_csv_col { MEMORY_CSV_COLUMNS(CSV_COLUMN_ID) MEMORY_N_COLS };
 enum config_csv_col { CONFIG_CSV_COLUMNS(CSV_COLUMN_ID) CONFIG_N_COLS };
+enum fp8_csv_col { FP8_CSV_COLUMNS(CSV_COLUMN_ID) FP8_N_COLS };
 enum summary_csv_col { SUMMARY_CSV_COLUMNS(CSV_COLUMN_ID) SUMMARY_N_COLS };
 enum bench_csv_col { BENCH_CSV_COLUMNS(CSV_COLUMN_ID) BENCH_N_COLS };
 enum sweep_csv_col { SWEEP_CSV_COLUMNS(CSV_COLUMN_ID) SWEEP_N_COLS };
 #undef CSV_COLUMN_ID
 
-extern const csv_columns csv_tensors, csv_hist, csv_steps, csv_memory, csv_config, csv_summary,
-    csv_bench, csv_sweep;
+extern const csv_columns csv_tensors, csv_hist, csv_steps, csv_memory, csv_config, csv_fp8,
+    csv_summary, csv_bench, csv_sweep;
 
 #endif
