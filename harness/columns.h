@@ -12,8 +12,8 @@
  *   OUT/<case>/hist.csv     its log2|x| histogram, one row per non-empty bin (observe.c)
  *   OUT/<case>/steps.csv    one row per completed step (train.c)
  *   OUT/<case>/memory.csv   peak and final bytes by category (train.c)
+ *   OUT/<case>/fp8.csv      one row per float8 quantization, with [fp8] (fp8_linear.c)
  *   OUT/<case>/config.csv   the configuration REPORT.md needs (report_config.c)
- *   OUT/<case>/fp8.csv      one row per float8 quantization per step (FP8-SPEC.md)
  *   OUT/summary.csv         one row per case (results.c)
  *   results/bench.csv       `make bench`'s figures (tools/bench.c)
  *   OUT/<case>.sweep/sweep.csv  one row per variant of `run --sweep` (sweep.c)
@@ -79,6 +79,16 @@ typedef struct csv_columns {
     X(MEMORY_COL_PEAK_BYTES, "peak_bytes")                                                         \
     X(MEMORY_COL_END_BYTES, "end_bytes")
 
+#define FP8_CSV_COLUMNS(X)                                                                         \
+    X(FP8_COL_CASE, "case")                                                                        \
+    X(FP8_COL_STEP, "step")                                                                        \
+    X(FP8_COL_TENSOR, "tensor")                                                                    \
+    X(FP8_COL_FORMAT, "format")                                                                    \
+    X(FP8_COL_AMAX, "amax")                                                                        \
+    X(FP8_COL_SCALE, "scale")                                                                      \
+    X(FP8_COL_SATURATED, "saturated")                                                              \
+    X(FP8_COL_UNDERFLOW, "underflow")
+
 #define CONFIG_CSV_COLUMNS(X)                                                                      \
     X(CONFIG_COL_CASE, "case")                                                                     \
     X(CONFIG_COL_DESCRIPTION, "description")                                                       \
@@ -97,16 +107,6 @@ typedef struct csv_columns {
     X(CONFIG_COL_BATCH, "batch")                                                                   \
     X(CONFIG_COL_STEPS, "steps")                                                                   \
     X(CONFIG_COL_SEED, "seed")
-
-#define FP8_CSV_COLUMNS(X)                                                                         \
-    X(FP8_COL_CASE, "case")                                                                        \
-    X(FP8_COL_STEP, "step")                                                                        \
-    X(FP8_COL_TENSOR, "tensor")                                                                    \
-    X(FP8_COL_FORMAT, "format")                                                                    \
-    X(FP8_COL_AMAX, "amax")                                                                        \
-    X(FP8_COL_SCALE, "scale")                                                                      \
-    X(FP8_COL_SATURATED, "saturated")                                                              \
-    X(FP8_COL_UNDERFLOW, "underflow")
 
 #define SUMMARY_CSV_COLUMNS(X)                                                                     \
     X(SUMMARY_COL_CASE, "case")                                                                    \
@@ -166,14 +166,14 @@ enum tensors_csv_col { TENSORS_CSV_COLUMNS(CSV_COLUMN_ID) TENSORS_N_COLS };
 enum hist_csv_col { HIST_CSV_COLUMNS(CSV_COLUMN_ID) HIST_N_COLS };
 enum steps_csv_col { STEPS_CSV_COLUMNS(CSV_COLUMN_ID) STEPS_N_COLS };
 enum memory_csv_col { MEMORY_CSV_COLUMNS(CSV_COLUMN_ID) MEMORY_N_COLS };
-enum config_csv_col { CONFIG_CSV_COLUMNS(CSV_COLUMN_ID) CONFIG_N_COLS };
 enum fp8_csv_col { FP8_CSV_COLUMNS(CSV_COLUMN_ID) FP8_N_COLS };
+enum config_csv_col { CONFIG_CSV_COLUMNS(CSV_COLUMN_ID) CONFIG_N_COLS };
 enum summary_csv_col { SUMMARY_CSV_COLUMNS(CSV_COLUMN_ID) SUMMARY_N_COLS };
 enum bench_csv_col { BENCH_CSV_COLUMNS(CSV_COLUMN_ID) BENCH_N_COLS };
 enum sweep_csv_col { SWEEP_CSV_COLUMNS(CSV_COLUMN_ID) SWEEP_N_COLS };
 #undef CSV_COLUMN_ID
 
-extern const csv_columns csv_tensors, csv_hist, csv_steps, csv_memory, csv_config, csv_fp8,
+extern const csv_columns csv_tensors, csv_hist, csv_steps, csv_memory, csv_fp8, csv_config,
     csv_summary, csv_bench, csv_sweep;
 
 #endif
