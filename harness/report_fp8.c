@@ -97,12 +97,18 @@ static int parse_row(const csv_table *t, int r, const int *k, fp8_row *x, char *
     return 0;
 }
 
-/* tensors.csv's counted rows of the operand's quantized copy, "<tensor>@<format>" */
+/* tensors.csv's counted rows of the operand's quantized copy, "<tensor>@<format>", and a
+ * weight's gradient row "<tensor>.grad@<dtype>" */
 static void add_copy_rows(fp8_summary *s, fp8_operand *op, const case_files *c)
 {
     size_t n = strlen(op->tensor);
     for (int i = 0; i < c->n_rows; i++) {
         const tensor_row *r = &c->rows[i];
+        if (op->kind == 1 && !strncmp(r->name, op->tensor, n) &&
+            !strncmp(r->name + n, ".grad@", 6)) {
+            op->wgrad_name = r->name;
+            op->wgrad_dtype = r->dtype;
+        }
         if (!r->counted || strncmp(r->name, op->tensor, n) || r->name[n] != '@' ||
             strcmp(r->name + n + 1, op->format))
             continue;
@@ -131,6 +137,11 @@ static void add_row(fp8_summary *s, const fp8_row *x)
     if (op->n_rows == 1 || x->scale > op->scale_hi) {
         op->scale_hi = x->scale;
         op->scale_max = x->scale_text;
+    }
+    if (x->underflow > op->under_most) {
+        op->under_most = x->underflow;
+        op->under_step = x->step;
+        op->under_scale = x->scale_text;
     }
     if (x->saturated > op->worst_saturated) {
         op->worst_saturated = x->saturated;
@@ -342,13 +353,39 @@ static void put_underflow(FILE *f, const fp8_summary *s)
             (long long)s->underflow, s->underflow == 1 ? "" : "s", most->tensor, most->format,
             (long long)most->underflow);
     put_share_of(f, most->underflow, most->numel, most->n_rows);
-    fprintf(f, ", %lld in step %lld", (long long)most->last_underflow, (long long)s->last_step);
+    fprintf(f, ", of which %lld in step %lld with scale %s", (long long)most->under_most,
+            (long long)most->under_step, most->under_scale);
+    if (most->under_step == s->first_step && !strcmp(most->under_scale, "1"))
+        fputs(" (the initial scale: no amax was recorded before the first step)", f);
     if (fmt)
         fprintf(f,
-                ": multiplied by its scale (%s to %s over the steps) they lay at or below half "
-                "%s's smallest subnormal, 2^%d, and rounded to zero",
-                most->scale_min, most->scale_max, most->format, fmt->zero_exp);
-    fputs(".", f);
+                ": multiplied by the scale they lay at or below half %s's smallest subnormal, "
+                "2^%d, and rounded to zero",
+                most->format, fmt->zero_exp);
+    fprintf(f, "; %lld in step %lld.", (long long)most->last_underflow, (long long)s->last_step);
+}
+
+/* The sentence on the dtype of the fp8 layers' weight gradients. */
+static void put_wgrad(FILE *f, const fp8_summary *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_ops; i++)
+        n += s->ops[i].wgrad_name != NULL;
+    for (int i = 0, k = 0; i < s->n_ops; i++) {
+        const fp8_operand *op = &s->ops[i];
+        if (!op->wgrad_name)
+            continue;
+        if (k == 0)
+            fprintf(f,
+                    " The weight gradients of the float8 layers came out of the wgrad GEMM "
+                    "(the quantized output gradient times the quantized input, summed in "
+                    "float32) in %s, as",
+                    op->wgrad_dtype);
+        fprintf(f, "%s `%s`", k == 0 ? "" : k + 1 < n ? "," : " and", op->wgrad_name);
+        k++;
+    }
+    if (n)
+        fputs(", and were cast into the parameters' `.grad`.", f);
 }
 
 /* The sentence on the subnormals of the last step, per format. */
@@ -365,8 +402,8 @@ static void put_subnormal(FILE *f, const fp8_summary *s)
         return;
     }
     fprintf(f, " In step %lld, %lld value%s of the quantized copies %s subnormal",
-            (long long)s->last_step, (long long)s->last_subnormal, s->last_subnormal == 1 ? "" : "s",
-            s->last_subnormal == 1 ? "was" : "were");
+            (long long)s->last_step, (long long)s->last_subnormal,
+            s->last_subnormal == 1 ? "" : "s", s->last_subnormal == 1 ? "was" : "were");
     /* the formats present, each once, with its smallest normal */
     const char *told[8];
     int n_told = 0;
@@ -406,6 +443,7 @@ void fp8_summary_put(FILE *f, const fp8_summary *s)
     put_saturated(f, s);
     put_underflow(f, s);
     put_subnormal(f, s);
+    put_wgrad(f, s);
     fputs("\n\n", f);
     bool observed = false;
     for (int i = 0; i < s->n_ops; i++)

@@ -12,9 +12,11 @@
  *   scale                 the smallest and largest scale of its rows;
  * then sentences in words: for each operand that saturated, the step in which most of its
  * values did, the amax its scale maps to the format's largest finite value (largest /
- * scale) against the step's own amax; for the operand that underflowed most, where its
- * values lay. Percentages are of numel (tensors.csv's row of the quantized copy) times the
- * rows counted, rounded as report_text.h says; without a tensors.csv row the counts alone.
+ * scale) against the step's own amax; for the operand that underflowed most, the step in
+ * which most did and where its values lay; the dtype the fp8 layers' weight gradients came
+ * out of the wgrad GEMM in. Percentages are of numel (tensors.csv's row of the quantized copy)
+ * times the rows counted, rounded as report_text.h says; without a tensors.csv row the counts
+ * alone.
  */
 #ifndef AMPSCOPE_REPORT_FP8_H
 #define AMPSCOPE_REPORT_FP8_H
@@ -36,10 +38,16 @@ typedef struct fp8_operand {
     /* the row with the most saturated values (the first of equals) */
     int64_t worst_step, worst_saturated;
     const char *worst_amax, *worst_scale;
+    /* the row with the most underflow (the first of equals) */
+    int64_t under_step, under_most;
+    const char *under_scale;
     /* tensors.csv: numel 0 when it has no counted row of the copy */
     int64_t numel, subnormal, last_subnormal;
     int observed;      /* counted rows of the copy */
     bool last_counted; /* the last step has one */
+    /* a weight's gradient as the wgrad GEMM made it: tensors.csv's "L.weight.grad@<dtype>"
+     * (name and dtype point into the case_files read with it); NULL when none */
+    const char *wgrad_name, *wgrad_dtype;
 } fp8_operand;
 
 typedef struct fp8_summary {

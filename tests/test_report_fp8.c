@@ -9,8 +9,8 @@
  *   proj.weight (numel 1024): saturated 0 + 700 of 2 x 1024 = 34.18%, 700 of 1024 in step 1
  *     = 68.36%; its step-1 scale 3587.35205 = 448 / 0.124883197 maps an amax of 0.1249 to
  *     448, and its step-1 amax 0.510705531 is 4.089 times that;
- *   fc.out.grad (numel 1024, float8_e5m2): underflow 300 + 4 = 304 of 2048 = 14.84%,
- *     subnormal 500 + 4 = 504 of 2048 = 24.61%;
+ *   fc.out.grad (numel 1024, float8_e5m2): underflow 300 (step 0, scale 1) + 4 = 304 of
+ *     2048 = 14.84%, subnormal 500 + 4 = 504 of 2048 = 24.61%;
  *   in all: saturated 37 + 120 + 5 + 700 + 2 = 864, underflow 3 + 10 + 304 + 17 + 40 = 374,
  *     step 1's copies subnormal 1 + 0 + 4 + 2 + 0 + 3 = 10.
  */
@@ -107,10 +107,14 @@ Test(report_fp8, counts_each_gemm_operand_by_hand)
     expect_has(md, "Also `fc.out.grad` 120 in step 1 (amax 6.631× the one its scale maps to "
                    "57344), `fc.weight` 37 in step 1 (amax 1.934× the one its scale maps to 448)");
     expect_has(md, "374 values underflowed to zero over the steps; most in `fc.out.grad` "
-                   "(float8_e5m2): 304 (14.84% of the values quantized), 4 in step 1");
-    expect_has(md, "half float8_e5m2's smallest subnormal, 2^-17, and rounded to zero");
+                   "(float8_e5m2): 304 (14.84% of the values quantized), of which 300 in step 0 "
+                   "with scale 1 (the initial scale: no amax was recorded before the first "
+                   "step): multiplied by the scale they lay at or below half float8_e5m2's "
+                   "smallest subnormal, 2^-17, and rounded to zero; 4 in step 1.");
     expect_has(md, "In step 1, 10 values of the quantized copies were subnormal (non-zero and, "
                    "after scaling, below 2^-6 in float8_e4m3fn, 2^-14 in float8_e5m2");
+    expect_has(md, "in bfloat16, as `fc.weight.grad@bfloat16` and `proj.weight.grad@bfloat16`, "
+                   "and were cast into the parameters' `.grad`.");
     expect_has(md, "](fp8_hist.png)");
     expect_has(md, "](fp8_scale.png)");
     free(md);
