@@ -276,18 +276,39 @@ static void put_table(FILE *f, const fp8_summary *s)
 
 #define SATURATED_LISTED 8 /* operands named after the one that saturated most */
 
-/* The amax the row's scale maps to the format's largest finite value (largest / scale), and
- * the row's own amax; false without a format or a positive scale. */
-static bool fitted_amax(const fp8_operand *op, double *fits, double *amax, double *largest)
+/* Why the row with an operand's most saturated values saturated, from its amax and scale:
+ * the scale was made for a smaller amax than the step's own (delayed scaling's history), or
+ * for this amax, whose product with the scale rounded above the largest value (a scale
+ * largest / amax rounded to float32: current scaling, or delayed scaling with an unchanged
+ * amax). 2^-20 covers that rounding and fp8.csv's nine digits. */
+typedef enum saturation_cause {
+    SATURATION_UNKNOWN, /* no format or no positive scale, or an amax below the fitted one */
+    SATURATION_GREW,    /* amax > largest / scale */
+    SATURATION_ROUNDED, /* amax * scale = largest, up to rounding */
+} saturation_cause;
+
+#define SATURATION_TOLERANCE 0x1p-20
+
+typedef struct saturation {
+    saturation_cause cause;
+    double fits, amax, largest; /* fits: largest / scale, the amax the scale maps to largest */
+} saturation;
+
+static saturation saturation_of(const fp8_operand *op)
 {
     const format_info *fmt = format_named(op->format);
     double scale = strtod(op->worst_scale, NULL);
+    saturation x = {.cause = SATURATION_UNKNOWN};
     if (!fmt || !(scale > 0))
-        return false;
-    *largest = fmt->largest;
-    *fits = fmt->largest / scale;
-    *amax = strtod(op->worst_amax, NULL);
-    return true;
+        return x;
+    x.largest = fmt->largest;
+    x.fits = fmt->largest / scale;
+    x.amax = strtod(op->worst_amax, NULL);
+    if (x.amax > x.fits * (1 + SATURATION_TOLERANCE))
+        x.cause = SATURATION_GREW;
+    else if (x.amax >= x.fits * (1 - SATURATION_TOLERANCE))
+        x.cause = SATURATION_ROUNDED;
+    return x;
 }
 
 /* The operand that saturated most, in its worst step, with the reason; then the others. */
@@ -308,28 +329,45 @@ static void put_saturated(FILE *f, const fp8_summary *s)
         format_pct(op->worst_saturated, op->numel, pct, sizeof pct);
         fprintf(f, " of its %lld values (%s)", (long long)op->numel, pct);
     }
-    fputs(" were clamped", f);
-    double fits, amax, largest;
-    if (fitted_amax(op, &fits, &amax, &largest)) {
+    saturation x = saturation_of(op);
+    switch (x.cause) {
+    case SATURATION_GREW:
         fprintf(f,
-                " to ±%g: its scale, %s, maps an amax of %.4g to %g (%g / scale), and the "
-                "tensor's own amax in that step was %s",
-                largest, op->worst_scale, fits, largest, largest, op->worst_amax);
-        if (amax > fits)
-            fprintf(f,
-                    ", %.4g× that, so every value above %.4g saturated. The scale was not "
-                    "made from the step's own amax: delayed scaling computes it from the amax "
-                    "history of the steps before (`scale = largest / amax / 2^margin`), so a "
-                    "tensor whose amax grows between steps saturates; current scaling would "
-                    "map this step's amax to the largest value itself",
-                    amax / fits, fits);
+                " were clamped to ±%g: its scale, %s, maps an amax of %.4g to %g (%g / scale), "
+                "and the tensor's own amax in that step was %s, %.4g× that, so every value "
+                "above %.4g saturated. The scale was not made from the step's own amax: delayed "
+                "scaling computes it from the amax history of the steps before (`scale = "
+                "largest / amax / 2^margin`), so a tensor whose amax grows between steps "
+                "saturates; current scaling would map this step's amax to the largest value "
+                "itself.",
+                x.largest, op->worst_scale, x.fits, x.largest, x.largest, op->worst_amax,
+                x.amax / x.fits, x.fits);
+        break;
+    case SATURATION_ROUNDED:
+        fprintf(f,
+                " were clamped to ±%g: its scale, %s, is %g / the step's own amax, %s, rounded "
+                "to float32, and the amax times the scale rounded just above %g; rounding to "
+                "nearest gives %g for those values as well, so the clamp changed nothing.",
+                x.largest, op->worst_scale, x.largest, op->worst_amax, x.largest, x.largest);
+        break;
+    case SATURATION_UNKNOWN:
+        fputs(" were clamped to the format's largest finite value.", f);
+        break;
     }
-    fputs(".", f);
     for (int i = 1; i < n && i <= SATURATED_LISTED; i++) {
         fprintf(f, "%s `%s` %lld in step %lld", i == 1 ? " Also" : ",", by[i]->tensor,
                 (long long)by[i]->worst_saturated, (long long)by[i]->worst_step);
-        if (fitted_amax(by[i], &fits, &amax, &largest) && amax > fits)
-            fprintf(f, " (amax %.4g× the one its scale maps to %g)", amax / fits, largest);
+        x = saturation_of(by[i]);
+        switch (x.cause) {
+        case SATURATION_GREW:
+            fprintf(f, " (amax %.4g× the one its scale maps to %g)", x.amax / x.fits, x.largest);
+            break;
+        case SATURATION_ROUNDED:
+            fprintf(f, " (its own amax times its scale rounded just above %g)", x.largest);
+            break;
+        case SATURATION_UNKNOWN:
+            break;
+        }
     }
     if (n > SATURATED_LISTED + 1)
         fprintf(f, " and %d more operands (the table)", n - SATURATED_LISTED - 1);

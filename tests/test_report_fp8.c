@@ -207,3 +207,26 @@ Test(report_fp8, a_bad_number_names_the_file_and_row)
     case_files_free(&c);
     rm_rf(out);
 }
+
+/* Current scaling's scale is largest / amax rounded to float32: amax x scale can round just
+ * above the largest value (0.0363841951 x 12313.0391 = 448.0000169 here), and the one value
+ * that large is clamped; the report must not blame an amax that grew. */
+Test(report_fp8, a_clamp_by_rounding_is_not_told_as_growth)
+{
+    char out[256], path[768];
+    make_temp_dir(out, sizeof out);
+    static const char *const files[] = {"tensors.csv", "steps.csv", "memory.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        copy_in(out, files[i]);
+    write_file(out, "fp8.csv",
+               "case,step,tensor,format,amax,scale,saturated,underflow\n"
+               "fp8-fixture,0,fc.weight,float8_e4m3fn,0.0363841951,12313.0391,1,0\n",
+               path, sizeof path);
+    char *md = section_of(out);
+    expect_has(md, "1 value saturated over the steps. Most in `fc.weight` (float8_e4m3fn): in "
+                   "step 0, 1 of its 2048 values (0.05%) were clamped to ±448: its scale, "
+                   "12313.0391, is 448 / the step's own amax, 0.0363841951, rounded to float32");
+    cr_expect_null(strstr(md, "delayed scaling"), "%s", md);
+    free(md);
+    rm_rf(out);
+}
