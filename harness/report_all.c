@@ -24,6 +24,7 @@ typedef struct case_entry {
     bool have_config;
     char scaler[8], baseline[CASE_NAME_MAX], description[CASE_TEXT_MAX];
     char fp8_line[512]; /* "" without fp8.csv */
+    bool fp8_hist_plot; /* plot.py draws fp8_hist.png (report_fp8.h's rule) */
 } case_entry;
 
 typedef struct all_report {
@@ -57,6 +58,7 @@ static int read_entry(const char *results_dir, case_entry *e, char *err, int err
         rc = fp8_summary_read(&fp8, dir, &c, err, errlen);
         if (rc == 0) {
             fp8_summary_line(&fp8, e->fp8_line, sizeof e->fp8_line);
+            e->fp8_hist_plot = fp8_summary_has_hist(&fp8);
             fp8_summary_free(&fp8);
         }
         case_files_free(&c);
@@ -180,8 +182,15 @@ static int write_all_md(FILE *f, const void *ctx, char *err, int errlen)
             fputs(", ", f);
         }
         put_link(f, "memory", name, "memory.png");
-        if (e->fp8_line[0])
+        if (e->fp8_line[0]) {
+            fputs(", ", f);
+            if (e->fp8_hist_plot) {
+                put_link(f, "float8 copies", name, "fp8_hist.png");
+                fputs(", ", f);
+            }
+            put_link(f, "float8 scales", name, "fp8_scale.png");
             fprintf(f, ". %s", e->fp8_line);
+        }
         fputs("\n", f);
     }
     bool any_hist = false;

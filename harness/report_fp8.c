@@ -459,6 +459,14 @@ static void put_subnormal(FILE *f, const fp8_summary *s)
     fputs(n_told ? "; fewer significant bits)." : ".", f);
 }
 
+bool fp8_summary_has_hist(const fp8_summary *s)
+{
+    for (int i = 0; i < s->n_ops; i++)
+        if (s->ops[i].observed > 0)
+            return true;
+    return false;
+}
+
 void fp8_summary_put(FILE *f, const fp8_summary *s)
 {
     int layers = 0;
@@ -483,10 +491,7 @@ void fp8_summary_put(FILE *f, const fp8_summary *s)
     put_subnormal(f, s);
     put_wgrad(f, s);
     fputs("\n\n", f);
-    bool observed = false;
-    for (int i = 0; i < s->n_ops; i++)
-        observed |= s->ops[i].observed > 0;
-    if (observed)
+    if (fp8_summary_has_hist(s))
         fputs("![log2|x| of each quantized tensor after scaling, against float8_e4m3fn's and "
               "float8_e5m2's ranges](fp8_hist.png)\n\n",
               f);

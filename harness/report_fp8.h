@@ -67,7 +67,10 @@ typedef struct fp8_summary {
 int fp8_summary_read(fp8_summary *s, const char *dir, const case_files *c, char *err, int errlen);
 void fp8_summary_free(fp8_summary *s);
 
-/* report.md's "## Float8" section (the table and the sentences). */
+/* true when some quantized copy has a counted tensors.csv row: plot.py then draws
+ * fp8_hist.png (fp8_scale.png it draws for every fp8.csv with rows) */
+bool fp8_summary_has_hist(const fp8_summary *s);
+/* report.md's "## Float8" section (the table, the sentences, the plots' links). */
 void fp8_summary_put(FILE *f, const fp8_summary *s);
 /* REPORT.md's line: "Float8 (fp8.csv): 6 GEMM operands over 3 steps; 730 values saturated
  * (most in `fc2.weight`), 12 underflowed (most in `fc2.out.grad`)." */

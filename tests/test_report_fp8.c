@@ -176,7 +176,9 @@ Test(report_fp8, report_all_has_the_float8_line)
     cr_assert_eq(report_all(out, err, sizeof err), 0, "%s", err);
     snprintf(path, sizeof path, "%s/REPORT.md", out);
     char *md = slurp(path);
-    cr_expect_not_null(strstr(md, "[memory](fp8-fixture/memory.png). Float8 (fp8.csv): 6 GEMM "
+    cr_expect_not_null(strstr(md, "[memory](fp8-fixture/memory.png), [float8 copies](fp8-fixture/"
+                                  "fp8_hist.png), [float8 scales](fp8-fixture/fp8_scale.png). "
+                                  "Float8 (fp8.csv): 6 GEMM "
                                   "operands over 2 steps; 864 values saturated (most in "
                                   "`proj.weight`), 374 underflowed (most in `fc.out.grad`).\n"),
                        "%s", md);
