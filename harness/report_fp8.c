@@ -329,29 +329,30 @@ static void put_saturated(FILE *f, const fp8_summary *s)
         format_pct(op->worst_saturated, op->numel, pct, sizeof pct);
         fprintf(f, " of its %lld values (%s)", (long long)op->numel, pct);
     }
+    const char *were = op->worst_saturated == 1 ? "was" : "were";
     saturation x = saturation_of(op);
     switch (x.cause) {
     case SATURATION_GREW:
         fprintf(f,
-                " were clamped to ±%g: its scale, %s, maps an amax of %.4g to %g (%g / scale), "
+                " %s clamped to ±%g: its scale, %s, maps an amax of %.4g to %g (%g / scale), "
                 "and the tensor's own amax in that step was %s, %.4g× that, so every value "
                 "above %.4g saturated. The scale was not made from the step's own amax: delayed "
                 "scaling computes it from the amax history of the steps before (`scale = "
                 "largest / amax / 2^margin`), so a tensor whose amax grows between steps "
                 "saturates; current scaling would map this step's amax to the largest value "
                 "itself.",
-                x.largest, op->worst_scale, x.fits, x.largest, x.largest, op->worst_amax,
+                were, x.largest, op->worst_scale, x.fits, x.largest, x.largest, op->worst_amax,
                 x.amax / x.fits, x.fits);
         break;
     case SATURATION_ROUNDED:
         fprintf(f,
-                " were clamped to ±%g: its scale, %s, is %g / the step's own amax, %s, rounded "
+                " %s clamped to ±%g: its scale, %s, is %g / the step's own amax, %s, rounded "
                 "to float32, and the amax times the scale rounded just above %g; rounding to "
                 "nearest gives %g for those values as well, so the clamp changed nothing.",
-                x.largest, op->worst_scale, x.largest, op->worst_amax, x.largest, x.largest);
+                were, x.largest, op->worst_scale, x.largest, op->worst_amax, x.largest, x.largest);
         break;
     case SATURATION_UNKNOWN:
-        fputs(" were clamped to the format's largest finite value.", f);
+        fprintf(f, " %s clamped to the format's largest finite value.", were);
         break;
     }
     for (int i = 1; i < n && i <= SATURATED_LISTED; i++) {

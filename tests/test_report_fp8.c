@@ -226,7 +226,7 @@ Test(report_fp8, a_clamp_by_rounding_is_not_told_as_growth)
                path, sizeof path);
     char *md = section_of(out);
     expect_has(md, "1 value saturated over the steps. Most in `fc.weight` (float8_e4m3fn): in "
-                   "step 0, 1 of its 2048 values (0.05%) were clamped to ±448: its scale, "
+                   "step 0, 1 of its 2048 values (0.05%) was clamped to ±448: its scale, "
                    "12313.0391, is 448 / the step's own amax, 0.0363841951, rounded to float32");
     cr_expect_null(strstr(md, "delayed scaling"), "%s", md);
     free(md);
