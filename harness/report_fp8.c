@@ -12,24 +12,26 @@
 #include "format.h"
 #include "report_text.h"
 
-/* the GEMM operands of a te.Linear, by the suffix of fp8.csv's tensor (FP8-SPEC.md) */
-static const char *const operand_suffix[] = {".input", ".weight", ".out.grad"};
-#define N_KINDS ((int)(sizeof operand_suffix / sizeof operand_suffix[0]))
+/* fp8.csv's tensor is the layer's name and one of these (FP8-SPEC.md) */
+static const char *const operand_suffix[FP8_OPERAND_OTHER] = {
+    [FP8_OPERAND_INPUT] = ".input",
+    [FP8_OPERAND_WEIGHT] = ".weight",
+    [FP8_OPERAND_OUT_GRAD] = ".out.grad",
+};
 
-/* the operand's kind (index in operand_suffix; N_KINDS for another name) and its layer's
- * name length */
-static int operand_kind(const char *tensor, size_t *layer_len)
+/* the operand's kind and its layer's name length (the whole name for another kind) */
+static fp8_operand_kind operand_kind(const char *tensor, size_t *layer_len)
 {
     size_t n = strlen(tensor);
-    for (int k = 0; k < N_KINDS; k++) {
+    for (int k = 0; k < FP8_OPERAND_OTHER; k++) {
         size_t m = strlen(operand_suffix[k]);
         if (n > m && !strcmp(tensor + n - m, operand_suffix[k])) {
             *layer_len = n - m;
-            return k;
+            return (fp8_operand_kind)k;
         }
     }
     *layer_len = n;
-    return N_KINDS;
+    return FP8_OPERAND_OTHER;
 }
 
 static const format_info *format_named(const char *name)
@@ -56,7 +58,8 @@ static fp8_operand *operand_of(fp8_summary *s, const char *tensor, const char *f
         if (!strcmp(s->ops[i].tensor, tensor) && !strcmp(s->ops[i].format, format))
             return &s->ops[i];
     size_t len, other_len;
-    int kind = operand_kind(tensor, &len), rank = s->n_ops;
+    fp8_operand_kind kind = operand_kind(tensor, &len);
+    int rank = s->n_ops;
     for (int i = 0; i < s->n_ops && rank == s->n_ops; i++) {
         operand_kind(s->ops[i].tensor, &other_len);
         if (other_len == len && !strncmp(s->ops[i].tensor, tensor, len))
@@ -104,7 +107,7 @@ static void add_copy_rows(fp8_summary *s, fp8_operand *op, const case_files *c)
     size_t n = strlen(op->tensor);
     for (int i = 0; i < c->n_rows; i++) {
         const tensor_row *r = &c->rows[i];
-        if (op->kind == 1 && !strncmp(r->name, op->tensor, n) &&
+        if (op->kind == FP8_OPERAND_WEIGHT && !strncmp(r->name, op->tensor, n) &&
             !strncmp(r->name + n, ".grad@", 6)) {
             op->wgrad_name = r->name;
             op->wgrad_dtype = r->dtype;

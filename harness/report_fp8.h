@@ -26,10 +26,19 @@
 
 #include "report_files.h"
 
+/* a te.Linear's GEMM operands, in the order the report lists a layer's */
+typedef enum fp8_operand_kind {
+    FP8_OPERAND_INPUT = 0, /* L.input */
+    FP8_OPERAND_WEIGHT,    /* L.weight */
+    FP8_OPERAND_OUT_GRAD,  /* L.out.grad */
+    FP8_OPERAND_OTHER      /* a name with none of these suffixes, listed last */
+} fp8_operand_kind;
+
 /* One GEMM operand's rows of fp8.csv and its quantized copy's rows of tensors.csv. */
 typedef struct fp8_operand {
     const char *tensor, *format; /* fp8.csv's text: "fc.out.grad", "float8_e5m2" */
-    int layer_rank, kind;        /* sort keys: layer's first appearance; input, weight, grad */
+    int layer_rank;              /* its layer's first appearance among the operands */
+    fp8_operand_kind kind;
     int n_rows;
     int64_t saturated, underflow;           /* over every row */
     int64_t last_saturated, last_underflow; /* over the rows of the last step */
