@@ -8,7 +8,9 @@
  *               scale and skipped steps; the error and what PyTorch does, when the run
  *               ended in one); a table of every tensor of the first and last observed
  *               steps; the steps (loss, loss scale, lost updates); the memory by category
- *               and what is saved for backward by dtype;
+ *               and what is saved for backward by dtype; for a case with fp8.csv, the
+ *               float8 section (report_fp8.h: per GEMM operand what saturated,
+ *               underflowed or went subnormal, and the scales);
  *               links to the plots plot/plot.py draws.
  *   config.csv  one row: the configuration keys REPORT.md needs and summary.csv lacks
  *               (description, baseline, scaler, ...); its columns are in columns.h.
@@ -26,9 +28,10 @@
  * Both return 0, or -1 with a message in err when a file could not be read or written.
  *
  * The code: report_case.c (report.md), report_config.c (config.csv and the configuration
- * lines), report_all.c (REPORT.md), report_files.c (a case folder's CSV files as the reports
- * read them), report_text.c (percentages, Markdown, atomic writes); every CSV file through
- * csv_table.h, its columns by name from columns.h.
+ * lines), report_all.c (REPORT.md), report_fp8.c (the float8 section and line),
+ * report_files.c (a case folder's CSV files as the reports read them), report_text.c
+ * (percentages, Markdown, atomic writes); every CSV file through csv_table.h, its columns by
+ * name from columns.h.
  */
 #ifndef AMPSCOPE_REPORT_H
 #define AMPSCOPE_REPORT_H

@@ -1,7 +1,8 @@
 /*
  * report_all.c: REPORT.md for a results folder (see report.h): one table row per
  * summary.csv row, sorted by case name, with each case's config.csv, steps.csv and
- * tensors.csv, then links to every case's report and plots and to the plots across cases.
+ * tensors.csv, then links to every case's report and plots and to the plots across cases;
+ * a case with fp8.csv gets its float8 line there (report_fp8.h).
  */
 #include "report.h"
 
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "report_files.h"
+#include "report_fp8.h"
 #include "report_text.h"
 
 typedef struct case_entry {
@@ -21,6 +23,8 @@ typedef struct case_entry {
     int64_t lost_updates;
     bool have_config;
     char scaler[8], baseline[CASE_NAME_MAX], description[CASE_TEXT_MAX];
+    char fp8_line[512]; /* "" without fp8.csv */
+    bool fp8_hist_plot; /* plot.py draws fp8_hist.png (report_fp8.h's rule) */
 } case_entry;
 
 typedef struct all_report {
@@ -50,7 +54,16 @@ static int read_entry(const char *results_dir, case_entry *e, char *err, int err
         e->n_steps = c.n_steps;
         for (int i = 0; i < c.n_steps; i++)
             e->lost_updates += c.steps[i].lost_updates;
+        fp8_summary fp8;
+        rc = fp8_summary_read(&fp8, dir, &c, err, errlen);
+        if (rc == 0) {
+            fp8_summary_line(&fp8, e->fp8_line, sizeof e->fp8_line);
+            e->fp8_hist_plot = fp8_summary_has_hist(&fp8);
+            fp8_summary_free(&fp8);
+        }
         case_files_free(&c);
+        if (rc < 0)
+            return -1;
     }
     csv_table cfg;
     rc = csv_table_read_in(&cfg, dir, csv_config.file, true, NULL, NULL, err, errlen);
@@ -169,6 +182,15 @@ static int write_all_md(FILE *f, const void *ctx, char *err, int errlen)
             fputs(", ", f);
         }
         put_link(f, "memory", name, "memory.png");
+        if (e->fp8_line[0]) {
+            fputs(", ", f);
+            if (e->fp8_hist_plot) {
+                put_link(f, "float8 copies", name, "fp8_hist.png");
+                fputs(", ", f);
+            }
+            put_link(f, "float8 scales", name, "fp8_scale.png");
+            fprintf(f, ". %s", e->fp8_line);
+        }
         fputs("\n", f);
     }
     bool any_hist = false;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "report_files.h"
+#include "report_fp8.h"
 #include "report_reasons.h"
 #include "format.h"
 #include "report_config.h"
@@ -49,6 +50,7 @@ typedef struct case_report {
     const case_config *cfg;
     const case_result *res;
     const case_files *c;
+    const char *dir;   /* the case folder (fp8.csv is read from it) */
     int64_t step;      /* the step the answer describes; -1: no rows */
     bool scaled_count; /* the GradScaler paragraph has the counts below */
     int log2_scale;
@@ -676,6 +678,8 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
         report_put_float32_reasons(f, cr->cfg, c, cr->step);
         put_nonfinite(f, cr);
     }
+    if (report_put_fp8(f, cr->dir, c, err, errlen))
+        return -1;
     put_scaler(f, cr);
     put_first_nonfinite(f, cr);
     put_steps(f, cr);
@@ -725,7 +729,8 @@ int report_case(const case_config *cfg, const case_result *res, const char *case
     err[0] = '\0';
     if (case_files_read(&c, case_dir, false, err, errlen))
         return -1;
-    case_report cr = {.cfg = cfg, .res = res, .c = &c, .step = case_files_report_step(&c)};
+    case_report cr = {
+        .cfg = cfg, .res = res, .c = &c, .dir = case_dir, .step = case_files_report_step(&c)};
     int rc = count_scaled(&cr, case_dir, err, errlen);
     if (rc == 0)
         rc = write_atomically(case_dir, "config.csv", config_csv_write, cfg, err, errlen);

@@ -20,6 +20,15 @@ Per case folder (RESULTS_DIR/<case>/):
   memory.png       peak bytes of each memory category (memory.csv), stacked, and the bytes
                    held at the end of the run; the peak of the total marked.
   loss_scale.png   loss and loss scale over the steps (steps.csv), for cases with 2+ steps.
+  fp8_hist.png     for a case with fp8.csv whose quantized copies tensors.csv counted: per
+                   copy `L.<operand>@<format>` of fp8.csv's operands, the log2|x| histogram
+                   (hist.csv: the values after scaling, before rounding) of every observed
+                   step, against float8_e4m3fn's and float8_e5m2's ranges (largest finite,
+                   smallest normal, smallest subnormal; the copy's own format shaded where
+                   values saturate and where they round to zero). The float8 copies are left
+                   out of hist_grads.png.
+  fp8_scale.png    for a case with fp8.csv: each operand's scale and amax over the steps,
+                   the steps in which it saturated marked.
 Per sweep folder (RESULTS_DIR/<case>.sweep/, `ampscope run --sweep`) of scaler.init_scale:
   sweep.png        the gradients' underflow and overflow counts (sweep.csv) against log2 of
                    the initial loss scale, the skipped steps marked.
@@ -45,6 +54,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 GRAD_ROLES = ("grad_activation", "grad_cast", "grad_param")
 SPECIAL_BINS = ("zero", "inf", "nan")
@@ -53,6 +63,8 @@ DTYPE_COLORS = {"float16": "tab:orange", "bfloat16": "tab:green", "float32": "ta
 # the formats whose limits the gradient histogram marks, with the colour and style of their
 # lines; float16's rounds-to-zero band and subnormal range are shaded
 MARKED = {"float16": ("black", "-"), "bfloat16": ("tab:green", "--")}
+# the float8 formats (fp8.csv's format column, the copies' dtype) and their lines' colours
+FP8_MARKED = {"float8_e4m3fn": "tab:purple", "float8_e5m2": "tab:brown"}
 # memory.csv categories that add up to the total (memory.h; workspace is not in the total)
 STACKED = ("params", "grads", "master_params", "optimizer_state", "activations",
            "autocast_cache", "inputs")
@@ -68,16 +80,21 @@ def short_number(v):
     return ("%.3g" % v).replace("e+", "e")
 
 
-def format_ranges(ampscope):
-    """log2 of each MARKED format's limits, from `ampscope formats --json`: {dtype:
-    {'subnormal', 'normal' (smallest subnormal, normal), 'max' (largest finite), 'zero' (half
-    the smallest subnormal: at and below it a value rounds to zero), 'max_text'}}."""
+def read_formats(ampscope):
+    """The rows of `ampscope formats --json`, by format name."""
     out = subprocess.run([ampscope, "formats", "--json"], stdout=subprocess.PIPE, check=True,
                          universal_newlines=True).stdout
-    rows = {f["name"]: f for f in json.loads(out)}
-    return {d: {"subnormal": rows[d]["min_subnormal_exp"], "normal": rows[d]["min_normal_exp"],
-                "max": math.log2(rows[d]["largest"]), "zero": rows[d]["zero_exp"],
-                "max_text": short_number(rows[d]["largest"])} for d in MARKED}
+    return {f["name"]: f for f in json.loads(out)}
+
+
+def format_ranges(formats, names):
+    """log2 of the limits of each format in names, from read_formats()' rows: {dtype:
+    {'subnormal', 'normal' (smallest subnormal, normal), 'max' (largest finite), 'zero' (half
+    the smallest subnormal: at and below it a value rounds to zero), 'max_text'}}."""
+    return {d: {"subnormal": formats[d]["min_subnormal_exp"],
+                "normal": formats[d]["min_normal_exp"],
+                "max": math.log2(formats[d]["largest"]), "zero": formats[d]["zero_exp"],
+                "max_text": short_number(formats[d]["largest"])} for d in names}
 
 
 def read_csv(path):
@@ -129,7 +146,7 @@ def hist_series(case_dir):
     if step is None:
         return None
     dtypes = {r["tensor"]: r["dtype"] for r in rows
-              if int(r["step"]) == step and is_backward_grad(r)}
+              if int(r["step"]) == step and is_backward_grad(r) and r["dtype"] not in FP8_MARKED}
     bins = {d: {} for d in DTYPE_ORDER if d in dtypes.values()}
     special = {d: dict.fromkeys(SPECIAL_BINS, 0) for d in bins}
     for h in read_csv(os.path.join(case_dir, "hist.csv")):
@@ -198,6 +215,55 @@ def underflow_series(results_dir):
 
     return {"cases": cases, "tensors": tensors, "underflow": table(lambda u, n: u),
             "numel": table(lambda u, n: n), "pct": table(lambda u, n: 100.0 * u / n)}
+
+
+def fp8_scale_series(case_dir):
+    """fp8.csv's rows by operand, in the order the operands first appear: [{'tensor',
+    'format', 'step', 'scale', 'amax', 'saturated', 'underflow'}] (lists over its rows); None
+    when the folder has no fp8.csv or it has no rows."""
+    path = os.path.join(case_dir, "fp8.csv")
+    if not os.path.isfile(path):
+        return None
+    ops = {}
+    for r in read_csv(path):
+        op = ops.setdefault((r["tensor"], r["format"]), {
+            "tensor": r["tensor"], "format": r["format"], "step": [], "scale": [], "amax": [],
+            "saturated": [], "underflow": []})
+        op["step"].append(int(r["step"]))
+        op["scale"].append(float(r["scale"]))
+        op["amax"].append(float(r["amax"]))
+        op["saturated"].append(int(r["saturated"]))
+        op["underflow"].append(int(r["underflow"]))
+    return list(ops.values()) or None
+
+
+def fp8_hist_series(case_dir, scales):
+    """Per quantized copy `<tensor>@<format>` of the operands of scales (fp8_scale_series()),
+    with counted tensors.csv rows: {'copy', 'format', 'steps': {step: {'bins': {k: count},
+    'special': {'zero'|'inf'|'nan': count}}}}, in the operands' order; None when no copy was
+    counted (harness/report_fp8.c links fp8_hist.png by the same rule)."""
+    copies = {"%s@%s" % (op["tensor"], op["format"]): op["format"] for op in scales}
+    counted = {}
+    for r in read_csv(os.path.join(case_dir, "tensors.csv")):
+        if r["tensor"] in copies and r["zeros"] != "":
+            counted.setdefault(r["tensor"], set()).add(int(r["step"]))
+    if not counted:
+        return None
+    out = {c: {"copy": c, "format": copies[c],
+               "steps": {s: {"bins": {}, "special": dict.fromkeys(SPECIAL_BINS, 0)}
+                         for s in sorted(counted[c])}} for c in copies if c in counted}
+    for h in read_csv(os.path.join(case_dir, "hist.csv")):
+        entry = out.get(h["tensor"])
+        step = int(h["step"])
+        if entry is None or step not in entry["steps"]:
+            continue
+        cell = entry["steps"][step]
+        if h["bin"] in SPECIAL_BINS:
+            cell["special"][h["bin"]] += int(h["count"])
+        else:
+            k = int(h["bin"])
+            cell["bins"][k] = cell["bins"].get(k, 0) + int(h["count"])
+    return list(out.values())
 
 
 def format_pct(count, total):
@@ -355,6 +421,83 @@ def draw_loss_scale(case, case_dir, series):
     plt.close(fig)
 
 
+def draw_fp8_hist(case, case_dir, series, fp8_ranges):
+    """One panel per quantized copy, three a row: per bin a bar for each observed step side by
+    side (log counts; exact zeros hatched at the left, inf and NaN at the right), both float8
+    formats' limits as vertical lines, the copy's own format's saturating and rounds-to-zero
+    regions shaded."""
+    cols = 3
+    rows = (len(series) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(16, 3.2 * rows), squeeze=False)
+    for i, entry in enumerate(series):
+        ax = axes[i // cols][i % cols]
+        own = fp8_ranges[entry["format"]]
+        ks = [k for cell in entry["steps"].values() for k in cell["bins"]]
+        lo = math.floor(min(ks + [r["zero"] - 2 for r in fp8_ranges.values()]))
+        hi = math.ceil(max([k + 1 for k in ks] + [r["max"] + 2 for r in fp8_ranges.values()]))
+        zero_x, special_x = lo - 3, {"inf": hi + 1, "nan": hi + 3}
+        width = 1.0 / len(entry["steps"])
+        for j, (step, cell) in enumerate(entry["steps"].items()):
+            color, offset = "C%d" % (j % 10), j * width
+            ax.bar([k + offset for k in cell["bins"]], list(cell["bins"].values()), width=width,
+                   align="edge", color=color, label="step %d" % step)
+            for name, x in [("zero", zero_x)] + list(special_x.items()):
+                if cell["special"][name]:
+                    ax.bar(x + offset, cell["special"][name], width=width, align="edge",
+                           color=color, hatch="//", edgecolor="white")
+        ax.axvspan(own["max"], hi, color="red", alpha=0.08, zorder=0)
+        ax.axvspan(lo, own["zero"], color="tab:blue", alpha=0.08, zorder=0)
+        for d, r in fp8_ranges.items():
+            style = "-" if d == entry["format"] else ":"
+            for v in (r["subnormal"], r["normal"], r["max"]):
+                ax.axvline(v, color=FP8_MARKED[d], linestyle=style, linewidth=1)
+        ticks = list(range(int(math.ceil(lo / 4.0) * 4), int(hi) + 1, 4))
+        ax.set_xticks([zero_x + 0.5] + ticks)
+        ax.set_xticklabels(["0"] + [pow2_label(k) for k in ticks], fontsize=7)
+        ax.set_xlim(zero_x - 1, hi + 5)
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=0.5)
+        ax.set_title("%s (%s)" % (entry["copy"], entry["format"]), fontsize=9)
+        ax.legend(fontsize=7, loc="upper left")
+    for j in range(len(series), rows * cols):
+        axes[j // cols][j % cols].axis("off")
+    limits = "; ".join("%s: smallest subnormal $2^{%d}$, smallest normal $2^{%d}$, largest %s"
+                       % (d, r["subnormal"], r["normal"], r["max_text"])
+                       for d, r in fp8_ranges.items())
+    fig.suptitle("%s: |x| of each quantized copy after scaling, before rounding (bin $2^k \\leq "
+                 "|x| < 2^{k+1}$; hatched: exact zeros, inf, NaN)\nlines: %s (solid: the "
+                 "copy's own format); shaded: saturates (red), rounds to zero (blue)"
+                 % (case, limits), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(case_dir, "fp8_hist.png"), dpi=100)
+    plt.close(fig)
+
+
+def draw_fp8_scale(case, case_dir, series):
+    fig, axes = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True)
+    for op in series:
+        label = "%s (%s)" % (op["tensor"], op["format"])
+        line, = axes[0].plot(op["step"], op["scale"], marker=".", label=label)
+        axes[1].plot(op["step"], op["amax"], marker=".", color=line.get_color(), label=label)
+        sat = [i for i, n in enumerate(op["saturated"]) if n]
+        axes[0].plot([op["step"][i] for i in sat], [op["scale"][i] for i in sat], "x",
+                     color="red")
+    axes[0].plot([], [], "x", color="red", label="values saturated in this step")
+    axes[0].set_yscale("log", base=2)
+    axes[0].set_ylabel("scale")
+    axes[0].set_title("%s: each float8 operand's scale (fp8.csv) over the steps" % case,
+                      fontsize=10)
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    if all(a > 0 for op in series for a in op["amax"]):
+        axes[1].set_yscale("log", base=2)
+    axes[1].set_ylabel("amax (before scaling)")
+    axes[1].set_xlabel("step")
+    axes[1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.tight_layout()
+    fig.savefig(os.path.join(case_dir, "fp8_scale.png"), dpi=110)
+    plt.close(fig)
+
+
 def draw_underflow(results_dir, series):
     tensors, cases = series["tensors"], series["cases"]
     fig, ax = plt.subplots(figsize=(2.5 + 1.6 * len(cases), 1.5 + 0.32 * len(tensors)))
@@ -426,12 +569,18 @@ def draw_sweep(case, sweep_dir, series):
     plt.close(fig)
 
 
-def draw_all(results_dir, ranges):
+def draw_all(results_dir, ranges, fp8_ranges):
     per_case_memory = []
     for case, path in case_dirs(results_dir):
         hist = hist_series(path)
         if hist:
             draw_hist(case, path, hist, ranges)
+        scales = fp8_scale_series(path)
+        if scales:
+            draw_fp8_scale(case, path, scales)
+            fp8_hist = fp8_hist_series(path, scales)
+            if fp8_hist:
+                draw_fp8_hist(case, path, fp8_hist, fp8_ranges)
         memory = memory_series(path)
         draw_memory(case, path, memory)
         per_case_memory.append((case, memory))
@@ -455,9 +604,12 @@ def num(x):
     return "%.17g" % x
 
 
-def series_lines(results_dir, ranges):
+def series_lines(results_dir, ranges, fp8_ranges):
     """Every array the plots draw, one value a line:
         limits DTYPE SUBNORMAL NORMAL MAX ZERO       (log2 of the marked formats' limits)
+        fp8_limits DTYPE SUBNORMAL NORMAL MAX ZERO   (the same for the float8 formats)
+        fp8_hist CASE COPY STEP BIN COUNT            (BIN: log2 exponent, or zero/inf/nan)
+        fp8_scale CASE TENSOR FORMAT STEP SCALE AMAX SATURATED UNDERFLOW
         hist CASE computed|divided DTYPE BIN COUNT   (BIN: log2 exponent, or zero/inf/nan)
         memory CASE CATEGORY PEAK_BYTES END_BYTES    (CATEGORY total: the marked total)
         loss_scale CASE STEP LOSS SCALE|- SKIPPED
@@ -465,7 +617,21 @@ def series_lines(results_dir, ranges):
         sweep CASE LOG2_SCALE UNDERFLOW OVERFLOW SKIPPED"""
     lines = ["limits %s %d %d %s %d" % (d, r["subnormal"], r["normal"], num(r["max"]), r["zero"])
              for d, r in ranges.items()]
+    lines += ["fp8_limits %s %d %d %s %d" % (d, r["subnormal"], r["normal"], num(r["max"]),
+                                             r["zero"]) for d, r in fp8_ranges.items()]
     for case, path in case_dirs(results_dir):
+        scales = fp8_scale_series(path) or []
+        for op in scales:
+            lines += ["fp8_scale %s %s %s %d %s %s %d %d" % (
+                case, op["tensor"], op["format"], op["step"][i], num(op["scale"][i]),
+                num(op["amax"][i]), op["saturated"][i], op["underflow"][i])
+                for i in range(len(op["step"]))]
+        for entry in (fp8_hist_series(path, scales) or []) if scales else []:
+            for step, cell in entry["steps"].items():
+                lines += ["fp8_hist %s %s %d %d %d" % (case, entry["copy"], step, k, n)
+                          for k, n in cell["bins"].items()]
+                lines += ["fp8_hist %s %s %d %s %d" % (case, entry["copy"], step, name, n)
+                          for name, n in cell["special"].items() if n]
         hist = hist_series(path)
         panels = [("computed", hist)] if hist else []
         if hist and hist["scale"]:
@@ -517,15 +683,17 @@ def main(argv):
         print("plot.py: %s is not a folder" % args.results_dir, file=sys.stderr)
         return 2
     try:
-        ranges = format_ranges(args.ampscope)
+        formats = read_formats(args.ampscope)
+        ranges = format_ranges(formats, MARKED)
+        fp8_ranges = format_ranges(formats, FP8_MARKED)
     except (OSError, subprocess.CalledProcessError, ValueError, KeyError) as e:
         print("plot.py: cannot read the number formats from `%s formats --json`: %s"
               % (args.ampscope, e), file=sys.stderr)
         return 2
     if args.series:
-        print("\n".join(series_lines(args.results_dir, ranges)))
+        print("\n".join(series_lines(args.results_dir, ranges, fp8_ranges)))
     else:
-        draw_all(args.results_dir, ranges)
+        draw_all(args.results_dir, ranges, fp8_ranges)
     return 0
 
 

@@ -7,8 +7,10 @@
  * them in the same format (%.17g for non-integers, so equal text means equal doubles), and
  * compares the two sorted lists line by line; the formats' limits it marks must be those
  * of format.h's table, which plot.py reads from `ampscope formats --json` (the binary is
- * $AMPSCOPE, else bin/ampscope, as in test_cli.c). Skipped when /usr/bin/python3 has no
- * matplotlib.
+ * $AMPSCOPE, else bin/ampscope, as in test_cli.c). The float8 plots are drawn from the
+ * hand-written case folder tests/fixtures/fp8/fp8-fixture (test_report_fp8.c describes it):
+ * fp8.csv's scales and amaxes, and the quantized copies' histograms, which hist_grads.png
+ * leaves out. Skipped when /usr/bin/python3 has no matplotlib.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format.h"
@@ -55,6 +58,12 @@ static void free_lines(lines *l)
 }
 
 static const char *col(const csv *c, char **row, const char *name) { return row[csv_col(c, name)]; }
+
+static bool is_float8_name(const char *name)
+{
+    dtype dt;
+    return dtype_parse(name, &dt) && dtype_is_float8(dt);
+}
 
 static bool is_backward_grad(const csv *t, char **row)
 {
@@ -129,7 +138,7 @@ static void expect_hist(const char *out, const char *name, lines *want)
             continue;
         char **tr =
             csv_find(&t, "tensor", col(&h, row, "tensor"), "step", step_text, "pass", "backward");
-        if (tr && is_backward_grad(&t, tr))
+        if (tr && is_backward_grad(&t, tr) && !is_float8_name(col(&t, tr, "dtype")))
             add_bin(sums, &n, col(&t, tr, "dtype"), col(&h, row, "bin"),
                     atol(col(&h, row, "count")));
     }
@@ -188,16 +197,91 @@ static void expect_steps(const char *out, const char *name, bool scaled, lines *
     csv_free(&s);
 }
 
-/* "limits DTYPE SUBNORMAL NORMAL MAX ZERO": log2 of the limits plot.py marks, from the table */
+/* "limits DTYPE SUBNORMAL NORMAL MAX ZERO": log2 of the limits plot.py marks, from the table;
+ * "fp8_limits ..." the same for the float8 formats */
 static void expect_limits(lines *want)
 {
-    static const dtype marked[] = {DTYPE_FLOAT16, DTYPE_BFLOAT16};
+    static const struct {
+        dtype dt;
+        const char *what;
+    } marked[] = {{DTYPE_FLOAT16, "limits"},
+                  {DTYPE_BFLOAT16, "limits"},
+                  {DTYPE_FLOAT8_E4M3FN, "fp8_limits"},
+                  {DTYPE_FLOAT8_E5M2, "fp8_limits"}};
     for (size_t i = 0; i < sizeof marked / sizeof marked[0]; i++) {
-        const format_info *f = format_of(marked[i]);
+        const format_info *f = format_of(marked[i].dt);
         cr_assert_not_null(f);
-        add_line(want, "limits %s %d %d %.17g %d", f->name, f->min_subnormal_exp,
+        add_line(want, "%s %s %d %d %.17g %d", marked[i].what, f->name, f->min_subnormal_exp,
                  f->min_normal_exp, log2((double)f->largest), f->zero_exp);
     }
+}
+
+/* fp8.csv's rows, and the hist.csv bins of the counted tensors.csv rows of each operand's
+ * quantized copy "<tensor>@<format>" */
+static void expect_fp8(const char *out, const char *name, lines *want)
+{
+    char path[512], copy[256];
+    csv p, t, h;
+    snprintf(path, sizeof path, "%s/%s/fp8.csv", out, name);
+    cr_assert(csv_read(path, &p));
+    for (int r = 0; r < p.n_rows; r++) {
+        char **row = p.rows[r];
+        add_line(want, "fp8_scale %s %s %s %s %.17g %.17g %s %s", name, col(&p, row, "tensor"),
+                 col(&p, row, "format"), col(&p, row, "step"), strtod(col(&p, row, "scale"), NULL),
+                 strtod(col(&p, row, "amax"), NULL), col(&p, row, "saturated"),
+                 col(&p, row, "underflow"));
+    }
+    snprintf(path, sizeof path, "%s/%s/tensors.csv", out, name);
+    cr_assert(csv_read(path, &t));
+    snprintf(path, sizeof path, "%s/%s/hist.csv", out, name);
+    cr_assert(csv_read(path, &h));
+    int n = 0;
+    for (int r = 0; r < h.n_rows; r++) {
+        char **row = h.rows[r];
+        const char *tensor = col(&h, row, "tensor");
+        char **tr = csv_find(&t, "tensor", tensor, "step", col(&h, row, "step"), NULL, NULL);
+        if (!tr || !col(&t, tr, "zeros")[0])
+            continue;
+        bool operand = false;
+        for (int q = 0; q < p.n_rows && !operand; q++) {
+            snprintf(copy, sizeof copy, "%s@%s", col(&p, p.rows[q], "tensor"),
+                     col(&p, p.rows[q], "format"));
+            operand = !strcmp(copy, tensor);
+        }
+        if (!operand)
+            continue;
+        add_line(want, "fp8_hist %s %s %s %s %s", name, tensor, col(&h, row, "step"),
+                 col(&h, row, "bin"), col(&h, row, "count"));
+        n++;
+    }
+    cr_expect_gt(n, 0);
+    csv_free(&h);
+    csv_free(&t);
+    csv_free(&p);
+}
+
+/* plot.py --series on out, sorted into got, against want sorted, line by line */
+static void expect_series(const char *bin, const char *out, lines *want, lines *got)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, PYTHON " plot/plot.py --ampscope %s --series %s", bin, out);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, p) > 0) {
+        line[strcspn(line, "\n")] = '\0';
+        add_line(got, "%s", line);
+    }
+    free(line);
+    cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+
+    qsort(want->v, (size_t)want->n, sizeof *want->v, cmp_str);
+    qsort(got->v, (size_t)got->n, sizeof *got->v, cmp_str);
+    cr_expect_eq(got->n, want->n, "plot.py printed %d values, the CSV files give %d", got->n,
+                 want->n);
+    for (int i = 0; i < got->n && i < want->n; i++)
+        cr_expect_str_eq(got->v[i], want->v[i]);
 }
 
 static bool is_png(const char *path)
@@ -254,29 +338,64 @@ Test(plot, draws_the_numbers_of_the_csv_files, .timeout = 300)
     expect_steps(out, "multi", true, &want);
     expect_limits(&want);
 
-    snprintf(cmd, sizeof cmd, PYTHON " plot/plot.py --ampscope %s --series %s", bin, out);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    char *line = NULL;
-    size_t cap = 0;
-    while (getline(&line, &cap, p) > 0) {
-        line[strcspn(line, "\n")] = '\0';
-        add_line(&got, "%s", line);
-    }
-    free(line);
-    cr_assert_eq(pclose(p), 0, "%s failed", cmd);
-
-    qsort(want.v, (size_t)want.n, sizeof *want.v, cmp_str);
-    qsort(got.v, (size_t)got.n, sizeof *got.v, cmp_str);
-    cr_expect_eq(got.n, want.n, "plot.py printed %d values, the CSV files give %d", got.n, want.n);
-    for (int i = 0; i < got.n && i < want.n; i++)
-        cr_expect_str_eq(got.v[i], want.v[i]);
+    expect_series(bin, out, &want, &got);
     /* the multi-step case really changed its scale and skipped steps */
     int skipped = 0;
     for (int i = 0; i < want.n; i++)
         skipped +=
             !strncmp(want.v[i], "loss_scale multi ", 17) && want.v[i][strlen(want.v[i]) - 1] == '1';
     cr_expect_gt(skipped, 0);
+    free_lines(&want);
+    free_lines(&got);
+    rm_rf(out);
+}
+
+Test(plot, draws_the_float8_scales_and_copies_of_the_fixture, .timeout = 120)
+{
+    if (system(PYTHON " -c 'import matplotlib, numpy' 2>/dev/null") != 0)
+        cr_skip_test(PYTHON " has no matplotlib or numpy (apt-get install python3-matplotlib)");
+    char out[256], dir[512], src[512], path[768], cmd[1024];
+    make_temp_dir(out, sizeof out);
+    snprintf(dir, sizeof dir, "%s/fp8-fixture", out);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    static const char *const files[] = {"tensors.csv", "steps.csv", "memory.csv", "hist.csv",
+                                        "fp8.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(src, sizeof src, "tests/fixtures/fp8/fp8-fixture/%s", files[i]);
+        FILE *f = fopen(src, "r");
+        cr_assert_not_null(f, "cannot read %s", src);
+        char *text = NULL;
+        size_t cap = 0;
+        cr_assert_gt(getdelim(&text, &cap, '\0', f), 0);
+        cr_assert_eq(fclose(f), 0);
+        write_file(dir, files[i], text, path, sizeof path);
+        free(text);
+    }
+    const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
+    snprintf(cmd, sizeof cmd, PYTHON " plot/plot.py --ampscope %s %s", bin, out);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    static const char *const pngs[] = {"fp8_hist.png", "fp8_scale.png", "hist_grads.png",
+                                       "loss_scale.png", "memory.png"};
+    for (size_t i = 0; i < sizeof pngs / sizeof pngs[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, pngs[i]);
+        cr_expect(is_png(path), "%s is not a PNG file", path);
+    }
+
+    lines want = {0}, got = {0};
+    expect_hist(out, "fp8-fixture", &want);
+    expect_memory(out, "fp8-fixture", &want);
+    expect_steps(out, "fp8-fixture", false, &want);
+    expect_limits(&want);
+    expect_fp8(out, "fp8-fixture", &want);
+    expect_series(bin, out, &want, &got);
+    /* the gradient histogram left the float8 copies out; the underflow table kept them */
+    int f8_hist = 0, f8_underflow = 0;
+    for (int i = 0; i < got.n; i++) {
+        f8_hist += !strncmp(got.v[i], "hist ", 5) && strstr(got.v[i], "float8") != NULL;
+        f8_underflow += !strncmp(got.v[i], "underflow fp8-fixture fc.out.grad@float8_e5m2 ", 46);
+    }
+    cr_expect_eq(f8_hist, 0);
+    cr_expect_eq(f8_underflow, 1);
     free_lines(&want);
     free_lines(&got);
     rm_rf(out);
