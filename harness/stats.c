@@ -27,6 +27,18 @@ void hist_bin_name(int bin, char *buf, int len)
         snprintf(buf, (size_t)len, "inf");
     else if (bin == HIST_NAN)
         snprintf(buf, (size_t)len, "nan");
-    else
+    else if (len >= 5) { /* an exponent in [-149, 127], written without snprintf (hist.csv's
+                          * rows are written for every bin of every observed tensor) */
+        int e = bin + HIST_MIN_EXP, n = 0;
+        unsigned u = e < 0 ? (unsigned)-e : (unsigned)e;
+        if (e < 0)
+            buf[n++] = '-';
+        if (u >= 100)
+            buf[n++] = (char)('0' + u / 100);
+        if (u >= 10)
+            buf[n++] = (char)('0' + u / 10 % 10);
+        buf[n++] = (char)('0' + u % 10);
+        buf[n] = '\0';
+    } else
         snprintf(buf, (size_t)len, "%d", bin + HIST_MIN_EXP);
 }
