@@ -137,14 +137,29 @@ static int line_write(const line_buf *l, FILE *f)
 }
 
 /* the row's first ten fields, as "case,step,pass,order,name,role,dtype,shape,numel,bytes" */
+/* tensor_shape_str's "64x16000" (or "scalar"), cut as its 96-byte buffer cuts it */
+static void put_shape(line_buf *l, const tensor *t)
+{
+    if (t->ndim == 0) {
+        put_str(l, "scalar");
+        return;
+    }
+    line_buf s = {.n = 0};
+    for (int i = 0; i < t->ndim; i++) {
+        if (i)
+            put_char(&s, 'x');
+        put_int(&s, (long long)t->shape[i]);
+    }
+    s.s[s.n < 95 ? s.n : 95] = '\0';
+    put_str(l, s.s);
+}
+
 static void put_row_head(line_buf *l, observer *o, const tensor *t, tensor_role role)
 {
-    char shape[96];
-    tensor_shape_str(t, shape, sizeof shape);
     put_str(l, o->case_name), put_char(l, ','), put_int(l, (long long)o->step), put_char(l, ',');
     put_str(l, pass_name(o->pass)), put_char(l, ','), put_int(l, o->order), put_char(l, ',');
     put_str(l, t->name), put_char(l, ','), put_str(l, tensor_role_name(role)), put_char(l, ',');
-    put_str(l, dtype_name(t->dtype)), put_char(l, ','), put_str(l, shape), put_char(l, ',');
+    put_str(l, dtype_name(t->dtype)), put_char(l, ','), put_shape(l, t), put_char(l, ',');
     put_int(l, (long long)t->numel), put_char(l, ','), put_int(l, (long long)tensor_bytes(t));
 }
 
@@ -173,27 +188,38 @@ static int write_row_slow(observer *o, const tensor *t, tensor_role role, const 
 }
 
 /* hist.csv's rows of st: "case,step,pass,name,bin,count", one per bin that holds values */
+/* hist.csv's rows of st: "case,step,pass,name,bin,count", one per bin that holds values,
+ * gathered in a buffer and written a buffer at a time */
 static int write_hist_rows(observer *o, const tensor *t, const round_stats *st)
 {
-    line_buf l = {.n = 0};
-    put_str(&l, o->case_name), put_char(&l, ','), put_int(&l, (long long)o->step);
-    put_char(&l, ','), put_str(&l, pass_name(o->pass)), put_char(&l, ',');
-    put_str(&l, t->name), put_char(&l, ',');
-    int head = l.n, rc = 0;
+    line_buf head = {.n = 0};
+    put_str(&head, o->case_name), put_char(&head, ','), put_int(&head, (long long)o->step);
+    put_char(&head, ','), put_str(&head, pass_name(o->pass)), put_char(&head, ',');
+    put_str(&head, t->name), put_char(&head, ',');
+    char batch[16384];
+    int n = 0, rc = 0;
     for (int b = 0; b < HIST_BINS; b++) {
         if (!st->hist[b])
             continue;
         char bin[16];
         hist_bin_name(b, bin, sizeof bin);
-        l.n = head; /* the row's own fields after the common ones */
-        put_str(&l, bin), put_char(&l, ','), put_int(&l, (long long)st->hist[b]),
-            put_char(&l, '\n');
-        if (l.overflow)
+        if (head.overflow) {
             rc |= fprintf(o->hist, "%s,%lld,%s,%s,%s,%lld\n", o->case_name, (long long)o->step,
                           pass_name(o->pass), t->name, bin, (long long)st->hist[b]);
-        else
-            rc |= line_write(&l, o->hist);
+            continue;
+        }
+        line_buf row = {.n = 0};
+        put_str(&row, bin), put_char(&row, ','), put_int(&row, (long long)st->hist[b]);
+        put_char(&row, '\n');
+        if (n + head.n + row.n > (int)sizeof batch) {
+            rc |= fwrite(batch, 1, (size_t)n, o->hist) == (size_t)n ? 0 : -1;
+            n = 0;
+        }
+        memcpy(batch + n, head.s, (size_t)head.n), n += head.n;
+        memcpy(batch + n, row.s, (size_t)row.n), n += row.n;
     }
+    if (n)
+        rc |= fwrite(batch, 1, (size_t)n, o->hist) == (size_t)n ? 0 : -1;
     return rc;
 }
 

@@ -66,18 +66,27 @@ static void expected_rows(const observer *o, const tensor *tt, const char *role,
     }
 }
 
+static void check_rows_of(const char *case_name, const round_stats *st, bool unseen, int ndim,
+                          const int64_t *shape);
+
 static void check_rows(const char *case_name, const round_stats *st, bool unseen)
+{
+    int64_t shape[] = {16000, 1024};
+    check_rows_of(case_name, st, unseen, 2, shape);
+}
+
+static void check_rows_of(const char *case_name, const round_stats *st, bool unseen, int ndim,
+                          const int64_t *shape)
 {
     FILE *tf = tmpfile(), *hf = tmpfile();
     cr_assert(tf && hf);
     observer o = {.case_name = case_name, .tensors = tf, .hist = hf};
     observe_begin_step(&o, 123456789012LL, true);
     observe_begin_pass(&o, PASS_BACKWARD);
-    tensor t = {.name = "fc1.weight.grad",
-                .dtype = DTYPE_FLOAT16,
-                .ndim = 2,
-                .shape = {16000, 1024},
-                .numel = 16000 * 1024};
+    tensor t = {.name = "fc1.weight.grad", .dtype = DTYPE_FLOAT16, .ndim = ndim};
+    if (ndim)
+        memcpy(t.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    t.numel = shape_numel(ndim, shape);
     round_stats s;
     if (st) {
         s = *st;
@@ -132,4 +141,21 @@ Test(observe_rows, a_case_name_longer_than_the_line_buffer)
     check_rows(name, &st, false);
     check_rows(name, NULL, false);
     free(name);
+}
+
+Test(observe_rows, shapes_as_tensor_shape_str_writes_them)
+{
+    round_stats st = full_stats(0.5f);
+    check_rows_of("c", &st, false, 0, NULL); /* "scalar" */
+    int64_t one[] = {7};
+    check_rows_of("c", &st, false, 1, one);
+    /* the longest shape there is (shorter than tensor_shape_str's 96 bytes) */
+    int64_t big[TENSOR_MAX_DIMS];
+    for (int i = 0; i < TENSOR_MAX_DIMS; i++)
+        big[i] = 1000000000000000000LL + i;
+    check_rows_of("c", &st, false, TENSOR_MAX_DIMS, big);
+    char name[300]; /* hist rows over several of the writer's buffers */
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    check_rows_of(name, &st, false, 1, one);
 }
