@@ -76,8 +76,8 @@ static bool is_grad_role(tensor_role r)
 /*
  * A CSV line built in a buffer and written with one fwrite: the same bytes as fprintf's
  * "%s" and "%lld", without its format parsing (a step's hist.csv rows are most of what
- * observation costs outside the counting). Floats still go through snprintf's "%.9g",
- * which is exact.
+ * observation costs outside the counting). Floats are written by float_text_g9 (stats.h),
+ * byte for byte what "%.9g" writes.
  */
 typedef struct line_buf {
     char s[TENSOR_NAME_MAX * 2 + 512];
@@ -127,7 +127,7 @@ static void put_int(line_buf *l, long long v)
 static void put_float(line_buf *l, float v)
 {
     char s[32];
-    snprintf(s, sizeof s, "%.9g", (double)v);
+    float_text_g9(v, s);
     put_str(l, s);
 }
 

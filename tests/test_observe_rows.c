@@ -159,3 +159,44 @@ Test(observe_rows, shapes_as_tensor_shape_str_writes_them)
     name[sizeof name - 1] = '\0';
     check_rows_of(name, &st, false, 1, one);
 }
+
+/* float_text_g9 against snprintf's "%.9g" on n patterns; the count that differ */
+static int64_t g9_mismatches(const uint32_t *patterns, int64_t n)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float f = bits_float(patterns[i]);
+        char want[64], got[64];
+        snprintf(want, sizeof want, "%.9g", (double)f);
+        int len = float_text_g9(f, got);
+        if (strcmp(want, got) != 0 || len != (int)strlen(want)) {
+            if (bad < 5)
+                cr_log_error("%08x: %%.9g writes %s, float_text_g9 %s", patterns[i], want, got);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+Test(observe_rows, floats_are_written_as_printf_writes_them)
+{
+    enum { N = 1 << 20 };
+    uint32_t *p = malloc(sizeof *p * N);
+    cr_assert_not_null(p);
+    int64_t n = 0;
+    for (uint64_t b = 0; b < (1ull << 32) && n < N / 2; b += 8191) /* every sign and exponent */
+        p[n++] = (uint32_t)b;
+    /* mantissas of at most 10 bits, in every binade: short exact decimal expansions, among
+     * them the ties at the tenth digit (513 / 1024 = 0.5009765625) */
+    for (uint32_t ex = 0; ex < 255; ex++)
+        for (uint32_t top = 0; top < 1024 && n < N; top += 3)
+            p[n++] = ex << 23 | top << 13;
+    static const uint32_t edges[] = {0x00000001, 0x007fffff, 0x00800000, 0x3f800000, 0x3f7fffff,
+                                     0x4cbebc20, 0x4cbebc1f, 0x4e6e6b28, 0x7f7fffff, 0x80000000,
+                                     0x00000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xbf800001,
+                                     0x3dcccccd, 0x33d6bf95, 0x0da24260, 0x501502f9};
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++)
+        p[n++] = edges[i];
+    cr_expect_eq(g9_mismatches(p, n), 0);
+    free(p);
+}
