@@ -20,10 +20,16 @@
 
 #include "cpu.h"
 
-/* a block kept for reuse, and malloc_usable_size's view of it */
+/* Every block handed out starts CPU_BLOCK_HEAD bytes into its allocation, after the size it
+ * was asked for (malloc's alignment kept): a freed block is kept with that size, and serves
+ * the next request of exactly that size. (Matched by the heap's own size classes instead, a
+ * block of a neighbouring size could serve a request and leave its own size short a step
+ * later: the kept blocks would drift from the step's needs.) */
+#define CPU_BLOCK_HEAD 16
+
 typedef struct cpu_block {
-    void *p;
-    size_t usable;
+    char *base; /* the allocation; the block's data is base + CPU_BLOCK_HEAD */
+    int64_t bytes;
 } cpu_block;
 
 /* a widened float32 copy of src (its data, dtype and numel when it was made) */
@@ -42,15 +48,11 @@ typedef struct cpu_backend {
     int n_kept, cap_kept;
     cpu_held *held;
     int n_held, cap_held;
-    size_t live; /* the usable bytes of the blocks handed out */
+    int64_t out; /* the blocks handed out */
     int64_t heap_calls;
 } cpu_backend;
 
 static cpu_backend *cpu_of(backend *be) { return (cpu_backend *)be; }
-
-/* A kept block serves a request when it is at least that large and in the same size class
- * of the heap (chunks are 16 bytes apart): a large block is never spent on a small request. */
-#define CPU_BLOCK_SLACK 32
 
 /* grows an array of n elements of size each to at least n + 1; false when out of memory */
 static bool grow(cpu_backend *c, void **array, int *cap, int n, size_t size)
@@ -71,7 +73,7 @@ static bool grow(cpu_backend *c, void **array, int *cap, int n, size_t size)
 static void blocks_release(cpu_backend *c)
 {
     for (int i = 0; i < c->n_kept; i++)
-        free(c->kept[i].p);
+        free(c->kept[i].base);
     c->heap_calls += c->n_kept;
     c->n_kept = 0;
 }
@@ -81,15 +83,17 @@ static void blocks_release(cpu_backend *c)
  * back to the heap, for the next case's sizes. */
 static void block_keep(cpu_backend *c, void *p)
 {
-    size_t usable = malloc_usable_size(p);
-    c->live -= usable;
+    char *base = (char *)p - CPU_BLOCK_HEAD;
+    int64_t bytes;
+    memcpy(&bytes, base, sizeof bytes);
+    c->out--;
     if (!grow(c, (void **)&c->kept, &c->cap_kept, c->n_kept, sizeof *c->kept)) {
-        free(p);
+        free(base);
         c->heap_calls++;
     } else {
-        c->kept[c->n_kept++] = (cpu_block){p, usable};
+        c->kept[c->n_kept++] = (cpu_block){base, bytes};
     }
-    if (c->live == 0)
+    if (c->out == 0)
         blocks_release(c);
 }
 
@@ -97,26 +101,27 @@ static void *cpu_alloc(backend *be, int64_t bytes)
 {
     cpu_backend *c = cpu_of(be);
     for (int i = c->n_kept - 1; i >= 0; i--) /* the latest kept first: it is likely in cache */
-        if (c->kept[i].usable >= (size_t)bytes &&
-            c->kept[i].usable - (size_t)bytes < CPU_BLOCK_SLACK) {
-            void *p = c->kept[i].p;
-            c->live += c->kept[i].usable;
+        if (c->kept[i].bytes == bytes) {
+            char *base = c->kept[i].base;
             c->kept[i] = c->kept[--c->n_kept];
-            return p;
+            c->out++;
+            return base + CPU_BLOCK_HEAD;
         }
-    void *p = malloc((size_t)bytes);
+    char *base = malloc((size_t)bytes + CPU_BLOCK_HEAD);
     c->heap_calls++;
-    if (!p && c->n_kept) { /* the kept blocks may be what the heap lacks */
+    if (!base && c->n_kept) { /* the kept blocks may be what the heap lacks */
         blocks_release(c);
-        p = malloc((size_t)bytes);
+        base = malloc((size_t)bytes + CPU_BLOCK_HEAD);
         c->heap_calls++;
     }
-    if (p)
-        c->live += malloc_usable_size(p);
-    else
+    if (!base) {
         snprintf(be->err, sizeof be->err, "out of host memory: %lld bytes needed, %lld available",
                  (long long)bytes, (long long)be->mem_available(be));
-    return p;
+        return NULL;
+    }
+    memcpy(base, &bytes, sizeof bytes);
+    c->out++;
+    return base + CPU_BLOCK_HEAD;
 }
 
 /* the held copies of tensors whose data is `data` given up (data is written or freed) */
