@@ -29,6 +29,10 @@ void round_stats_init(round_stats *s);
 void round_stats_merge(round_stats *into, const round_stats *s);
 /* Name of a histogram bin as hist.csv writes it: "-24", "zero", "inf", "nan". */
 void hist_bin_name(int bin, char *buf, int len);
+/* v as printf's "%.9g" writes (double)v, byte for byte, into buf (at least 32 bytes, NUL
+ * ended); returns the length. Exact: the nine digits are those of the value's exact decimal
+ * expansion rounded half to even, found with integer arithmetic. */
+int float_text_g9(float v, char *buf);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,8 @@
  * (twin of kernels/conv2d.cu, which uses cuDNN). Layout NCHW; weight [C_out, C_in, KH, KW];
  * groups = 1. Operands of any float dtype are widened to exact float32, products are
  * accumulated in float32, and each output is rounded once into its dtype. A column matrix
- * holds one sample: [C_in*KH*KW, H_out*W_out].
+ * holds one sample: [C_in*KH*KW, H_out*W_out]. A half weight's widened copy is made once per
+ * step: the forward holds it for the input gradient (cpu_hold, cpu_take: cpu.h).
  */
 #include <cblas.h>
 #include <string.h>
@@ -122,7 +123,10 @@ int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const
     cpu_scratch_free(be, col, k * hw);
     cpu_scratch_free(be, xs, x_per);
     cpu_scratch_free(be, b_own, b ? b->numel : 0);
-    cpu_scratch_free(be, w_own, w->numel);
+    if (w_own && rc == 0 && x->requires_grad) /* for the input gradient's GEMM, as linear.c */
+        cpu_hold(be, w, w_own);
+    else
+        cpu_scratch_free(be, w_own, w->numel);
     return rc;
 }
 
@@ -131,8 +135,8 @@ int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *d
 {
     int64_t k = g->c_in * g->kh * g->kw, hw = g->h_out * g->w_out;
     int64_t x_per = g->c_in * g->h_in * g->w_in, y_per = g->c_out * hw;
-    float *w_own;
-    const float *wf = cpu_as_f32(be, w, &w_own);
+    float *w_own = cpu_take(be, w); /* the forward's copy, when it held one */
+    const float *wf = w_own ? w_own : cpu_as_f32(be, w, &w_own);
     float *dys = cpu_scratch(be, y_per), *col = cpu_scratch(be, k * hw),
           *dxs = cpu_scratch(be, x_per);
     int rc = (wf && dys && col && dxs) ? 0 : -1;

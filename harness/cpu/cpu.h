@@ -56,6 +56,25 @@ void cpu_parallel_chunks(int64_t total, cpu_chunk_fn fn, void *ctx, round_stats 
 float *cpu_scratch(backend *be, int64_t n);
 void cpu_scratch_free(backend *be, float *p, int64_t n);
 
+/* The calls this backend made to malloc, realloc and free since it opened: a step after the
+ * first, which reuses the blocks the step before freed, adds none (tests/test_alloc.c). */
+int64_t cpu_heap_calls(backend *be);
+
+/*
+ * A widened copy of a half weight held from the forward GEMM to the backward's input-gradient
+ * GEMM, instead of widening it twice. cpu_hold takes f32 (a cpu_as_f32 copy of t) and takes it
+ * out of the workspace account; cpu_take gives back the copy of t, counted as workspace again
+ * (free it with cpu_scratch_free), or NULL when none is held. The account thus counts the copy
+ * only while a GEMM reads it, where the harness has always counted it (PyTorch holds no such
+ * copy: cuBLAS reads half operands). A held copy is given up when t's data is freed or
+ * written by an op that may write a weight (cast, mul_scalar, fill, the optimizer step, an
+ * upload: cpu_hold_drop, cpu_hold_drop_all), and when the backend closes.
+ */
+void cpu_hold(backend *be, const tensor *t, float *f32);
+float *cpu_take(backend *be, const tensor *t);
+void cpu_hold_drop(backend *be, const void *data);
+void cpu_hold_drop_all(backend *be);
+
 /* elements [off, off + n) of t as float32 (exact) into dst */
 void cpu_load(const tensor *t, int64_t off, int64_t n, float *dst);
 

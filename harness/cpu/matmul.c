@@ -1,9 +1,9 @@
 /*
  * matmul.c: the batched matrix product and the dim swap on the CPU (twins of
  * kernels/matmul.cu). matmul widens half operands to exact float32 (cpu_as_f32), runs one
- * cblas_sgemm per matrix of the batch (float32 products and sums) and rounds the output
- * once (cpu_store_parallel), as cuBLAS does with float32 compute. transpose copies x into y
- * with two dims swapped: every value is kept, and counted like any store.
+ * cblas_sgemm per matrix of the batch (float32 products and sums) and rounds each matrix's
+ * output once (cpu_store_parallel) right after its GEMM, as cuBLAS does with float32 compute.
+ * transpose copies x into y with two dims swapped: every value is kept, and counted like any store.
  */
 #include <cblas.h>
 
@@ -25,11 +25,13 @@ int cpu_matmul(backend *be, const tensor *a, const tensor *b, bool ta, bool tb, 
             cpu_scratch_free(be, b_own, b->numel);
         return -1;
     }
-    for (int64_t i = 0; i < batch; i++)
+    /* each matrix rounded and counted right after its GEMM, while its sums are in cache */
+    for (int64_t i = 0; i < batch; i++) {
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     (blasint)m, (blasint)n, (blasint)k, 1.0f, af + i * m * k, (blasint)(ta ? m : k),
                     bf + i * k * n, (blasint)(tb ? k : n), 0.0f, c + i * m * n, (blasint)n);
-    cpu_store_parallel(c, y->data, y->dtype, 0, y->numel, st);
+        cpu_store_parallel(c + i * m * n, y->data, y->dtype, i * m * n, m * n, st);
+    }
     cpu_scratch_free(be, c_own, y->numel);
     cpu_scratch_free(be, a_own, a->numel);
     cpu_scratch_free(be, b_own, b->numel);
