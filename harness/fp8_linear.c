@@ -1,7 +1,8 @@
 /* fp8_linear.c: te.Linear under fp8_autocast for the linear layers [fp8] chose, its scaling
  * state and fp8.csv (see fp8_linear.h). The node of an fp8 layer keeps the transposed
  * quantized copies its backward's GEMMs read (saved[0]: the input's [I, M], saved[1]: the
- * weight's [I, O]) and its layer index (index). */
+ * weight's [I, O]; under MXFP8 the column-wise copies, whose E8M0 bytes the layer's state
+ * keeps) and its layer index (index). */
 #include "fp8_linear.h"
 
 #include <stdlib.h>
