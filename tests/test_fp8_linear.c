@@ -276,3 +276,32 @@ Test(fp8_linear, section_keys_read_and_off_by_default)
     cr_expect_eq(cfg.fp8_margin, 2);
     cr_expect_eq(cfg.fp8_amax_compute_algo, 1, "most_recent");
 }
+
+/* recipe = mxfp8: format e4m3 by default (MXFP8BlockScaling's), hybrid when asked; the default
+ * layers are those with rows, in and out multiples of 32 (MXFP8Quantizer.is_quantizable) */
+#define MX_MODEL                                                                                   \
+    "[model]\nfc1 = linear 32 -> 64\nact = relu\nfc2 = linear 64 -> 16\nfc3 = linear 16 -> 32\n"  \
+    "[data]\nbatch = 32\n"
+
+Test(fp8_linear, mxfp8_defaults_and_default_layers)
+{
+    static char json[16384];
+    cr_assert_eq(load_text(MX_MODEL "[fp8]\nenabled = yes\nrecipe = mxfp8\n", json, sizeof json),
+                 0);
+    cr_expect_eq(cfg.fp8_recipe, FP8_RECIPE_MXFP8);
+    cr_expect_eq(cfg.fp8_format, FP8_FORMAT_E4M3);
+    /* fc2's 16 outputs and fc3's 16 inputs are multiples of 16, not of 32 */
+    bool want[4] = {true, false, false, false};
+    for (int i = 0; i < 4; i++)
+        cr_expect_eq(cfg.fp8_layer[i], want[i], "layer %d", i);
+    cr_expect(strstr(json, "\"fp8\": {\"format\": \"e4m3\", \"recipe\": \"mxfp8\", "
+                           "\"layers\": [\"fc1\"]}") != NULL,
+              "%s", json);
+    cr_assert_eq(load_text(MX_MODEL "[fp8]\nenabled = yes\nrecipe = mxfp8\nformat = hybrid\n",
+                           NULL, 0),
+                 0);
+    cr_expect_eq(cfg.fp8_format, FP8_FORMAT_HYBRID);
+    /* the same model under delayed scaling takes fc2 and fc3 too */
+    cr_assert_eq(load_text(MX_MODEL "[fp8]\nenabled = yes\n", NULL, 0), 0);
+    cr_expect(cfg.fp8_layer[0] && cfg.fp8_layer[2] && cfg.fp8_layer[3]);
+}
