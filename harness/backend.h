@@ -324,7 +324,22 @@ typedef void *(*backend_values_fn)(void *ctx);
      * in float32 and ignores it); E5M2 x E5M2 is refused (non-zero, be->err) */                 \
     X(fp8_gemm, (backend *be, const tensor *a, const tensor *b, float scale_inv_a,              \
                  float scale_inv_b, const tensor *bias, bool fast_accum, tensor *y,              \
-                 round_stats *st))
+                 round_stats *st))                                                               \
+    /* ---- MXFP8 (cpu/fp8_block.c; the CPU only: kernels/fp8.cu refuses both) ---- */          \
+    /* x viewed as [rows, cols] (cols its last dim), or its transpose [cols, rows] when         \
+     * colwise: q = float8(v * 2^-(e-127)) per block of 32 consecutive values along the last    \
+     * dim of that view (a multiple of 32), e = the block's E8M0 exponent (fp8_recipe.h's       \
+     * fp8_e8m0_te of its amax), saturating (*saturated counts the clamped); e8m0 (host         \
+     * memory) gets one byte per block, row-major; q has the view's shape; st counts q */       \
+    X(fp8_block_quantize, (backend *be, const tensor *x, bool colwise, tensor *q, uint8_t *e8m0, \
+                           int64_t *saturated, round_stats *st))                                 \
+    /* y[M,N] = round(sum_k A[m,k] B[n,k] (+ bias[n])), A = a's float8 values times their       \
+     * blocks' 2^(e-127) (a_e8m0: M*K/32 bytes), B likewise (b [N,K], b_e8m0): TN, K a multiple  \
+     * of 32, float32 products and sums; non-zero (be->err) when a product could fall below     \
+     * float32's normal range (its float32 product would not be exact) or an operand's value     \
+     * times its block's scale leaves float32's range */                                        \
+    X(fp8_block_gemm, (backend *be, const tensor *a, const uint8_t *a_e8m0, const tensor *b,     \
+                       const uint8_t *b_e8m0, const tensor *bias, tensor *y, round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {
@@ -363,7 +378,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 7
+#define BACKEND_ABI_VERSION 8
 
 #ifdef __cplusplus
 extern "C" {

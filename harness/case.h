@@ -73,7 +73,7 @@ typedef enum schedule_kind { SCHEDULE_CONSTANT = 0, SCHEDULE_COSINE } schedule_k
 typedef enum expect_kind { EXPECT_DTYPE = 0, EXPECT_ERROR } expect_kind;
 /* [fp8] format: e4m3 everywhere, or hybrid (E4M3 forward, E5M2 output gradients) */
 typedef enum fp8_format_kind { FP8_FORMAT_E4M3 = 0, FP8_FORMAT_HYBRID } fp8_format_kind;
-/* [fp8] recipe: delayed and current scaling run; mxfp8 is read to be refused by name */
+/* [fp8] recipe: delayed and current scaling, and MXFP8 on the CPU only (fp8_linear.h) */
 typedef enum fp8_recipe_kind {
     FP8_RECIPE_DELAYED = 0,
     FP8_RECIPE_CURRENT,

@@ -400,10 +400,23 @@ static int64_t linear_rows(const case_config *cfg, const layer_spec *l)
 }
 
 /* Transformer Engine's FP8 GEMM shapes: rows a multiple of 8, in and out multiples of 16
- * (transformer_engine/pytorch/utils.py, assert_dim_for_fp8_exec) */
+ * (transformer_engine/pytorch/utils.py, assert_dim_for_fp8_exec); under MXFP8 all three
+ * multiples of 32, as MXFP8Quantizer.is_quantizable asks of the input [rows, in], the weight
+ * [out, in] and the output gradient [rows, out] (the last dim and the product of the leading
+ * dims multiples of MXFP8_BLOCK_SCALING_SIZE: transformer_engine/pytorch/tensor/
+ * mxfp8_tensor.py) */
+static int fp8_rows_multiple(const case_config *cfg)
+{
+    return cfg->fp8_recipe == FP8_RECIPE_MXFP8 ? 32 : 8;
+}
+static int fp8_dims_multiple(const case_config *cfg)
+{
+    return cfg->fp8_recipe == FP8_RECIPE_MXFP8 ? 32 : 16;
+}
 static bool fp8_shape_ok(const case_config *cfg, const layer_spec *l)
 {
-    return linear_rows(cfg, l) % 8 == 0 && l->in % 16 == 0 && l->out % 16 == 0;
+    int rm = fp8_rows_multiple(cfg), dm = fp8_dims_multiple(cfg);
+    return linear_rows(cfg, l) % rm == 0 && l->in % dm == 0 && l->out % dm == 0;
 }
 
 void check_fp8(parse_ctx *c)
@@ -437,18 +450,21 @@ void check_fp8(parse_ctx *c)
         bool ok = fp8_shape_ok(cfg, l);
         if (le && !ok)
             err_at(c, le,
-                   "layers: '%s' is not a shape Transformer Engine runs in FP8: the input's "
-                   "leading dims must multiply to a multiple of 8 (here %lld) and in_features "
-                   "and out_features be multiples of 16 (here %lld and %lld)",
-                   l->name, (long long)linear_rows(cfg, l), (long long)l->in,
-                   (long long)l->out);
+                   "layers: '%s' is not a shape Transformer Engine runs in %s: the input's "
+                   "leading dims must multiply to a multiple of %d (here %lld) and in_features "
+                   "and out_features be multiples of %d (here %lld and %lld)",
+                   l->name, cfg->fp8_recipe == FP8_RECIPE_MXFP8 ? "MXFP8" : "FP8",
+                   fp8_rows_multiple(cfg), (long long)linear_rows(cfg, l),
+                   fp8_dims_multiple(cfg), (long long)l->in, (long long)l->out);
         cfg->fp8_layer[i] = ok;
         chosen += ok;
     }
     if (!le && chosen == 0)
         err_at(c, en, "[fp8] enabled, but no linear layer of [model] has a shape Transformer "
-                      "Engine runs in FP8 (leading dims a multiple of 8, in_features and "
-                      "out_features multiples of 16)");
+                      "Engine runs in %s (leading dims a multiple of %d, in_features and "
+                      "out_features multiples of %d)",
+               cfg->fp8_recipe == FP8_RECIPE_MXFP8 ? "MXFP8" : "FP8", fp8_rows_multiple(cfg),
+               fp8_dims_multiple(cfg));
 }
 
 void cross_checks(parse_ctx *c)

@@ -591,11 +591,7 @@ static void key_fp8_format(parse_ctx *c, entry *e)
 static void key_fp8_recipe(parse_ctx *c, entry *e)
 {
     int k = parse_choice(c, e, e->value, "recipe", fp8_recipe_names, 3);
-    if (k == FP8_RECIPE_MXFP8)
-        err_at(c, e, "recipe = mxfp8 is not run by linear layers: its E8M0 block scales exist "
-                     "on the CPU (fp8_recipe.h), the GEMM with them does not; use delayed or "
-                     "current");
-    else if (k >= 0)
+    if (k >= 0)
         c->cfg->fp8_recipe = (fp8_recipe_kind)k;
 }
 
@@ -666,12 +662,20 @@ void parse_fp8_section(parse_ctx *c)
                                    {"margin", key_fp8_margin},
                                    {"layers", key_fp8_layers}};
     parse_keyed(c, SEC_FP8, defs, 7);
-    /* the delayed-scaling keys mean nothing to current scaling */
+    fp8_recipe_kind recipe = c->cfg->fp8_recipe;
+    /* MXFP8BlockScaling's fp8_format defaults to E4M3 (transformer_engine/common/recipe/
+     * __init__.py; HYBRID is accepted there and quantizes the gradients to E5M2) */
+    if (recipe == FP8_RECIPE_MXFP8 && !find_entry(c, SEC_FP8, "format"))
+        c->cfg->fp8_format = FP8_FORMAT_E4M3;
+    /* the delayed-scaling keys mean nothing to current scaling or MXFP8 (MXFP8BlockScaling's
+     * margin is unused by its quantizer: each block's scale comes from the block's amax) */
     static const char *const delayed_only[] = {"amax_history_len", "amax_compute_algo", "margin"};
-    for (int k = 0; k < 3 && c->cfg->fp8_recipe == FP8_RECIPE_CURRENT; k++) {
+    for (int k = 0; k < 3 && recipe != FP8_RECIPE_DELAYED; k++) {
         entry *e = find_entry(c, SEC_FP8, delayed_only[k]);
         if (e && !e->failed)
-            err_at(c, e, "%s applies to recipe = delayed only (current scaling takes each "
-                         "tensor's own amax)", delayed_only[k]);
+            err_at(c, e, "%s applies to recipe = delayed only (%s)", delayed_only[k],
+                   recipe == FP8_RECIPE_CURRENT
+                       ? "current scaling takes each tensor's own amax"
+                       : "mxfp8 takes each block's scale from the block's amax");
     }
 }

@@ -27,6 +27,20 @@
  * (forward=False, queued by the backward of the first fp8 module): per micro-batch under
  * accumulation, as TE's autocast region is a micro-batch's forward. Current scaling takes
  * each quantization's scale from its own amax. Every quantization writes one row of fp8.csv.
+ * MXFP8 (recipe = mxfp8, the CPU only: MXFP8BlockScaling in transformer_engine/common/recipe/
+ * __init__.py, MXFP8Quantizer in transformer_engine/pytorch/tensor/mxfp8_tensor.py): every
+ * operand is quantized twice, as TE makes an MXFP8 tensor's row-wise and column-wise data,
+ * each with one E8M0 scale per 32 values along the reduction dimension of the GEMM that reads
+ * it (backend.h's fp8_block_quantize): the row-wise copies "L.input@float8_e4m3fn" [M, I],
+ * "L.weight@float8_e4m3fn" [O, I], "L.out.grad@<F8>" [M, O], blocks along the last dim; the
+ * column-wise copies, stored transposed as the `.t` copies are but quantized on their own
+ * blocks (so not the row-wise bytes transposed), "L.input@float8_e4m3fn.colwise" [I, M],
+ * "L.weight@float8_e4m3fn.colwise" [I, O], "L.out.grad@<F8>.colwise" [O, M], blocks along
+ * their last dim. y = xq . wq^T (row-wise both), dx = dyq . wt^T (the gradient's row-wise,
+ * the weight's column-wise), dw = dyt . xt^T (both column-wise), through fp8_block_gemm, which
+ * applies the block scales (no scale_inv). fp8.csv has a row per copy ("L.input",
+ * "L.input.colwise", ...): amax the tensor's max |x|, scale the multiplier of the block that
+ * holds it (2^-(e - 127) for the copy's largest E8M0 e: its smallest block multiplier).
  */
 #ifndef AMPSCOPE_FP8_LINEAR_H
 #define AMPSCOPE_FP8_LINEAR_H
@@ -41,6 +55,8 @@
 typedef struct fp8_layer_state {
     fp8_delayed input, weight, grad;
     float input_scale_inv, weight_scale_inv;
+    /* MXFP8: the E8M0 block scales of the last forward's column-wise copies (host memory) */
+    uint8_t *input_colwise_e8m0, *weight_colwise_e8m0;
 } fp8_layer_state;
 
 typedef struct fp8_state {
@@ -49,7 +65,8 @@ typedef struct fp8_state {
 } fp8_state;
 
 /* r->fp8 for a case with [fp8] enabled (nothing otherwise), csv its fp8.csv (may be NULL);
- * ends the run when the backend has no float8 GEMMs or memory runs out */
+ * ends the run when the backend has no float8 GEMMs (for mxfp8: no block-scaled ones, which
+ * only the CPU backend has) or memory runs out */
 void fp8_begin(run *r, FILE *csv);
 /* frees r->fp8 (NULL does nothing) */
 void fp8_free(run *r);

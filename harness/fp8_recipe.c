@@ -100,3 +100,10 @@ float fp8_e8m0_value(uint8_t e)
 {
     return e == 0xff ? NAN : ldexpf(1.0f, (int)e - 127);
 }
+
+float fp8_e8m0_multiplier(uint8_t e)
+{
+    if (e == 0xff)
+        return NAN;
+    return e == 0 ? 1.0f : bits_float((uint32_t)(254 - e) << 23);
+}

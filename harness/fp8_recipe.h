@@ -60,5 +60,14 @@ uint8_t fp8_e8m0_te(float amax, float fp8_max);
 uint8_t fp8_e8m0_ocp(float amax, int emax);
 /* the value of a biased E8M0 exponent: 2^(e - 127); NaN for 0xff */
 float fp8_e8m0_value(uint8_t e);
+/* what TE's MXFP8 cast multiplies a block's values by before the saturating cast
+ * (exp2f_rcp in transformer_engine/common/util/ptx.cuh, used by the cast kernels of
+ * common/util/cast_kernels.cuh, cast/mxfp8/ in later releases): 1 for e = 0 (not 2^127), else
+ * the float whose bits are (254 - e) << 23, which is 2^(127 - e) for e <= 253 and 0 for e = 254
+ * (an infinite amax: finite values become 0, inf NaN). NaN for 0xff (no finite amax gives it). */
+float fp8_e8m0_multiplier(uint8_t e);
+/* MXFP8's block size: one E8M0 scale per 32 consecutive values (MXFP8_BLOCK_SCALING_SIZE in
+ * transformer_engine/pytorch/constants.py) */
+#define FP8_MX_BLOCK 32
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * test_fp8_linear.c: te.Linear under fp8_autocast (harness/fp8_linear.h) and the [fp8]
  * section.
- *  - tests/cases/small-fp8-{delayed,current}.case against tools/fp8_linear_reference.py's
+ *  - tests/cases/small-fp8-{delayed,current,mxfp8}.case against tools/fp8_linear_reference.py's
  *    PyTorch emulation (tests/references/fp8/): every quantization's amax, scale, saturated
  *    and underflow counts in fp8.csv, and every quantized copy's float8 values (`--dump`),
  *    exactly; the loss within 4 float32 ulps: the GEMMs sum in float32 in OpenBLAS's order
@@ -64,9 +64,13 @@ static void compare_with_reference(const char *name)
         cr_expect_str_eq(g[gsat], w[wsat], "step %s %s saturated", w[ws], t);
         cr_expect_str_eq(g[gu], w[wu], "step %s %s underflow", w[ws], t);
         saturated += atoll(g[gsat]);
-        /* the quantized copy's values, as the dump widened them */
+        /* the quantized copy's values, as the dump widened them: "L.input@F8" for the row
+         * "L.input", "L.input@F8.colwise" for MXFP8's "L.input.colwise" */
         char file[256], err[512];
-        snprintf(file, sizeof file, "%s/%s@%s.%s.npy", w[ws], t, w[wf], w[wf]);
+        size_t tl = strlen(t), cl = strlen(".colwise");
+        bool colwise = tl > cl && strcmp(t + tl - cl, ".colwise") == 0;
+        snprintf(file, sizeof file, "%s/%.*s@%s%s.%s.npy", w[ws], (int)(colwise ? tl - cl : tl), t,
+                 w[wf], colwise ? ".colwise" : "", w[wf]);
         npy_array a, b;
         snprintf(path, sizeof path, "%s/%s", dump, file);
         cr_assert_eq(npy_read(path, &a, NULL, err, sizeof err), 0, "%s", err);
@@ -108,6 +112,10 @@ static void compare_with_reference(const char *name)
 Test(fp8_linear, delayed_scaling_matches_pytorch) { compare_with_reference("small-fp8-delayed"); }
 
 Test(fp8_linear, current_scaling_matches_pytorch) { compare_with_reference("small-fp8-current"); }
+
+/* MXFP8 (the CPU only): every row-wise and column-wise copy's bytes, amax, block-scale column,
+ * counts, and the loss, against the reference's own E8M0 rule and dequantized GEMMs */
+Test(fp8_linear, mxfp8_matches_pytorch) { compare_with_reference("small-fp8-mxfp8"); }
 
 /* fp8.csv's scales against the rule, recomputed from its amaxes, over 6 steps */
 static void check_delayed_rule(int history_len, bool most_recent, int margin)
@@ -267,4 +275,33 @@ Test(fp8_linear, section_keys_read_and_off_by_default)
     cr_expect_eq(cfg.fp8_amax_history_len, 16);
     cr_expect_eq(cfg.fp8_margin, 2);
     cr_expect_eq(cfg.fp8_amax_compute_algo, 1, "most_recent");
+}
+
+/* recipe = mxfp8: format e4m3 by default (MXFP8BlockScaling's), hybrid when asked; the default
+ * layers are those with rows, in and out multiples of 32 (MXFP8Quantizer.is_quantizable) */
+#define MX_MODEL                                                                                   \
+    "[model]\nfc1 = linear 32 -> 64\nact = relu\nfc2 = linear 64 -> 16\nfc3 = linear 16 -> 32\n"  \
+    "[data]\nbatch = 32\n"
+
+Test(fp8_linear, mxfp8_defaults_and_default_layers)
+{
+    static char json[16384];
+    cr_assert_eq(load_text(MX_MODEL "[fp8]\nenabled = yes\nrecipe = mxfp8\n", json, sizeof json),
+                 0);
+    cr_expect_eq(cfg.fp8_recipe, FP8_RECIPE_MXFP8);
+    cr_expect_eq(cfg.fp8_format, FP8_FORMAT_E4M3);
+    /* fc2's 16 outputs and fc3's 16 inputs are multiples of 16, not of 32 */
+    bool want[4] = {true, false, false, false};
+    for (int i = 0; i < 4; i++)
+        cr_expect_eq(cfg.fp8_layer[i], want[i], "layer %d", i);
+    cr_expect(strstr(json, "\"fp8\": {\"format\": \"e4m3\", \"recipe\": \"mxfp8\", "
+                           "\"layers\": [\"fc1\"]}") != NULL,
+              "%s", json);
+    cr_assert_eq(load_text(MX_MODEL "[fp8]\nenabled = yes\nrecipe = mxfp8\nformat = hybrid\n",
+                           NULL, 0),
+                 0);
+    cr_expect_eq(cfg.fp8_format, FP8_FORMAT_HYBRID);
+    /* the same model under delayed scaling takes fc2 and fc3 too */
+    cr_assert_eq(load_text(MX_MODEL "[fp8]\nenabled = yes\n", NULL, 0), 0);
+    cr_expect(cfg.fp8_layer[0] && cfg.fp8_layer[2] && cfg.fp8_layer[3]);
 }

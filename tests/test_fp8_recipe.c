@@ -105,3 +105,15 @@ Test(fp8_recipe, e8m0_te_rounds_up_ocp_floors)
     for (float a = 1e-3f; a < 1e6f; a *= 1.37f) /* TE's scale never lets the block saturate */
         cr_expect_leq(a / fp8_e8m0_value(fp8_e8m0_te(a, 448.0f)), 448.0f, "amax %g", a);
 }
+
+/* what TE's cast multiplies a block by (exp2f_rcp): 1 for e = 0, 2^(127 - e), 0 for e = 254 */
+Test(fp8_recipe, e8m0_multiplier_as_exp2f_rcp)
+{
+    cr_expect_eq(fp8_e8m0_multiplier(0), 1.0f);
+    cr_expect_eq(fp8_e8m0_multiplier(1), 0x1p126f);
+    cr_expect_eq(fp8_e8m0_multiplier(125), 4.0f);
+    cr_expect_eq(fp8_e8m0_multiplier(127), 1.0f);
+    cr_expect_eq(fp8_e8m0_multiplier(253), 0x1p-126f);
+    cr_expect_eq(fp8_e8m0_multiplier(254), 0.0f);
+    cr_expect(isnan(fp8_e8m0_multiplier(0xff)));
+}
