@@ -125,7 +125,8 @@ static int write_all_md(FILE *f, const void *ctx, char *err, int errlen)
     if (fp8) /* the quantized output gradients are gradients cast: grad_underflow counts them */
         fputs(" In a float8 case the gradient values include the float8 copies te.Linear "
               "quantizes the output gradients into (`L.out.grad@float8_e5m2`, or "
-              "`@float8_e4m3fn` under format = e4m3: multiplied by their scale, then cast), whose dtype summary.csv's `cast_grad_dtypes` lists.",
+              "`@float8_e4m3fn` under format = e4m3: multiplied by their scale, then cast), "
+              "whose dtype summary.csv's `cast_grad_dtypes` lists.",
               f);
     fputs("\n\n", f);
     fputs("| case | status | params | autocast | scaler | output | loss | param grads | "
