@@ -501,8 +501,9 @@ static void check_expect_fp8(parse_ctx *c)
                    key);
         } else if ((layer = operand_layer(cfg, s->tensor)) >= 0) {
             err_at(c, e,
-                   "%s: layer %s does not run in float8 (the float8 layers: those [fp8] layers "
-                   "names, else every linear of a shape Transformer Engine runs in FP8)",
+                   "%s: layer %s does not run in float8 (the float8 layers are those [fp8]'s "
+                   "layers names, by default every linear of a shape Transformer Engine runs "
+                   "in FP8)",
                    key, cfg->layers[layer].name);
         } else {
             char *h = hint(s->tensor, list, n, "the float8 GEMM operands");
