@@ -67,18 +67,22 @@ Test(expect, saturated_holds_where_fp8_csv_saturated)
     cr_expect_eq(res.expect_passed, res.expect_total);
 }
 
-/* the opposite claims fail, each saying what fp8.csv showed */
+/* the opposite claims fail, each saying what fp8.csv showed; a float8 copy's dtype too */
 Test(expect, saturated_fails_and_says_what_fp8_csv_shows)
 {
     int64_t w_first, g_first;
     int64_t w = reference_saturated("fc2.weight", &w_first);
     int64_t g = reference_saturated("fc1.out.grad", &g_first);
     cr_assert(w > 0 && g == 0, "the reference saturates fc2.weight, not fc1.out.grad");
-    const char *sets[] = {"expect.saturated fc2.weight=no", "expect.saturated fc1.out.grad=yes"};
+    const char *sets[] = {"expect.saturated fc2.weight=no", "expect.saturated fc1.out.grad=yes",
+                          "expect.dtype fc2.out.grad@float8_e5m2=float8_e4m3fn"};
     case_result res;
-    run_with(sets, 2, &res);
+    run_with(sets, 3, &res);
     cr_expect_not(res.passed);
-    cr_expect_eq(res.expect_passed, res.expect_total - 2, "%s", res.failures);
+    cr_expect_eq(res.expect_passed, res.expect_total - 3, "%s", res.failures);
+    cr_expect(strstr(res.failures, ":0: expectation failed: dtype fc2.out.grad@float8_e5m2: "
+                                   "expected float8_e4m3fn, got float8_e5m2\n"),
+              "%s", res.failures);
     char want[512];
     snprintf(want, sizeof want,
              CASE_FILE ":0: expectation failed: saturated fc2.weight: expected no, %lld values "
