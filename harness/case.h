@@ -70,7 +70,9 @@ typedef enum target_kind {
     TARGET_FILE
 } target_kind;
 typedef enum schedule_kind { SCHEDULE_CONSTANT = 0, SCHEDULE_COSINE } schedule_kind;
-typedef enum expect_kind { EXPECT_DTYPE = 0, EXPECT_ERROR } expect_kind;
+/* [expect]: `dtype TENSOR = DTYPE`, `error = TEXT|none`, `saturated OPERAND = yes|no` (an
+ * fp8 layer's GEMM operand, fp8.csv's tensor: some quantization of it clamped values) */
+typedef enum expect_kind { EXPECT_DTYPE = 0, EXPECT_ERROR, EXPECT_SATURATED } expect_kind;
 /* [fp8] format: e4m3 everywhere, or hybrid (E4M3 forward, E5M2 output gradients) */
 typedef enum fp8_format_kind { FP8_FORMAT_E4M3 = 0, FP8_FORMAT_HYBRID } fp8_format_kind;
 /* [fp8] recipe: delayed and current scaling, and MXFP8 on the CPU only (fp8_linear.h) */
@@ -88,8 +90,9 @@ typedef struct init_spec {
 
 typedef struct expect_spec {
     expect_kind kind;
-    char tensor[CASE_NAME_MAX]; /* EXPECT_DTYPE: "fc1.weight.grad" */
+    char tensor[CASE_NAME_MAX]; /* "fc1.weight.grad"; EXPECT_SATURATED: "fc2.weight" */
     dtype dt;                   /* EXPECT_DTYPE */
+    bool saturated;             /* EXPECT_SATURATED: yes (some value saturated) or no */
     char text[CASE_TEXT_MAX];   /* EXPECT_ERROR: substring, or "" for `error = none` */
     int line;
 } expect_spec;

@@ -467,6 +467,69 @@ void check_fp8(parse_ctx *c)
                fp8_dims_multiple(cfg));
 }
 
+/* An fp8 layer L's GEMM operands as fp8.csv names them (FP8-SPEC.md): L.input, L.weight,
+ * L.out.grad */
+static const char *const fp8_operand_suffix[] = {"input", "weight", "out.grad"};
+#define FP8_OPERANDS 3
+
+/* The index of the layer whose GEMM operand `name` would be (LAYER.input, ...), or -1 */
+static int operand_layer(const case_config *cfg, const char *name)
+{
+    for (int i = 0; i < cfg->n_layers; i++) {
+        size_t n = strlen(cfg->layers[i].name);
+        if (strncmp(name, cfg->layers[i].name, n) != 0 || name[n] != '.')
+            continue;
+        for (int k = 0; k < FP8_OPERANDS; k++)
+            if (strcmp(name + n + 1, fp8_operand_suffix[k]) == 0)
+                return i;
+    }
+    return -1;
+}
+
+/* Each `saturated OPERAND` of [expect] names a GEMM operand of a layer [fp8] runs in float8 */
+static void check_expect_fp8(parse_ctx *c)
+{
+    case_config *cfg = c->cfg;
+    char names[CASE_MAX_LAYERS * FP8_OPERANDS][CASE_NAME_MAX + 16];
+    const char *list[CASE_MAX_LAYERS * FP8_OPERANDS];
+    int n = 0;
+    for (int i = 0; cfg->fp8 && i < cfg->n_layers; i++)
+        for (int k = 0; cfg->fp8_layer[i] && k < FP8_OPERANDS; k++) {
+            snprintf(names[n], sizeof names[n], "%s.%s", cfg->layers[i].name,
+                     fp8_operand_suffix[k]);
+            list[n] = names[n];
+            n++;
+        }
+    bool fp8_known = !entry_failed(c, SEC_FP8, "enabled") && (!cfg->fp8 || c->shapes_ok) &&
+                     !entry_failed(c, SEC_FP8, "layers");
+    for (int x = 0; fp8_known && x < cfg->n_expects; x++) {
+        const expect_spec *s = &cfg->expects[x];
+        if (s->kind != EXPECT_SATURATED || find_name(list, n, s->tensor) >= 0)
+            continue;
+        char key[CASE_NAME_MAX + 16];
+        snprintf(key, sizeof key, "saturated %s", s->tensor);
+        int layer;
+        entry *e = find_entry(c, SEC_EXPECT, key);
+        if (n == 0) {
+            err_at(c, e,
+                   "%s: the case runs no layer in float8 ([fp8] enabled = yes runs its linear "
+                   "layers as te.Linear, whose GEMM operands fp8.csv counts)",
+                   key);
+        } else if ((layer = operand_layer(cfg, s->tensor)) >= 0) {
+            err_at(c, e,
+                   "%s: layer %s does not run in float8 (the float8 layers are those [fp8]'s "
+                   "layers names, by default every linear of a shape Transformer Engine runs "
+                   "in FP8)",
+                   key, cfg->layers[layer].name);
+        } else {
+            char *h = hint(s->tensor, list, n, "the float8 GEMM operands");
+            err_at(c, e, "%s: '%s' is not a float8 GEMM operand of this case; %s", key, s->tensor,
+                   h);
+            free(h);
+        }
+    }
+}
+
 void cross_checks(parse_ctx *c)
 {
     case_config *cfg = c->cfg;
@@ -491,4 +554,5 @@ void cross_checks(parse_ctx *c)
     check_observe(c);
     check_files(c);
     check_fp8(c);
+    check_expect_fp8(c);
 }

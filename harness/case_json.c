@@ -178,6 +178,10 @@ static void json_init_expect(FILE *f, const case_config *cfg)
             fputs("{\"kind\": \"dtype\", \"tensor\": ", f);
             json_string(f, x->tensor);
             fprintf(f, ", \"dtype\": \"%s\"", dtype_name(x->dt));
+        } else if (x->kind == EXPECT_SATURATED) {
+            fputs("{\"kind\": \"saturated\", \"tensor\": ", f);
+            json_string(f, x->tensor);
+            fprintf(f, ", \"saturated\": %s", x->saturated ? "true" : "false");
         } else {
             fputs("{\"kind\": \"error\", \"text\": ", f); /* null: `error = none` */
             json_text(f, x->text);

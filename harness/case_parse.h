@@ -162,7 +162,9 @@ bool parse_bool(parse_ctx *c, entry *e, const char *s, const char *what, bool *o
 /* Index of s in names, or -1 after "bad value 's' for what: expected a, b or c". */
 int parse_choice(parse_ctx *c, entry *e, const char *s, const char *what, const char *const *names,
                  int n);
-bool parse_dtype(parse_ctx *c, entry *e, const char *what, bool allow_int64, dtype *out);
+/* a compute dtype (float32, float16, bfloat16); with `observed` ([expect]) also int64 and
+ * the float8 dtypes of [fp8]'s quantized copies */
+bool parse_dtype(parse_ctx *c, entry *e, const char *what, bool observed, dtype *out);
 /* 1: e's value is "file PATH" and PATH (resolved into path) is a file; 0: not "file ...";
  * -1: an error was reported. */
 int parse_file_value(parse_ctx *c, entry *e, char *path);

@@ -238,6 +238,12 @@ static void key_autocast(parse_ctx *c, entry *e)
     } else if (dtype_parse(e->value, &dt) && dtype_is_half(dt)) {
         c->cfg->autocast = true;
         c->cfg->autocast_dtype = dt;
+    } else if (dtype_parse(e->value, &dt) && dtype_is_float8(dt)) {
+        err_at(c, e,
+               "bad value '%s' for autocast: expected off, float16 or bfloat16 (torch.autocast "
+               "has no float8 dtype: [fp8] runs linear layers in float8 inside autocast float16 "
+               "or bfloat16)",
+               e->value);
     } else {
         err_at(c, e, "bad value '%s' for autocast: expected off, float16 or bfloat16", e->value);
     }
@@ -551,12 +557,27 @@ static void parse_expect_entry(parse_ctx *c, entry *e)
             return;
         x.kind = EXPECT_DTYPE;
         strcpy(x.tensor, tensor);
+    } else if (strncmp(e->key, "saturated ", 10) == 0) {
+        const char *tensor = e->key + 10; /* an fp8 operand: check_expect_fp8 once [fp8] is read */
+        if (!valid_tensor_name(tensor)) {
+            err_at(c, e,
+                   "bad operand name '%s' in [expect]: expected LAYER.input, LAYER.weight or "
+                   "LAYER.out.grad, at most %d characters",
+                   tensor, CASE_NAME_MAX - 1);
+            return;
+        }
+        if (!parse_bool(c, e, e->value, e->key, &x.saturated))
+            return;
+        x.kind = EXPECT_SATURATED;
+        strcpy(x.tensor, tensor);
     } else {
         static const char *const error_key[] = {"error"};
         if (closest(e->key, error_key, 1))
             err_at(c, e, "unknown key '%s' in [expect]; did you mean 'error'?", e->key);
         else
-            err_at(c, e, "unknown key '%s' in [expect]; expected 'dtype TENSOR' or 'error'",
+            err_at(c, e,
+                   "unknown key '%s' in [expect]; expected 'dtype TENSOR', 'saturated OPERAND' "
+                   "or 'error'",
                    e->key);
         return;
     }

@@ -418,16 +418,29 @@ int parse_choice(parse_ctx *c, entry *e, const char *s, const char *what, const 
     return k;
 }
 
-bool parse_dtype(parse_ctx *c, entry *e, const char *what, bool allow_int64, dtype *out)
+/* float32, float16 or bfloat16 (a compute dtype); with `observed`, any dtype an observed
+ * tensor has: int64 (token ids, labels) and the float8 quantized copies of [fp8] too */
+bool parse_dtype(parse_ctx *c, entry *e, const char *what, bool observed, dtype *out)
 {
-    if (dtype_parse(e->value, out) && !dtype_is_float8(*out)) /* float8: [fp8] copies only */
-        return true;
-    if (allow_int64 && strcmp(e->value, "int64") == 0) {
-        *out = DTYPE_INT64;
+    dtype dt;
+    bool known = dtype_parse(e->value, &dt);
+    if (!known && strcmp(e->value, "int64") == 0) {
+        dt = DTYPE_INT64;
+        known = true;
+    }
+    if (known && (observed || (dt != DTYPE_INT64 && !dtype_is_float8(dt)))) {
+        *out = dt;
         return true;
     }
-    err_at(c, e, "bad value '%s' for %s: expected float32, float16 or bfloat16%s", e->value, what,
-           allow_int64 ? " (or int64)" : "");
+    if (known && dtype_is_float8(dt))
+        err_at(c, e,
+               "bad value '%s' for %s: expected float32, float16 or bfloat16 (%s is only "
+               "the dtype of the quantized GEMM operands of [fp8]'s te.Linear layers: "
+               "enable [fp8] for them)",
+               e->value, what, dtype_name(dt));
+    else
+        err_at(c, e, "bad value '%s' for %s: expected float32, float16 or bfloat16%s", e->value,
+               what, observed ? " (or int64, float8_e4m3fn or float8_e5m2)" : "");
     return false;
 }
 

@@ -37,7 +37,7 @@ static void key_comm(parse_ctx *c, entry *e)
             err_at(c, e, "comm = %s needs reduce_dtype=float16|bfloat16|float32", t.w[0]);
         } else if (fsdp) {
             dtype dt;
-            if (!dtype_parse(vals[0], &dt) || dt == DTYPE_INT64)
+            if (!dtype_parse(vals[0], &dt) || dt == DTYPE_INT64 || dtype_is_float8(dt))
                 err_at(c, e, "bad value '%s' for reduce_dtype: expected float16, bfloat16 or "
                              "float32", vals[0]);
             else

@@ -117,8 +117,18 @@ static int write_all_md(FILE *f, const void *ctx, char *err, int errlen)
             "prints as <0.01%%, one short of the total that would print as 100.00%% as "
             ">99.99%%). Lost updates: the sum of steps.csv's `lost_updates`. Peak: summary.csv's "
             "`peak_bytes` / 2^20 (MiB, two decimals), and its ratio to the case's baseline (two "
-            "decimals). Step: the median step time, ms.\n\n",
+            "decimals). Step: the median step time, ms.",
             a->n, a->n == 1 ? "" : "s");
+    bool fp8 = false;
+    for (int i = 0; i < a->n; i++)
+        fp8 |= a->cases[i].fp8_line[0] != '\0';
+    if (fp8) /* the quantized output gradients are gradients cast: grad_underflow counts them */
+        fputs(" In a float8 case the gradient values include the float8 copies te.Linear "
+              "quantizes the output gradients into (`L.out.grad@float8_e5m2`, or "
+              "`@float8_e4m3fn` under format = e4m3: multiplied by their scale, then cast), "
+              "whose dtype summary.csv's `cast_grad_dtypes` lists.",
+              f);
+    fputs("\n\n", f);
     fputs("| case | status | params | autocast | scaler | output | loss | param grads | "
           "grad underflow | lost updates | peak MiB | vs baseline | step ms | expectations |\n"
           "|---|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n",

@@ -142,12 +142,69 @@ static const tensor_row *param_copy_grad(const case_files *c, const tensor_row *
     return NULL;
 }
 
+/* The gradient of an fp8 layer's weight as te.Linear's wgrad GEMM made it, before the cast
+ * into the parameter's dtype: the backward pass's grad_cast row "<param>.grad@<dtype>"
+ * beside the gradient row g "<param>.grad" (fp8_linear.h); NULL when none. */
+static const tensor_row *fp8_wgrad(const case_files *c, const tensor_row *g)
+{
+    size_t n = strlen(g->name);
+    for (int j = 0; j < c->n_rows; j++) {
+        const tensor_row *r = &c->rows[j];
+        if (r->step == g->step && !strcmp(r->pass, "backward") && !strcmp(r->role, "grad_cast") &&
+            !strncmp(r->name, g->name, n) && r->name[n] == '@')
+            return r;
+    }
+    return NULL;
+}
+
+/* true when copy, the row param_copy_grad or fp8_wgrad found for g, is fp8_wgrad's */
+static bool is_fp8_wgrad(const tensor_row *g, const tensor_row *copy)
+{
+    return copy && !strncmp(copy->name, g->name, strlen(g->name));
+}
+
+/* The dtype of fp8 layer L's quantized copy "L.<operand>@<dtype>" in the step of the weight
+ * gradient row g ("L.weight.grad"); NULL when the step has none. */
+static const char *fp8_operand_dtype(const case_files *c, const tensor_row *g, const char *operand)
+{
+    size_t layer = strlen(g->name) - strlen(".weight.grad");
+    for (int j = 0; j < c->n_rows; j++) {
+        const tensor_row *r = &c->rows[j];
+        size_t m = strlen(operand);
+        if (r->step == g->step && !strncmp(r->name, g->name, layer) && r->name[layer] == '.' &&
+            !strncmp(r->name + layer + 1, operand, m) && r->name[layer + 1 + m] == '@')
+            return r->dtype;
+    }
+    return NULL;
+}
+
 /* true when parameters i and j had their gradients made the same way */
 static bool same_way(const tensor_row *const *grads, const tensor_row *const *copies, int i, int j)
 {
-    if (!copies[i] != !copies[j] || strcmp(grads[i]->dtype, grads[j]->dtype))
+    if (!copies[i] != !copies[j] || strcmp(grads[i]->dtype, grads[j]->dtype) ||
+        is_fp8_wgrad(grads[i], copies[i]) != is_fp8_wgrad(grads[j], copies[j]))
         return false;
     return !copies[i] || !strcmp(copies[i]->dtype, copies[j]->dtype);
+}
+
+/* " The gradients of ... were computed in D by te.Linear's weight-gradient GEMM ...": the
+ * fp8 layers' weights of a group, their wgrad GEMM outputs in wgrads */
+static void put_fp8_wgrads(FILE *f, const case_report *cr, const tensor_row *const *grads,
+                           const tensor_row *const *wgrads, int m)
+{
+    const char *dy = fp8_operand_dtype(cr->c, grads[0], "out.grad");
+    const char *x = fp8_operand_dtype(cr->c, grads[0], "input");
+    fputs(" The gradients of ", f);
+    put_names(f, grads, m, true);
+    fprintf(f, " were computed in %s (", wgrads[0]->dtype);
+    put_names(f, wgrads, m, false);
+    fputs(") by te.Linear's weight-gradient GEMM, whose operands were float8", f);
+    if (dy && x)
+        fprintf(f, " (the output gradient in %s, the input in %s)", dy, x);
+    fprintf(f, ", and cast to %s into `.grad`.", grads[0]->dtype);
+    if (is_half_name(wgrads[0]->dtype) && !is_half_name(grads[0]->dtype))
+        fputs(" The cast up is exact: what the half-precision GEMM output lost stays lost.", f);
+    put_losses(f, wgrads, m, cr->step, "of these GEMM outputs");
 }
 
 /* The paragraph on parameter gradients, one sentence per way they were made. buf holds
@@ -169,7 +226,10 @@ static void put_param_grads(FILE *f, const case_report *cr, const tensor_row **b
         const tensor_row *g = &c->rows[i];
         if (g->step == cr->step && !strcmp(g->pass, "backward") && !strcmp(g->role, "grad_param")) {
             grads[n] = g;
-            copies[n++] = param_copy_grad(c, g);
+            copies[n] = param_copy_grad(c, g);
+            if (!copies[n])
+                copies[n] = fp8_wgrad(c, g);
+            n++;
         }
     }
     for (int i = 0; i < n; i++) {
@@ -184,6 +244,10 @@ static void put_param_grads(FILE *f, const case_report *cr, const tensor_row **b
                 group_grads[m] = grads[j];
                 group_copies[m++] = copies[j];
             }
+        if (is_fp8_wgrad(grads[i], copies[i])) {
+            put_fp8_wgrads(f, cr, group_grads, group_copies, m);
+            continue;
+        }
         fputs(" The gradients of ", f);
         put_names(f, group_grads, m, true);
         if (copies[i]) {
@@ -207,6 +271,33 @@ static void put_param_grads(FILE *f, const case_report *cr, const tensor_row **b
         }
     }
     fputs("\n\n", f);
+}
+
+/* For a float8 case, the share of "In all" that te.Linear's quantized output gradients
+ * (grad_cast rows in a float8 dtype: "L.out.grad@float8_e5m2") hold: they are gradients cast
+ * (after scaling), so grad_underflow counts them; nothing without such rows. */
+static void put_fp8_grad_copies(FILE *f, const case_files *c)
+{
+    int64_t under = 0, numel = 0;
+    const tensor_row *first = NULL;
+    for (int i = 0; i < c->n_rows; i++) {
+        const tensor_row *r = &c->rows[i];
+        if (r->counted && !strcmp(r->pass, "backward") && !strcmp(r->role, "grad_cast") &&
+            !strncmp(r->dtype, "float8_", 7)) {
+            first = first ? first : r;
+            under += r->underflow;
+            numel += r->numel;
+        }
+    }
+    if (!first)
+        return;
+    char share[96];
+    format_share(under, numel, share, sizeof share);
+    fprintf(f,
+            " They include the float8 copies the fp8 layers quantized their output gradients "
+            "into (`%s` and the like: multiplied by their scale, then cast), %s of whose "
+            "values underflowed.",
+            first->name, share);
 }
 
 /* Collects into buf the step's optimizer-pass rows of a role, each name once; returns n. */
@@ -673,8 +764,10 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
         format_share(res->grad_underflow, res->grad_numel, share, sizeof share);
         fprintf(f,
                 "**In all**, over the backward passes of the observed steps, %s gradient "
-                "values underflowed to zero (summary.csv `grad_underflow` of `grad_numel`).\n\n",
+                "values underflowed to zero (summary.csv `grad_underflow` of `grad_numel`).",
                 share);
+        put_fp8_grad_copies(f, c);
+        fputs("\n\n", f);
         report_put_float32_reasons(f, cr->cfg, c, cr->step);
         put_nonfinite(f, cr);
     }

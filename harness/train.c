@@ -12,6 +12,7 @@
 #include "distributed.h"
 #include "columns.h"
 #include "dump.h"
+#include "expect.h"
 #include "fp8_linear.h"
 #include "host_values.h"
 #include "layers/layer.h"
@@ -345,50 +346,6 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void check_expectations(const case_config *cfg, const observer *obs, case_result *res)
-{
-    bool error_expected = false;
-    int off = 0;
-    res->expect_total = cfg->n_expects;
-    for (int i = 0; i < cfg->n_expects; i++) {
-        const expect_spec *e = &cfg->expects[i];
-        char why[2048] = "";
-        if (e->kind == EXPECT_DTYPE) {
-            dtype got;
-            if (!observe_find(obs, e->tensor, &got))
-                snprintf(why, sizeof why, "dtype %s: the run has no tensor named %s%s", e->tensor,
-                         e->tensor, res->ok ? "" : " (it ended in an error first)");
-            else if (got != e->dt)
-                snprintf(why, sizeof why, "dtype %s: expected %s, got %s", e->tensor,
-                         dtype_name(e->dt), dtype_name(got));
-        } else if (e->text[0]) {
-            error_expected = true;
-            if (res->ok)
-                snprintf(why, sizeof why,
-                         "error: expected an error containing '%s', the run "
-                         "finished without one",
-                         e->text);
-            else if (!strstr(res->error, e->text))
-                snprintf(why, sizeof why, "error: expected '%s', got '%s'", e->text, res->error);
-        } else {
-            error_expected = true; /* error = none */
-            if (!res->ok)
-                snprintf(why, sizeof why, "error: expected none, got '%s'", res->error);
-        }
-        if (why[0])
-            off += snprintf(res->failures + off, sizeof res->failures - (size_t)off,
-                            "%s:%d: expectation failed: %s\n", cfg->path, e->line, why);
-        else
-            res->expect_passed++;
-        if (off >= (int)sizeof res->failures)
-            off = (int)sizeof res->failures - 1;
-    }
-    res->passed = res->expect_passed == res->expect_total && (res->ok || error_expected);
-    if (!res->ok && !error_expected)
-        snprintf(res->failures + off, sizeof res->failures - (size_t)off,
-                 "%s: the run ended in an error no expectation names: %s\n", cfg->path, res->error);
-}
-
 static void dump_init(trainer *t, const char *dir)
 {
     run *r = t->r;
@@ -560,7 +517,9 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
         tensor_pool_clear(&r->pool);
         fill_result(cfg, r, t, done, res);
         memcpy(res->saved_by_dtype, t->saved_by_dtype, sizeof res->saved_by_dtype);
-        check_expectations(cfg, obs, res);
+        if (t->fp8_csv)
+            fflush(t->fp8_csv); /* its rows, which expect_check reads; fclose reports errors */
+        expect_check(cfg, obs, dir, res);
         rc = write_memory_csv(dir, cfg, &r->account, &end, t->saved_bytes, err, sizeof err);
         if (obs->write_failed && rc == 0) {
             snprintf(err, sizeof err, "writing results in %s failed%s%s", dir,

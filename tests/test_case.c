@@ -709,8 +709,60 @@ Test(case_load, expect_section)
     cr_expect_eq(cfg->expects[0].kind, EXPECT_ERROR);
     cr_expect_str_eq(cfg->expects[0].text, "Attempting to unscale FP16 gradients.");
     cr_expect_eq(cfg->expects[1].dt, DTYPE_INT64);
-    load_bad(MODEL DATA "[expect]\ndtype = float32\n", "expected 'dtype TENSOR' or 'error'", 6);
+    load_bad(MODEL DATA "[expect]\ndtype = float32\n",
+             "expected 'dtype TENSOR', 'saturated OPERAND' or 'error'", 6);
     load_bad(MODEL DATA "[expect]\ndtype a/b = float32\n", "bad tensor name 'a/b'", 6);
+}
+
+/* [expect] names the float8 dtypes of [fp8]'s quantized copies and their saturations;
+ * params, input_dtype and autocast refuse float8 (tests/bad-cases/84-90 say how) */
+#define FP8_CASE                                                                               \
+    "[model]\nfc1 = linear 16 -> 16\n[data]\nbatch = 8\n[precision]\nautocast = bfloat16\n"    \
+    "[fp8]\nenabled = yes\n"
+
+Test(case_load, expect_float8)
+{
+    load_ok(FP8_CASE "[expect]\n"
+                     "dtype fc1.weight@float8_e4m3fn = float8_e4m3fn\n" /* line 10 */
+                     "dtype fc1.out.grad@float8_e5m2 = e5m2\n"
+                     "saturated fc1.weight = yes\n"
+                     "saturated   fc1.out.grad = no\n");
+    cr_assert_eq(cfg->n_expects, 4);
+    cr_expect_eq(cfg->expects[0].kind, EXPECT_DTYPE);
+    cr_expect_str_eq(cfg->expects[0].tensor, "fc1.weight@float8_e4m3fn");
+    cr_expect_eq(cfg->expects[0].dt, DTYPE_FLOAT8_E4M3FN);
+    cr_expect_eq(cfg->expects[1].dt, DTYPE_FLOAT8_E5M2);
+    cr_expect_eq(cfg->expects[2].kind, EXPECT_SATURATED);
+    cr_expect_str_eq(cfg->expects[2].tensor, "fc1.weight");
+    cr_expect(cfg->expects[2].saturated);
+    cr_expect_eq(cfg->expects[2].line, 12);
+    cr_expect_str_eq(cfg->expects[3].tensor, "fc1.out.grad");
+    cr_expect_not(cfg->expects[3].saturated);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    cr_assert_eq(case_write_json(cfg, f), 0);
+    cr_assert_eq(fclose(f), 0);
+    const char *want[] = {
+        "{\"kind\": \"dtype\", \"tensor\": \"fc1.weight@float8_e4m3fn\", \"dtype\": "
+        "\"float8_e4m3fn\", \"line\": 10}",
+        "{\"kind\": \"saturated\", \"tensor\": \"fc1.weight\", \"saturated\": true, "
+        "\"line\": 12}",
+        "{\"kind\": \"saturated\", \"tensor\": \"fc1.out.grad\", \"saturated\": false, "
+        "\"line\": 13}",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect_not_null(strstr(buf, want[i]), "missing %s in\n%s", want[i], buf);
+    free(buf);
+    /* every other dtype key refuses float8, saying where float8 belongs */
+    load_bad(MODEL DATA "[precision]\nparams = e4m3\n", "(float8_e4m3fn is only the dtype", 6);
+    load_bad(MODEL DATA "input_dtype = float8_e5m2\n", "for input_dtype: expected float32", 5);
+    load_bad(MODEL DATA "[precision]\nautocast = e5m2\n", "torch.autocast has no float8", 6);
+    /* an operand of a layer that [fp8] does not choose, and a misspelt one */
+    load_bad(FP8_CASE "layers = fc1\n[expect]\nsaturated fc1.wieght = yes\n",
+             "'fc1.wieght' is not a float8 GEMM operand of this case; did you mean 'fc1.weight'?",
+             11);
 }
 
 Test(case_load, json_output)

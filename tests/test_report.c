@@ -318,6 +318,86 @@ Test(report, report_all_has_one_row_per_case)
     cr_expect_not_null(strstr(md, "| [small-fp16-input](small-fp16-input/report.md) | error |"));
     cr_expect_not_null(strstr(md, "[gradient histogram](small-fp32/hist_grads.png)"));
     cr_expect_null(strstr(md, "small-fp16-input/hist_grads.png"));
+    cr_expect_null(strstr(md, "In a float8 case"), "REPORT.md of cases without float8");
+    csv_free(&s);
+    free(md);
+    rm_rf(out);
+}
+
+/* "U of N" or "p (U of N)", report.md's share */
+static void share_of(long count, long total, char *buf, size_t len)
+{
+    char p[32];
+    pct(count, total, p, sizeof p);
+    if (count)
+        snprintf(buf, len, "%s (%ld of %ld)", p, count, total);
+    else
+        snprintf(buf, len, "0 of %ld", total);
+}
+
+/* A float8 case: the fp8 layers' weight gradients come out of te.Linear's wgrad GEMM in
+ * bfloat16 (`L.weight.grad@bfloat16`), from float8 operands, not "directly in float32"; the
+ * quantized output gradients' part of "In all" and REPORT.md's note on them, recomputed from
+ * tensors.csv. */
+Test(report, fp8_weight_gradients_come_from_the_wgrad_gemm)
+{
+    char out[256], dir[512], path[600], err[1024], want[1024], share[96];
+    make_temp_dir(out, sizeof out);
+    case_result res;
+    run_and_report("tests/cases/small-fp8-delayed.case", out, dir, sizeof dir, &res);
+    cr_assert_eq(report_all(out, err, sizeof err), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = slurp(path);
+    cr_expect_not_null(strstr(md, "The gradients of `fc2.weight` and `fc1.weight` were computed "
+                                  "in bfloat16 (`fc2.weight.grad@bfloat16` and "
+                                  "`fc1.weight.grad@bfloat16`) by te.Linear's weight-gradient "
+                                  "GEMM, whose operands were float8 (the output gradient in "
+                                  "float8_e5m2, the input in float8_e4m3fn), and cast to float32 "
+                                  "into `.grad`."),
+                       "%s", md);
+    cr_expect_null(strstr(md, "computed directly"));
+    snprintf(path, sizeof path, "%s/tensors.csv", dir);
+    csv t;
+    cr_assert(csv_read(path, &t));
+    long w_under = 0, w_numel = 0, q_under = 0, q_numel = 0;
+    for (int r = 0; r < t.n_rows; r++) {
+        char **row = t.rows[r];
+        const char *name = col(&t, row, "tensor"), *dtype = col(&t, row, "dtype");
+        if (strcmp(col(&t, row, "pass"), "backward"))
+            continue;
+        if (!strcmp(col(&t, row, "step"), "0") && strstr(name, ".weight.grad@bfloat16")) {
+            w_under += atol(col(&t, row, "underflow"));
+            w_numel += atol(col(&t, row, "numel"));
+        }
+        if (!strncmp(dtype, "float8_", 7)) {
+            cr_expect_str_eq(col(&t, row, "role"), "grad_cast", "%s", name);
+            q_under += atol(col(&t, row, "underflow"));
+            q_numel += atol(col(&t, row, "numel"));
+        }
+    }
+    csv_free(&t);
+    cr_assert(w_numel == 2 * 16 * 32 && q_numel > 0);
+    share_of(w_under, w_numel, share, sizeof share);
+    snprintf(want, sizeof want, "In step 0, %s values of these GEMM outputs underflowed to zero",
+             share);
+    cr_expect_not_null(strstr(md, want), "report.md lacks: %s", want);
+    cr_expect_gt(q_under, 0, "step 0's scale 1 underflows a small output gradient in E5M2");
+    share_of(q_under, q_numel, share, sizeof share);
+    snprintf(want, sizeof want,
+             "They include the float8 copies the fp8 layers quantized their output gradients "
+             "into (`fc2.out.grad@float8_e5m2` and the like: multiplied by their scale, then "
+             "cast), %s of whose values underflowed.",
+             share);
+    cr_expect_not_null(strstr(md, want), "report.md lacks: %s", want);
+    free(md);
+    snprintf(path, sizeof path, "%s/REPORT.md", out);
+    md = slurp(path);
+    cr_expect_not_null(strstr(md, "In a float8 case the gradient values include the float8 "
+                                  "copies te.Linear quantizes the output gradients into"));
+    snprintf(path, sizeof path, "%s/summary.csv", out);
+    csv s;
+    cr_assert(csv_read(path, &s));
+    cr_expect_str_eq(col(&s, s.rows[0], "cast_grad_dtypes"), "float32|bfloat16|float8_e5m2");
     csv_free(&s);
     free(md);
     rm_rf(out);
