@@ -19,8 +19,9 @@
  * the same MLP (tools/bench_torch.py) where the python given imports torch.
  * Output: tables on stdout, results/bench.csv, results/bench.md (the tables in Markdown).
  *
- * Usage: bin/ampscope-bench [quick|all] [--python PY] [--ampscope BIN]
- *   quick: the scaled-down MLP and the scaling table; PY: the python that runs PyTorch's
+ * Usage: bin/ampscope-bench [quick|all|counting] [--python PY] [--ampscope BIN]
+ *   quick: the scaled-down MLP and the scaling table; counting: the counting's cost only
+ *   (a few seconds, stdout only, nothing written); PY: the python that runs PyTorch's
  *   steps (default python3); BIN: the harness run for the instruction counts (default
  *   bin/ampscope)
  */
@@ -332,39 +333,45 @@ static void counting_levels(const void *arg, void *result)
     }
 }
 
-/* the per-level table, on stdout and in Markdown */
+/* the per-level table, on stdout and in Markdown (md: NULL for stdout only) */
 static void print_levels(const count_levels *c, FILE *md)
 {
     printf("counting per ISA level (one thread, in cache, %d values, ns per value: counts and "
            "histogram, cast alone)\n",
            CPU_COUNT_N);
-    fprintf(md,
-            "Counting per ISA level (one thread, in cache, %d values; ns per value of the store "
-            "with its counts and histogram, and of the cast alone):\n\n| stored as |",
-            CPU_COUNT_N);
-    for (int l = CPU_ISA_COUNT - 1; l >= 0; l--)
-        fprintf(md, " %s |", cpu_isa_name((cpu_isa)l));
-    fprintf(md, " cast alone |\n|---|");
-    for (int l = 0; l <= CPU_ISA_COUNT; l++)
-        fprintf(md, "---:|");
-    fprintf(md, "\n");
+    if (md) {
+        fprintf(md,
+                "Counting per ISA level (one thread, in cache, %d values; ns per value of the "
+                "store with its counts and histogram, and of the cast alone):\n\n| stored as |",
+                CPU_COUNT_N);
+        for (int l = CPU_ISA_COUNT - 1; l >= 0; l--)
+            fprintf(md, " %s |", cpu_isa_name((cpu_isa)l));
+        fprintf(md, " cast alone |\n|---|");
+        for (int l = 0; l <= CPU_ISA_COUNT; l++)
+            fprintf(md, "---:|");
+        fprintf(md, "\n");
+    }
     for (int d = 0; d < 3; d++) {
         printf("  %-9s", dtype_name(count_dtypes[d]));
-        fprintf(md, "| %s |", dtype_name(count_dtypes[d]));
+        if (md)
+            fprintf(md, "| %s |", dtype_name(count_dtypes[d]));
         for (int l = CPU_ISA_COUNT - 1; l >= 0; l--) {
             double v = c->counted[d][l];
-            if (isnan(v)) {
+            if (isnan(v))
                 printf("  %s not run here", cpu_isa_name((cpu_isa)l));
-                fprintf(md, " not run here |");
-            } else {
+            else
                 printf("  %s %.3f", cpu_isa_name((cpu_isa)l), v);
+            if (md && isnan(v))
+                fprintf(md, " not run here |");
+            else if (md)
                 fprintf(md, " %.3f |", v);
-            }
         }
         printf("  cast alone %.3f\n", c->cast[d]);
-        fprintf(md, " %.3f |\n", c->cast[d]);
+        if (md)
+            fprintf(md, " %.3f |\n", c->cast[d]);
     }
-    fprintf(md, "\n");
+    if (md)
+        fprintf(md, "\n");
 }
 
 static void copy_bandwidth_into(const void *arg, void *out)
@@ -624,17 +631,19 @@ int main(int argc, char **argv)
         execv("/proc/self/exe", argv);
         perror("bench: cannot restart with OpenMP's and OpenBLAS's settings");
     }
-    bool quick = false;
+    bool quick = false, counting_only = false;
     const char *python = "python3", *ampscope = "bin/ampscope";
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "quick") == 0 || strcmp(argv[a], "all") == 0)
             quick = strcmp(argv[a], "quick") == 0;
+        else if (strcmp(argv[a], "counting") == 0)
+            counting_only = true;
         else if (strcmp(argv[a], "--python") == 0 && a + 1 < argc)
             python = argv[++a];
         else if (strcmp(argv[a], "--ampscope") == 0 && a + 1 < argc)
             ampscope = argv[++a];
         else {
-            fprintf(stderr, "usage: %s [quick|all] [--python PY] [--ampscope BIN]\n", argv[0]);
+            fprintf(stderr, "usage: %s [quick|all|counting] [--python PY] [--ampscope BIN]\n", argv[0]);
             return 2;
         }
     }
@@ -654,6 +663,18 @@ int main(int argc, char **argv)
 
     double bw, count_ns[2];
     count_levels levels;
+    if (counting_only) {
+        if (!in_child(counting_cost, NULL, count_ns, sizeof count_ns) ||
+            !in_child(counting_levels, NULL, &levels, sizeof levels)) {
+            fprintf(stderr, "bench: could not measure the counting cost\n");
+            return 2;
+        }
+        printf("counting (one thread, in cache): cast of %d float32 to float16 %.2f ns/value "
+               "with counts and histogram, %.2f without\n",
+               CPU_COUNT_N, count_ns[0], count_ns[1]);
+        print_levels(&levels, NULL);
+        return 0;
+    }
     if (!in_child(copy_bandwidth_into, NULL, &bw, sizeof bw) || bw <= 0 ||
         !in_child(counting_cost, NULL, count_ns, sizeof count_ns) ||
         !in_child(counting_levels, NULL, &levels, sizeof levels)) {
