@@ -186,8 +186,8 @@ Test(round, float16_gemm_is_the_exact_sum_rounded_once)
  * normal/subnormal boundary of float16, bfloat16 and float32 and the values either side,
  * the largest finite values and those that overflow, inf, quiet and signalling NaNs of both
  * signs) among values a few octaves apart, in lengths that leave tails after the vector
- * blocks; a chunk of zeros only, one of infinities and NaNs, one of NaNs, and random bit patterns
- * whose exponents are too spread for the vector histogram.
+ * blocks (their exponents span the whole range: the histogram's tables); a chunk of zeros
+ * only, one of infinities and NaNs, one of NaNs, and random bit patterns.
  */
 static const uint32_t edge_bits[] = {
     0x00000000u, 0x80000000u,                           /* zeros */
@@ -215,7 +215,7 @@ static void check_levels_of(dtype dt)
     int ne = (int)(sizeof edge_bits / sizeof edge_bits[0]);
     rng g;
     rng_seed(&g, 17);
-    /* edges among values 2^-20 to 2^-5, in the first chunk: the vector histogram */
+    /* edges among values 2^-20 to 2^-5, in the first chunk */
     for (int i = 0; i < 4096 + 77; i++) {
         float m = 1.0f + (float)rng_below(&g, 1 << 23) * 0x1p-23f;
         pre[i] = (i % 3 ? 1.0f : -1.0f) * ldexpf(m, -20 + (int)rng_below(&g, 16));
@@ -247,6 +247,52 @@ static void check_levels_of(dtype dt)
 Test(round, every_isa_level_counts_float16_as_half_h) { check_levels_of(DTYPE_FLOAT16); }
 Test(round, every_isa_level_counts_bfloat16_as_half_h) { check_levels_of(DTYPE_BFLOAT16); }
 Test(round, every_isa_level_counts_float32_as_half_h) { check_levels_of(DTYPE_FLOAT32); }
+
+/*
+ * The histogram's windows (round.c's hist_bytes: eight exponents a pass, bit-sliced counters,
+ * on AVX2 and AVX-512; comparisons on plain x86-64): chunks whose exponents span 1 to 65
+ * values (one window, several, the last one partial, at and beyond the 32 and 64 where the
+ * ways of counting change), placed low, in the middle and at the top of the exponent range
+ * (up to 254, next to inf's and NaN's byte 255), with zeros, a float32 subnormal, inf and a
+ * NaN among them, in lengths that fill the counters (a whole chunk of one exponent: 128 to
+ * a byte lane on AVX2), leave vectors after the last group of 16 and bytes after the last
+ * vector.
+ */
+static void check_windows(dtype dt)
+{
+    static float pre[N];
+    static const int spans[] = {1, 2, 8, 9, 17, 31, 32, 33, 63, 64, 65};
+    static const int tops[] = {130, 254, 40};
+    static const int lengths[] = {4096, 4095, 4096 - 64 * 5 - 3, 1000, 63};
+    rng g;
+    rng_seed(&g, 23);
+    char what[64];
+    for (int s = 0; s < (int)(sizeof spans / sizeof spans[0]); s++)
+        for (int t = 0; t < 3; t++)
+            for (int l = 0; l < 5; l++) {
+                int n = lengths[l], hi = tops[t], lo = hi - spans[s] + 1;
+                for (int i = 0; i < n; i++) {
+                    uint32_t e = (uint32_t)(lo + (int)rng_below(&g, (uint32_t)spans[s]));
+                    uint32_t m = (uint32_t)rng_below(&g, 1u << 23);
+                    pre[i] = bits_float((i % 2 ? 0x80000000u : 0u) | e << 23 | m);
+                }
+                if (s % 2 && n > 40) { /* the special bytes 0 and 255 among them */
+                    pre[3] = 0.0f, pre[7] = -0.0f;
+                    pre[n - 1] = bits_float(0x7f800000u), pre[n / 2] = bits_float(0xffc00000u);
+                    if (l % 2) /* a float32 subnormal, whose byte 0 is not a zero's */
+                        pre[11] = bits_float(0x00000003u);
+                }
+                snprintf(what, sizeof what, "span %d top %d n %d", spans[s], hi, n);
+                check_levels(dt, pre, n, what);
+            }
+}
+
+Test(round, every_isa_level_histograms_float16_windows_as_half_h) { check_windows(DTYPE_FLOAT16); }
+Test(round, every_isa_level_histograms_bfloat16_windows_as_half_h)
+{
+    check_windows(DTYPE_BFLOAT16);
+}
+Test(round, every_isa_level_histograms_float32_windows_as_half_h) { check_windows(DTYPE_FLOAT32); }
 
 Test(round, this_processor_runs_its_best_level_and_the_baseline)
 {

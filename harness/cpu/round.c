@@ -223,40 +223,188 @@ static inline __attribute__((always_inline)) void count_lanes8(const float *pre,
     }
 }
 
-/* a histogram of exponent bytes: n[e] is zero for e outside [lo, hi] but for 0 and 255 */
+/* a histogram of exponent bytes: n[e] for e in [lo, hi] (1 <= lo, hi <= 254), zero elsewhere;
+ * `rest` bytes are 0 or 255 (zeros and float32 subnormals, inf and NaN: tally bins them) */
 typedef struct exp_hist {
     uint32_t n[256];
     int lo, hi;
+    uint32_t rest;
 } exp_hist;
 
 /*
- * he->n[e] = how many of ex[0..n) equal e, n <= CPU_CHUNK. A chunk's exponents usually span
- * 10 to 25 values: when those other than 0 and 255 span at most HIST_SPAN, every value in
- * the span (and 0 and 255) is counted by comparisons over all the bytes, HIST_PASS values
- * per pass, in byte counters over blocks of HIST_BLOCK bytes (at most CPU_CHUNK /
- * HIST_BLOCK = 64 per counter); otherwise one increment per byte in eight tables in turn,
- * so that runs of equal bytes do not wait on each other. masks: the target has mask
- * registers (AVX-512), where a comparison's lanes are best added under the mask.
+ * How many of ex[0..nv) (nv a multiple of 64) equal base + j, for j < 8: the AVX2 and AVX-512
+ * builds' histogram, whose cost does not grow with the exponents a window holds. Each byte
+ * becomes a one-hot byte, 1 << (x - base) or 0 outside the window (a table lookup by
+ * vpshufb); the one-hot vectors are summed by carry-save adders into bit-sliced counters
+ * (Harley and Seal's scheme, as in Muła, Kurz and Lemire's "Faster population counts", 2018):
+ * eight bit planes p[k], vector lane by lane, hold count = sum of p[k]'s bits << k, so that 16
+ * vectors cost 15 carry-save adds and one ripple of the sixteens; each count is then the
+ * popcount of a bit across the lanes of each plane. At most 128 vectors of 32 bytes (4096
+ * bytes) fit in eight planes.
  */
-#define HIST_SPAN 32
+typedef void (*window_fn)(const uint8_t *ex, int nv, int base, uint32_t count[8]);
+#define WINDOW 8
+#define CSA_AVX2(h, l, a, b, c)                                                                    \
+    do {                                                                                           \
+        __m256i u_ = _mm256_xor_si256(a, b), c_ = (c);                                             \
+        h = _mm256_or_si256(_mm256_and_si256(a, b), _mm256_and_si256(u_, c_));                    \
+        l = _mm256_xor_si256(u_, c_);                                                              \
+    } while (0)
+__attribute__((target("avx2,popcnt"))) static void window_avx2(const uint8_t *ex, int nv, int base,
+                                                              uint32_t count[8])
+{
+    const __m256i lut = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+                                         2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i b = _mm256_set1_epi8((char)base), out = _mm256_set1_epi8(WINDOW);
+#define ONEHOT_AVX2(k)                                                                             \
+    _mm256_shuffle_epi8(                                                                           \
+        lut, _mm256_min_epu8(                                                                      \
+                 _mm256_sub_epi8(_mm256_loadu_si256((const __m256i *)(ex + 32 * (k))), b), out))
+    __m256i p[8];
+    for (int k = 0; k < 8; k++)
+        p[k] = _mm256_setzero_si256();
+    int nx = nv / 32, i = 0;
+    for (; i + 16 <= nx; i += 16) {
+        __m256i twos_a, twos_b, fours_a, fours_b, eights_a, eights_b, sixteens;
+        CSA_AVX2(twos_a, p[0], p[0], ONEHOT_AVX2(i), ONEHOT_AVX2(i + 1));
+        CSA_AVX2(twos_b, p[0], p[0], ONEHOT_AVX2(i + 2), ONEHOT_AVX2(i + 3));
+        CSA_AVX2(fours_a, p[1], p[1], twos_a, twos_b);
+        CSA_AVX2(twos_a, p[0], p[0], ONEHOT_AVX2(i + 4), ONEHOT_AVX2(i + 5));
+        CSA_AVX2(twos_b, p[0], p[0], ONEHOT_AVX2(i + 6), ONEHOT_AVX2(i + 7));
+        CSA_AVX2(fours_b, p[1], p[1], twos_a, twos_b);
+        CSA_AVX2(eights_a, p[2], p[2], fours_a, fours_b);
+        CSA_AVX2(twos_a, p[0], p[0], ONEHOT_AVX2(i + 8), ONEHOT_AVX2(i + 9));
+        CSA_AVX2(twos_b, p[0], p[0], ONEHOT_AVX2(i + 10), ONEHOT_AVX2(i + 11));
+        CSA_AVX2(fours_a, p[1], p[1], twos_a, twos_b);
+        CSA_AVX2(twos_a, p[0], p[0], ONEHOT_AVX2(i + 12), ONEHOT_AVX2(i + 13));
+        CSA_AVX2(twos_b, p[0], p[0], ONEHOT_AVX2(i + 14), ONEHOT_AVX2(i + 15));
+        CSA_AVX2(fours_b, p[1], p[1], twos_a, twos_b);
+        CSA_AVX2(eights_b, p[2], p[2], fours_a, fours_b);
+        CSA_AVX2(sixteens, p[3], p[3], eights_a, eights_b);
+        for (int k = 4; k < 8; k++) { /* sixteens rippled into planes 4..7 */
+            __m256i carry = _mm256_and_si256(p[k], sixteens);
+            p[k] = _mm256_xor_si256(p[k], sixteens);
+            sixteens = carry;
+        }
+    }
+    for (; i < nx; i++) { /* the last vectors, rippled one by one */
+        __m256i x = ONEHOT_AVX2(i);
+        for (int k = 0; k < 8; k++) {
+            __m256i carry = _mm256_and_si256(p[k], x);
+            p[k] = _mm256_xor_si256(p[k], x);
+            x = carry;
+        }
+    }
+#undef ONEHOT_AVX2
+    for (int j = 0; j < WINDOW; j++) { /* bit j of each byte shifted to its top bit */
+        uint32_t c = 0;
+        for (int k = 0; k < 8; k++)
+            c += (uint32_t)__builtin_popcount(
+                     (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(p[k], 7 - j)))
+                 << k;
+        count[j] = c;
+    }
+}
+
+/* window_avx2 on 64-byte vectors: carry-save adds in two ternary-logic instructions (0x96
+ * a ^ b ^ c, 0xe8 the majority), the counts' bits tested into mask registers */
+#define CSA_AVX512(h, l, a, b, c)                                                                  \
+    do {                                                                                           \
+        __m512i a_ = (a), b_ = (b), c_ = (c);                                                      \
+        h = _mm512_ternarylogic_epi64(a_, b_, c_, 0xe8);                                           \
+        l = _mm512_ternarylogic_epi64(a_, b_, c_, 0x96);                                           \
+    } while (0)
+__attribute__((target("avx512f,avx512bw,popcnt"))) static void
+window_avx512(const uint8_t *ex, int nv, int base, uint32_t count[8])
+{
+    const __m512i lut = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m512i b = _mm512_set1_epi8((char)base), out = _mm512_set1_epi8(WINDOW);
+#define ONEHOT_AVX512(k)                                                                           \
+    _mm512_shuffle_epi8(                                                                           \
+        lut, _mm512_min_epu8(                                                                      \
+                 _mm512_sub_epi8(_mm512_loadu_si512((const void *)(ex + 64 * (k))), b), out))
+    __m512i p[8];
+    for (int k = 0; k < 8; k++)
+        p[k] = _mm512_setzero_si512();
+    int nx = nv / 64, i = 0;
+    for (; i + 16 <= nx; i += 16) {
+        __m512i twos_a, twos_b, fours_a, fours_b, eights_a, eights_b, sixteens;
+        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i), ONEHOT_AVX512(i + 1));
+        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 2), ONEHOT_AVX512(i + 3));
+        CSA_AVX512(fours_a, p[1], p[1], twos_a, twos_b);
+        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i + 4), ONEHOT_AVX512(i + 5));
+        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 6), ONEHOT_AVX512(i + 7));
+        CSA_AVX512(fours_b, p[1], p[1], twos_a, twos_b);
+        CSA_AVX512(eights_a, p[2], p[2], fours_a, fours_b);
+        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i + 8), ONEHOT_AVX512(i + 9));
+        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 10), ONEHOT_AVX512(i + 11));
+        CSA_AVX512(fours_a, p[1], p[1], twos_a, twos_b);
+        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i + 12), ONEHOT_AVX512(i + 13));
+        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 14), ONEHOT_AVX512(i + 15));
+        CSA_AVX512(fours_b, p[1], p[1], twos_a, twos_b);
+        CSA_AVX512(eights_b, p[2], p[2], fours_a, fours_b);
+        CSA_AVX512(sixteens, p[3], p[3], eights_a, eights_b);
+        for (int k = 4; k < 8; k++) {
+            __m512i carry = _mm512_and_si512(p[k], sixteens);
+            p[k] = _mm512_xor_si512(p[k], sixteens);
+            sixteens = carry;
+        }
+    }
+    for (; i < nx; i++) {
+        __m512i x = ONEHOT_AVX512(i);
+        for (int k = 0; k < 8; k++) {
+            __m512i carry = _mm512_and_si512(p[k], x);
+            p[k] = _mm512_xor_si512(p[k], x);
+            x = carry;
+        }
+    }
+#undef ONEHOT_AVX512
+    for (int j = 0; j < WINDOW; j++) {
+        __m512i bit = _mm512_set1_epi8((char)(1 << j));
+        uint32_t c = 0;
+        for (int k = 0; k < 8; k++)
+            c += (uint32_t)__builtin_popcountll(_mm512_test_epi8_mask(p[k], bit)) << k;
+        count[j] = c;
+    }
+}
+
+/*
+ * he = the histogram of ex[0..n), n <= CPU_CHUNK. A chunk's exponents usually span 10 to 30
+ * values: when those other than 0 and 255 span at most HIST_SPAN, they are counted window by
+ * window (win: window_avx2 or window_avx512, each a pass over the bytes) or, where the
+ * target has no byte shuffle (plain x86-64, win NULL) and they span at most HIST_SPAN_COMPARE,
+ * by comparisons over all the bytes, HIST_PASS values per pass, in byte counters over blocks of HIST_BLOCK bytes (at most
+ * CPU_CHUNK / HIST_BLOCK = 64 per counter); otherwise one increment per byte in eight tables
+ * in turn, so that runs of equal bytes do not wait on each other.
+ */
+#define HIST_SPAN 64
+#define HIST_SPAN_COMPARE 32
 #define HIST_BLOCK 64
 #define HIST_PASS 4
-static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, int n, bool masks,
-                                                             exp_hist *he)
+static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, int n,
+                                                             window_fn win, exp_hist *he)
 {
     memset(he->n, 0, sizeof he->n);
-    int nb = n / HIST_BLOCK;
+    int nv = n / HIST_BLOCK * HIST_BLOCK;
     uint8_t lo_1 = 255, hi_1 = 0; /* the least x - 1 and the largest x + 1, modulo 256 */
-    for (int i = 0; i < nb * HIST_BLOCK; i++) {
+    for (int i = 0; i < nv; i++) {
         uint8_t x_1 = (uint8_t)(ex[i] - 1), x1 = (uint8_t)(ex[i] + 1);
         lo_1 = x_1 < lo_1 ? x_1 : lo_1;
         hi_1 = x1 > hi_1 ? x1 : hi_1;
     }
     int lo = lo_1 + 1, hi = hi_1 - 1; /* of the bytes but 0 and 255; lo > hi when none */
-    if (hi - lo < HIST_SPAN) {
-        int values[HIST_SPAN + 2 + HIST_PASS], nval = 0;
-        values[nval++] = 0;
-        values[nval++] = 255;
+    uint32_t counted = 0;
+    if (hi - lo < HIST_SPAN && win) {
+        for (int base = lo; base <= hi; base += WINDOW) {
+            uint32_t c[WINDOW];
+            win(ex, nv, base, c);
+            for (int j = 0; j < WINDOW && base + j <= hi; j++) /* above hi: only 255s */
+                he->n[base + j] = c[j], counted += c[j];
+        }
+        he->rest = (uint32_t)nv - counted;
+    } else if (hi - lo < HIST_SPAN_COMPARE) {
+        int values[HIST_SPAN_COMPARE + HIST_PASS], nval = 0;
         for (int e = lo; e <= hi; e++)
             values[nval++] = e;
         while (nval % HIST_PASS) /* padding: counted again, added nowhere */
@@ -266,49 +414,51 @@ static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, 
             uint8_t v[HIST_PASS];
             for (int k = 0; k < HIST_PASS; k++)
                 v[k] = (uint8_t)values[q + k];
-            for (int b = 0; b < nb; b++)
+            for (int b = 0; b < nv / HIST_BLOCK; b++)
                 for (int k = 0; k < HIST_PASS; k++)
-                    for (int j = 0; j < HIST_BLOCK; j++) {
-                        bool hit = ex[HIST_BLOCK * b + j] == v[k];
-                        if (masks) /* a masked add: compare into a mask register, add 1 */
-                            acc[k][j] = hit ? acc[k][j] + 1 : acc[k][j];
-                        else /* a compare's all-ones lanes subtracted */
-                            acc[k][j] += hit;
-                    }
+                    for (int j = 0; j < HIST_BLOCK; j++) /* a compare's all-ones lanes subtracted */
+                        acc[k][j] += ex[HIST_BLOCK * b + j] == v[k];
             for (int k = 0; k < HIST_PASS; k++) {
                 uint32_t sum = 0;
                 for (int j = 0; j < HIST_BLOCK; j++)
                     sum += acc[k][j];
                 if (values[q + k] >= 0)
-                    he->n[values[q + k]] += sum;
+                    he->n[values[q + k]] = sum, counted += sum;
             }
         }
+        he->rest = (uint32_t)nv - counted;
     } else {
         uint32_t t[8][256];
         memset(t, 0, sizeof t);
-        for (int i = 0; i < nb * HIST_BLOCK; i += 8)
+        for (int i = 0; i < nv; i += 8)
             for (int k = 0; k < 8; k++)
                 t[k][ex[i + k]]++;
         for (int k = 0; k < 8; k++)
             for (int e = 0; e < 256; e++)
                 he->n[e] += t[k][e];
+        he->rest = he->n[0] + he->n[255];
+        he->n[0] = he->n[255] = 0;
         lo = 1, hi = 254;
     }
-    for (int i = nb * HIST_BLOCK; i < n; i++) { /* the tail */
+    for (int i = nv; i < n; i++) { /* the tail */
         int x = ex[i];
+        if (x == 0 || x == 255) {
+            he->rest++;
+            continue;
+        }
         he->n[x]++;
-        lo = x != 0 && x < lo ? x : lo;
-        hi = x != 255 && x > hi ? x : hi;
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
     }
     he->lo = lo, he->hi = hi;
 }
 
 /* the counts of n <= CPU_CHUNK values stored into dst[off..] and the histogram of their
- * exponent bytes (ex, n bytes of scratch); masks: see hist_bytes */
+ * exponent bytes (ex, n bytes of scratch); win: see hist_bytes */
 static inline __attribute__((always_inline)) void count_chunk(const float *pre, const void *dst,
                                                               dtype dt, int64_t off, int n,
                                                               bit_counts *c, uint8_t *ex,
-                                                              bool masks, exp_hist *he)
+                                                              window_fn win, exp_hist *he)
 {
     const format_info *f = format_of(dt);
     switch (dt) {
@@ -329,7 +479,7 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
         not_a_format("count_chunk", dt);
         return;
     }
-    hist_bytes(ex, n, masks, he);
+    hist_bytes(ex, n, win, he);
 }
 
 /* count_chunk built for each ISA level */
@@ -338,18 +488,18 @@ typedef void (*count_chunk_fn)(const float *pre, const void *dst, dtype dt, int6
 #define COUNT_CHUNK_ARGS                                                                           \
     const float *pre, const void *dst, dtype dt, int64_t off, int n, bit_counts *c, uint8_t *ex,   \
         exp_hist *he
-__attribute__((target("avx512f,avx512bw,prefer-vector-width=512"))) static void
+__attribute__((target("avx512f,avx512bw,popcnt,prefer-vector-width=512"))) static void
 count_chunk_avx512(COUNT_CHUNK_ARGS)
 {
-    count_chunk(pre, dst, dt, off, n, c, ex, true, he);
+    count_chunk(pre, dst, dt, off, n, c, ex, window_avx512, he);
 }
-__attribute__((target("avx2"))) static void count_chunk_avx2(COUNT_CHUNK_ARGS)
+__attribute__((target("avx2,popcnt"))) static void count_chunk_avx2(COUNT_CHUNK_ARGS)
 {
-    count_chunk(pre, dst, dt, off, n, c, ex, false, he);
+    count_chunk(pre, dst, dt, off, n, c, ex, window_avx2, he);
 }
 static void count_chunk_x86_64(COUNT_CHUNK_ARGS)
 {
-    count_chunk(pre, dst, dt, off, n, c, ex, false, he);
+    count_chunk(pre, dst, dt, off, n, c, ex, NULL, he);
 }
 
 static const struct {
@@ -369,9 +519,10 @@ bool cpu_isa_runs(cpu_isa isa)
     case CPU_ISA_X86_64:
         return true;
     case CPU_ISA_AVX2:
-        return __builtin_cpu_supports("avx2");
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
     case CPU_ISA_AVX512:
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("popcnt");
     case CPU_ISA_COUNT:
         break;
     }
@@ -407,11 +558,10 @@ static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype
     round_counts_merge(&st->counts, &c);
     /* Byte 0 holds zeros (counted above) and float32 subnormals, byte 255 inf and NaN: when
      * there are any of the latter, they are binned one by one. */
-    for (int e = he.lo > 1 ? he.lo : 1; e <= he.hi && e < 255; e++)
+    for (int e = he.lo; e <= he.hi; e++)
         st->hist[e - 127 - HIST_MIN_EXP] += he.n[e];
-    uint32_t e0 = he.n[0], e255 = he.n[255];
     st->hist[HIST_ZERO] += b.pre_zeros;
-    if (e0 != b.pre_zeros || e255)
+    if (he.rest != b.pre_zeros)
         for (int i = 0; i < n; i++) {
             uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
             if (a != 0 && (a < 0x00800000u || a >= 0x7f800000u))
