@@ -4,6 +4,8 @@
  * kernels/round.cu.
  */
 #include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -64,12 +66,29 @@ void cpu_round(float *v, int64_t n, dtype dt)
 }
 
 /* dst[i] = bf16_from_float(pre[i]): a loop the vectoriser handles (pre never aliases a 16-bit
- * store), built for AVX2 too, whose 8 lanes narrow to 16 bits in one instruction */
-__attribute__((target_clones("avx2", "default"))) static void
-store_bf16(const float *restrict pre, uint16_t *restrict dst, int64_t n)
+ * store), built for AVX2 too, whose 8 lanes narrow to 16 bits in one instruction; the level
+ * the harness runs at chooses (cpu_isa_best) */
+static inline __attribute__((always_inline)) void store_bf16_loop(const float *restrict pre,
+                                                                  uint16_t *restrict dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] = bf16_from_float(pre[i]);
+}
+__attribute__((target("avx2"))) static void store_bf16_avx2(const float *restrict pre,
+                                                            uint16_t *restrict dst, int64_t n)
+{
+    store_bf16_loop(pre, dst, n);
+}
+static void store_bf16_x86_64(const float *restrict pre, uint16_t *restrict dst, int64_t n)
+{
+    store_bf16_loop(pre, dst, n);
+}
+static void store_bf16(const float *pre, uint16_t *dst, int64_t n)
+{
+    if (cpu_isa_best() >= CPU_ISA_AVX2)
+        store_bf16_avx2(pre, dst, n);
+    else
+        store_bf16_x86_64(pre, dst, n);
 }
 
 static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int64_t n)
@@ -513,29 +532,62 @@ static const struct {
 
 const char *cpu_isa_name(cpu_isa isa) { return isa_levels[isa].name; }
 
-bool cpu_isa_runs(cpu_isa isa)
+static bool processor_runs(cpu_isa isa)
 {
     switch (isa) {
     case CPU_ISA_X86_64:
         return true;
-    case CPU_ISA_AVX2:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    case CPU_ISA_AVX2: /* every AVX2 processor has F16C, which this level's conversions use */
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt") &&
+               __builtin_cpu_supports("f16c");
     case CPU_ISA_AVX512:
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("popcnt");
+        return processor_runs(CPU_ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw");
     case CPU_ISA_COUNT:
         break;
     }
     return false;
 }
 
-cpu_isa cpu_isa_best(void)
+/* the level the harness runs at: the best the processor runs, or AMPSCOPE_CPU_ISA's (set
+ * once, before main, by isa_from_environment) */
+static cpu_isa isa_active = CPU_ISA_X86_64, isa_processor = CPU_ISA_X86_64;
+
+/* AMPSCOPE_CPU_ISA, read before main so that every thread sees one level; a value that is not
+ * a level, or a level this processor cannot run, stops the program (exit 2) */
+__attribute__((constructor)) static void isa_from_environment(void)
 {
+    __builtin_cpu_init(); /* __builtin_cpu_supports before main needs it */
     cpu_isa best = CPU_ISA_X86_64;
     for (int l = 0; l < CPU_ISA_COUNT; l++)
-        best = cpu_isa_runs((cpu_isa)l) ? (cpu_isa)l : best;
-    return best;
+        best = processor_runs((cpu_isa)l) ? (cpu_isa)l : best;
+    isa_active = isa_processor = best;
+    const char *want = getenv(CPU_ISA_ENV);
+    if (!want || !*want)
+        return;
+    for (int l = 0; l < CPU_ISA_COUNT; l++) {
+        if (strcmp(want, isa_levels[l].name) != 0)
+            continue;
+        if (!processor_runs((cpu_isa)l)) {
+            fprintf(stderr,
+                    "%s=%s: this processor cannot run that level (it runs up to %s); unset it or "
+                    "name a lower one\n",
+                    CPU_ISA_ENV, want, isa_levels[best].name);
+            exit(2);
+        }
+        isa_active = (cpu_isa)l;
+        return;
+    }
+    fprintf(stderr, "%s=%s: not an ISA level; expected avx512, avx2 or x86-64\n", CPU_ISA_ENV,
+            want);
+    exit(2);
 }
+
+bool cpu_isa_runs(cpu_isa isa) { return isa <= isa_active && processor_runs(isa); }
+
+cpu_isa cpu_isa_best(void) { return isa_active; }
+
+cpu_isa cpu_isa_processor(void) { return isa_processor; }
 
 /* the bookkeeping of n <= CPU_CHUNK stored values: counts, then the histogram of pre */
 static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype dt, int64_t off,
@@ -679,8 +731,10 @@ static void fill_chunk(void *p, int64_t off, int64_t n, round_stats *st)
 {
     const fill_ctx *c = p;
     float buf[CPU_CHUNK];
-    for (int64_t i = 0; i < n; i++)
+    int64_t i = 0;
+    do /* a chunk has n >= 1 (GCC 12 takes a for loop's buffer for one it may store unset) */
         buf[i] = c->v;
+    while (++i < n);
     cpu_store(buf, c->dst->data, c->dst->dtype, off, n, st);
 }
 
