@@ -1,7 +1,7 @@
 /*
  * test_round.c: the CPU's rounding store (harness/cpu/round.c: F16C stores, vectorized
- * counts from bit patterns, histograms by bit-sliced counters, vector compares or tables) against the scalar
- * definitions of half.h (half_from_float, round_tally, hist_bin, themselves checked
+ * counts from bit patterns, histograms by bit-sliced counters, vector compares or tables) against
+ * the scalar definitions of half.h (half_from_float, round_tally, hist_bin, themselves checked
  * exhaustively in test_half.c), for each destination dtype, on random bit patterns of every
  * kind (normals, subnormals, zeros, inf, NaN: exponents too spread for the vector
  * histogram) and on values spread as a tensor's usually are (a few octaves, zeros among
@@ -256,7 +256,7 @@ Test(round, every_isa_level_counts_float32_as_half_h) { check_levels_of(DTYPE_FL
 /*
  * The histogram's windows (round.c's hist_bytes: eight exponents a pass, bit-sliced counters,
  * on AVX2 and AVX-512; comparisons on plain x86-64): chunks whose exponents span 1 to 65
- * values (one window, several, the last one partial, at and beyond the 32 and 64 where the
+ * values (one window, several, the last one partial, at and beyond the 16 and 64 where the
  * ways of counting change), placed low, in the middle and at the top of the exponent range
  * (up to 254, next to inf's and NaN's byte 255), with zeros, a float32 subnormal, inf and a
  * NaN among them, in lengths that fill the counters (a whole chunk of one exponent: 128 to
@@ -266,7 +266,7 @@ Test(round, every_isa_level_counts_float32_as_half_h) { check_levels_of(DTYPE_FL
 static void check_windows(dtype dt)
 {
     static float pre[N];
-    static const int spans[] = {1, 2, 8, 9, 17, 31, 32, 33, 63, 64, 65};
+    static const int spans[] = {1, 2, 8, 9, 16, 17, 31, 32, 33, 63, 64, 65};
     static const int tops[] = {130, 254, 40};
     static const int lengths[] = {4096, 4095, 4096 - 64 * 5 - 3, 1000, 63};
     rng g;

@@ -667,7 +667,8 @@ int main(int argc, char **argv)
         else if (strcmp(argv[a], "--ampscope") == 0 && a + 1 < argc)
             ampscope = argv[++a];
         else {
-            fprintf(stderr, "usage: %s [quick|all|counting] [--python PY] [--ampscope BIN]\n", argv[0]);
+            fprintf(stderr, "usage: %s [quick|all|counting] [--python PY] [--ampscope BIN]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -726,8 +727,8 @@ int main(int argc, char **argv)
             "Counting on one thread, in cache: a float32 -> float16 cast of %d values takes %.2f "
             "ns per value with its counts and histogram, %.2f ns without.\n\n",
             CPU_COUNT_N, count_ns[0], count_ns[1]);
-    printf("%s; OpenBLAS kernels %s\ncopy bandwidth %.1f GB/s, %d cores\n", isa,
-           libenv_blas_core(), bw / 1e6, threads);
+    printf("%s; OpenBLAS kernels %s\ncopy bandwidth %.1f GB/s, %d cores\n", isa, libenv_blas_core(),
+           bw / 1e6, threads);
     printf("counting (one thread, in cache): cast of %d float32 to float16 %.2f ns/value with "
            "counts and histogram, %.2f without\n",
            CPU_COUNT_N, count_ns[0], count_ns[1]);

@@ -30,9 +30,9 @@ void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, ro
 typedef enum cpu_isa { CPU_ISA_X86_64, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_COUNT } cpu_isa;
 #define CPU_ISA_ENV "AMPSCOPE_CPU_ISA"
 const char *cpu_isa_name(cpu_isa isa); /* "x86-64", "avx2", "avx512" */
-bool cpu_isa_runs(cpu_isa isa);   /* the processor runs it, and it is not above cpu_isa_best() */
-cpu_isa cpu_isa_best(void);       /* the level the harness runs at */
-cpu_isa cpu_isa_processor(void);  /* the best level the processor runs */
+bool cpu_isa_runs(cpu_isa isa);  /* the processor runs it, and it is not above cpu_isa_best() */
+cpu_isa cpu_isa_best(void);      /* the level the harness runs at */
+cpu_isa cpu_isa_processor(void); /* the best level the processor runs */
 
 /* F16C's 8-wide conversions may be used: the level run at is AVX2 or above */
 static inline bool cpu_has_f16c(void) { return cpu_isa_best() >= CPU_ISA_AVX2; }
