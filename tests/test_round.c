@@ -258,22 +258,24 @@ Test(round, every_isa_level_counts_float32_as_half_h) { check_levels_of(DTYPE_FL
  * on AVX2 and AVX-512; comparisons on plain x86-64): chunks whose exponents span 1 to 65
  * values (one window, several, the last one partial, at and beyond the 16 and 64 where the
  * ways of counting change), placed low, in the middle and at the top of the exponent range
- * (up to 254, next to inf's and NaN's byte 255), with zeros, a float32 subnormal, inf and a
- * NaN among them, in lengths that fill the counters (a whole chunk of one exponent: 128 to
+ * (up to 254, next to inf's and NaN's byte 255; float16's normal range, 2^-14 to 2^15, its
+ * edges and one octave beyond, where the counting keeps to the largest and least patterns
+ * only within it; bfloat16's largest octave), with zeros, a float32 subnormal, inf and a NaN
+ * among them, in lengths that fill the counters (a whole chunk of one exponent: 128 to
  * a byte lane on AVX2), leave vectors after the last group of 16 and bytes after the last
  * vector.
  */
 static void check_windows(dtype dt)
 {
     static float pre[N];
-    static const int spans[] = {1, 2, 8, 9, 16, 17, 31, 32, 33, 63, 64, 65};
-    static const int tops[] = {130, 254, 40};
+    static const int spans[] = {1, 2, 8, 9, 16, 17, 29, 30, 31, 32, 33, 63, 64, 65};
+    static const int tops[] = {130, 254, 40, 141, 142, 253};
     static const int lengths[] = {4096, 4095, 4096 - 64 * 5 - 3, 1000, 63};
     rng g;
     rng_seed(&g, 23);
     char what[64];
     for (int s = 0; s < (int)(sizeof spans / sizeof spans[0]); s++)
-        for (int t = 0; t < 3; t++)
+        for (int t = 0; t < (int)(sizeof tops / sizeof tops[0]); t++)
             for (int l = 0; l < 5; l++) {
                 int n = lengths[l], hi = tops[t], lo = hi - spans[s] + 1;
                 for (int i = 0; i < n; i++) {
@@ -281,11 +283,11 @@ static void check_windows(dtype dt)
                     uint32_t m = (uint32_t)rng_below(&g, 1u << 23);
                     pre[i] = bits_float((i % 2 ? 0x80000000u : 0u) | e << 23 | m);
                 }
-                if (s % 2 && n > 40) { /* the special bytes 0 and 255 among them */
+                if (l % 2) /* zeros: exponent byte 0, no other special */
                     pre[3] = 0.0f, pre[7] = -0.0f;
+                if (l == 1) { /* inf, NaN (byte 255) and a float32 subnormal (byte 0) */
                     pre[n - 1] = bits_float(0x7f800000u), pre[n / 2] = bits_float(0xffc00000u);
-                    if (l % 2) /* a float32 subnormal, whose byte 0 is not a zero's */
-                        pre[11] = bits_float(0x00000003u);
+                    pre[11] = bits_float(0x00000003u);
                 }
                 snprintf(what, sizeof what, "span %d top %d n %d", spans[s], hi, n);
                 check_levels(dt, pre, n, what);

@@ -147,27 +147,66 @@ static inline __attribute__((always_inline)) uint32_t post_bits(const float *pre
     return wide ? float_bits(pre[i]) & 0x7fffffffu : ((const uint16_t *)dst)[off + i] & 0x7fffu;
 }
 
-/* wide: a float32 store, whose pattern is pre's; else a 16-bit one, read from dst */
-static inline __attribute__((always_inline)) void count_lanes(const float *pre, const void *dst,
-                                                              bool wide, int64_t off, int n,
-                                                              uint32_t inf, uint32_t norm,
-                                                              bit_counts *c, uint8_t *restrict ex)
+/* a float32 store, whose pattern is pre's: zeros, the largest and the least non-zero pattern
+ * and the exponent bytes (its subnormals are counted apart: count_subnormals) */
+static inline __attribute__((always_inline)) void count_wide(const float *pre, int n, uint32_t inf,
+                                                             bit_counts *c, uint8_t *restrict ex)
 {
-    uint32_t zeros = 0, sub = 0, pz = 0, pmax = 0, pmin = UINT32_MAX;
-    if (wide) {
+    uint32_t zeros = 0, pmax = 0, pmin = UINT32_MAX;
+    for (int i = 0; i < n; i++) {
+        uint32_t p = float_bits(pre[i]) & 0x7fffffffu;
+        zeros += p == 0;
+        pmax = p > pmax ? p : pmax;                    /* NaN patterns too: count_special */
+        uint32_t nonzero = p | (0u - (p - 1u >= inf)); /* 1 <= p <= inf, else all ones */
+        pmin = nonzero < pmin ? nonzero : pmin;
+        ex[i] = (uint8_t)(p >> 23);
+    }
+    c->zeros += zeros, c->pre_zeros += zeros;
+    c->pmax = pmax > c->pmax ? pmax : c->pmax;
+    c->pmin = pmin < c->pmin ? pmin : c->pmin;
+}
+
+/* the float32 subnormals among pre[0..n) (looked for in a chunk whose exponent bytes 0 are not
+ * all zeros') */
+static inline __attribute__((always_inline)) void count_subnormals(const float *pre, int n,
+                                                                   bit_counts *c)
+{
+    uint32_t sub = 0;
+    for (int i = 0; i < n; i++)
+        sub += (float_bits(pre[i]) & 0x7fffffffu) - 1u < 0x007fffffu;
+    c->subnormal += sub;
+}
+
+/* pre's zeros and exponent bytes, for a 16-bit store */
+static inline __attribute__((always_inline)) void
+count_exponents(const float *pre, int n, bit_counts *c, uint8_t *restrict ex)
+{
+    uint32_t pz = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
+        pz += a == 0;
+        ex[i] = (uint8_t)(a >> 23);
+    }
+    c->pre_zeros += pz;
+}
+
+/* The counts of a 16-bit store's patterns h[0..n), as count_wide's, on 16-bit lanes (twice as
+ * many to a vector; sums <= n < 2^16). normal: the chunk's exponents say that no value stores
+ * as a zero but pre's zeros, nor as a subnormal (count_chunk), so that its largest and least
+ * non-zero patterns are all there is to find. */
+static inline __attribute__((always_inline)) void
+count_half(const uint16_t *h, int n, bool normal, uint32_t inf, uint32_t norm, bit_counts *c)
+{
+    uint16_t z16 = 0, s16 = 0, max16 = 0, min16 = UINT16_MAX;
+    if (normal) {
         for (int i = 0; i < n; i++) {
-            uint32_t p = float_bits(pre[i]) & 0x7fffffffu;
-            zeros += p == 0;
-            sub += p - 1u < norm - 1u;
-            pmax = p > pmax ? p : pmax;                    /* NaN patterns too: see below */
-            uint32_t nonzero = p | (0u - (p - 1u >= inf)); /* 1 <= p <= inf, else all ones */
-            pmin = nonzero < pmin ? nonzero : pmin;
-            ex[i] = (uint8_t)(p >> 23);
+            uint16_t p = h[i] & 0x7fffu;
+            max16 = p > max16 ? p : max16;
+            uint16_t nonzero = p | (uint16_t)(0u - (p == 0)); /* never UINT16_MAX */
+            min16 = nonzero < min16 ? nonzero : min16;
         }
-        pz = zeros;
-    } else { /* the same on the 16-bit patterns, twice as many to a vector; sums <= n < 2^16 */
-        const uint16_t *h = (const uint16_t *)dst + off;
-        uint16_t z16 = 0, s16 = 0, max16 = 0, min16 = UINT16_MAX;
+        z16 = (uint16_t)c->pre_zeros;
+    } else {
         uint16_t inf16 = (uint16_t)inf, norm16_1 = (uint16_t)(norm - 1u);
         for (int i = 0; i < n; i++) {
             uint16_t p = h[i] & 0x7fffu, p_1 = (uint16_t)(p - 1u);
@@ -177,27 +216,27 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
             uint16_t nonzero = p | (uint16_t)(0u - (p_1 >= inf16)); /* never UINT16_MAX */
             min16 = nonzero < min16 ? nonzero : min16;
         }
-        for (int i = 0; i < n; i++) {
-            uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
-            pz += a == 0;
-            ex[i] = (uint8_t)(a >> 23);
-        }
-        zeros = z16, sub = s16, pmax = max16, pmin = min16 == UINT16_MAX ? UINT32_MAX : min16;
     }
-    c->zeros += zeros, c->subnormal += sub, c->pre_zeros += pz;
-    c->pmax = pmax > c->pmax ? pmax : c->pmax;
-    c->pmin = pmin < c->pmin ? pmin : c->pmin;
-    /* Overflows and NaNs are rare: only a chunk that stored an inf or a NaN (its largest
-     * pattern is inf's or above) is looked at again for them, and for its largest finite
-     * or infinite value. */
-    if (c->pmax >= inf) {
-        c->pmax = 0;
-        for (int i = 0; i < n; i++) {
-            uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = post_bits(pre, dst, wide, off, i);
-            c->overflow += (p == inf) & (a < 0x7f800000u);
-            c->nan += p > inf;
-            c->pmax = p <= inf && p > c->pmax ? p : c->pmax;
-        }
+    c->zeros += z16, c->subnormal += s16;
+    c->pmax = max16 > c->pmax ? max16 : c->pmax;
+    c->pmin = min16 != UINT16_MAX && min16 < c->pmin ? min16 : c->pmin;
+}
+
+/* Overflows and NaNs are rare: only a chunk that stored an inf or a NaN (its largest pattern
+ * is inf's or above) is looked at again for them, and for its largest finite or infinite
+ * value. wide: a float32 store, else a 16-bit one read from dst. */
+static inline __attribute__((always_inline)) void count_special(const float *pre, const void *dst,
+                                                                bool wide, int64_t off, int n,
+                                                                uint32_t inf, bit_counts *c)
+{
+    if (c->pmax < inf)
+        return;
+    c->pmax = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = post_bits(pre, dst, wide, off, i);
+        c->overflow += (p == inf) & (a < 0x7f800000u);
+        c->nan += p > inf;
+        c->pmax = p <= inf && p > c->pmax ? p : c->pmax;
     }
 }
 
@@ -205,8 +244,7 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
  * count_lanes for a float8 store (one byte a value, read from dst). With infinities (e5m2)
  * the patterns order as IEEE's, `special` is +inf's and the NaNs lie above it; without
  * (e4m3fn) `special` is the only NaN, S.1111.111, and a finite pre stored as it overflowed
- * (format.h: such a NaN counts in both overflow and nan). The float32 and 16-bit paths
- * above stay as they were.
+ * (format.h: such a NaN counts in both overflow and nan).
  */
 static inline __attribute__((always_inline)) void count_lanes8(const float *pre, const void *dst,
                                                                int64_t off, int n, bool has_inf,
@@ -482,24 +520,38 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
 {
     const format_info *f = format_of(dt);
     switch (dt) {
-    case DTYPE_FLOAT32: /* the stored pattern is pre's */
-        count_lanes(pre, dst, true, off, n, f->inf_pattern, f->min_normal_pattern, c, ex);
-        break;
+    case DTYPE_FLOAT32:
+        count_wide(pre, n, f->inf_pattern, c, ex);
+        hist_bytes(ex, n, win, he);
+        if (he->rest != c->pre_zeros) /* exponent bytes 0 that are not zeros, or 255s */
+            count_subnormals(pre, n, c);
+        count_special(pre, dst, true, off, n, f->inf_pattern, c);
+        return;
     case DTYPE_FLOAT16:
-    case DTYPE_BFLOAT16:
-        count_lanes(pre, dst, false, off, n, f->inf_pattern, f->min_normal_pattern, c, ex);
-        break;
+    case DTYPE_BFLOAT16: {
+        count_exponents(pre, n, c, ex);
+        hist_bytes(ex, n, win, he);
+        /* Bytes 0 and 255 only of zeros, the others from the smallest normal's exponent up:
+         * no value stores as a zero but the zeros, none as a subnormal (2^(e - 127) >= the
+         * smallest normal); overflows are count_special's, as in every chunk. */
+        bool normal = he->rest == c->pre_zeros &&
+                      (he->lo > he->hi || he->lo >= (int)(float_bits(f->smallest_normal) >> 23));
+        count_half((const uint16_t *)dst + off, n, normal, f->inf_pattern, f->min_normal_pattern,
+                   c);
+        count_special(pre, dst, false, off, n, f->inf_pattern, c);
+        return;
+    }
     case DTYPE_FLOAT8_E4M3FN:
     case DTYPE_FLOAT8_E5M2:
         count_lanes8(pre, dst, off, n, f->has_inf, f->has_inf ? f->inf_pattern : f->nan_pattern,
                      f->min_normal_pattern, c, ex);
-        break;
+        hist_bytes(ex, n, win, he);
+        return;
     case DTYPE_INT64:
     case DTYPE_COUNT:
-        not_a_format("count_chunk", dt);
-        return;
+        break;
     }
-    hist_bytes(ex, n, win, he);
+    not_a_format("count_chunk", dt);
 }
 
 /* count_chunk built for each ISA level */
