@@ -211,7 +211,7 @@ gpu-rehearsal: $(if $(WITH_CUDA),gpu-bundle)
 	@$(if $(WITH_CUDA),scripts/gpu-rehearsal.sh,echo "gpu-rehearsal: skipped: no CUDA toolkit to build the bundle")
 
 # ---- running ----
-test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
+test: $(TESTS_BIN) $(AMPSCOPE) bin/ampscope-bench $(if $(WITH_CUDA),$(CUDA_LIB))
 	AMPSCOPE=$(AMPSCOPE) OMP_WAIT_POLICY=passive LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	    $(TESTS_BIN) --jobs 2
 
