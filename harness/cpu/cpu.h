@@ -34,8 +34,14 @@ bool cpu_isa_runs(cpu_isa isa);  /* the processor runs it, and it is not above c
 cpu_isa cpu_isa_best(void);      /* the level the harness runs at */
 cpu_isa cpu_isa_processor(void); /* the best level the processor runs */
 
-/* F16C's 8-wide conversions may be used: the level run at is AVX2 or above */
-static inline bool cpu_has_f16c(void) { return cpu_isa_best() >= CPU_ISA_AVX2; }
+/* F16C's 8-wide conversions may be used: the level run at is AVX2 or above, or the processor
+ * has F16C without AVX2 (Ivy Bridge) and AMPSCOPE_CPU_ISA did not lower its level */
+static inline bool cpu_has_f16c(void)
+{
+    return cpu_isa_best() >= CPU_ISA_AVX2 ||
+           (cpu_isa_best() == cpu_isa_processor() && __builtin_cpu_supports("f16c") &&
+            __builtin_cpu_supports("avx"));
+}
 /* cpu_store counted by level isa's code, which the processor must run (tests and the
  * benchmark compare the levels) */
 void cpu_store_at(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t off, int64_t n,
