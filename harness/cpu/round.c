@@ -519,18 +519,30 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
                                                               window_fn win, exp_hist *he)
 {
     const format_info *f = format_of(dt);
-    switch (dt) {
+    switch (dt) { /* the exponent bytes, and what does not need the histogram */
     case DTYPE_FLOAT32:
         count_wide(pre, n, f->inf_pattern, c, ex);
-        hist_bytes(ex, n, win, he);
+        break;
+    case DTYPE_FLOAT16:
+    case DTYPE_BFLOAT16:
+        count_exponents(pre, n, c, ex);
+        break;
+    case DTYPE_FLOAT8_E4M3FN:
+    case DTYPE_FLOAT8_E5M2:
+        count_lanes8(pre, dst, off, n, f->has_inf, f->has_inf ? f->inf_pattern : f->nan_pattern,
+                     f->min_normal_pattern, c, ex);
+        break;
+    case DTYPE_INT64:
+    case DTYPE_COUNT:
+        not_a_format("count_chunk", dt);
+        return;
+    }
+    hist_bytes(ex, n, win, he); /* one call: the histogram's code is inlined once */
+    if (dt == DTYPE_FLOAT32) {
         if (he->rest != c->pre_zeros) /* exponent bytes 0 that are not zeros, or 255s */
             count_subnormals(pre, n, c);
         count_special(pre, dst, true, off, n, f->inf_pattern, c);
-        return;
-    case DTYPE_FLOAT16:
-    case DTYPE_BFLOAT16: {
-        count_exponents(pre, n, c, ex);
-        hist_bytes(ex, n, win, he);
+    } else if (dt == DTYPE_FLOAT16 || dt == DTYPE_BFLOAT16) {
         /* Bytes 0 and 255 only of zeros, the others from the smallest normal's exponent up:
          * no value stores as a zero but the zeros, none as a subnormal (2^(e - 127) >= the
          * smallest normal); overflows are count_special's, as in every chunk. */
@@ -539,19 +551,7 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
         count_half((const uint16_t *)dst + off, n, normal, f->inf_pattern, f->min_normal_pattern,
                    c);
         count_special(pre, dst, false, off, n, f->inf_pattern, c);
-        return;
     }
-    case DTYPE_FLOAT8_E4M3FN:
-    case DTYPE_FLOAT8_E5M2:
-        count_lanes8(pre, dst, off, n, f->has_inf, f->has_inf ? f->inf_pattern : f->nan_pattern,
-                     f->min_normal_pattern, c, ex);
-        hist_bytes(ex, n, win, he);
-        return;
-    case DTYPE_INT64:
-    case DTYPE_COUNT:
-        break;
-    }
-    not_a_format("count_chunk", dt);
 }
 
 /* count_chunk built for each ISA level */
