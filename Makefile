@@ -211,7 +211,7 @@ gpu-rehearsal: $(if $(WITH_CUDA),gpu-bundle)
 	@$(if $(WITH_CUDA),scripts/gpu-rehearsal.sh,echo "gpu-rehearsal: skipped: no CUDA toolkit to build the bundle")
 
 # ---- running ----
-test: $(TESTS_BIN) $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB))
+test: $(TESTS_BIN) $(AMPSCOPE) bin/ampscope-bench $(if $(WITH_CUDA),$(CUDA_LIB))
 	AMPSCOPE=$(AMPSCOPE) OMP_WAIT_POLICY=passive LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	    $(TESTS_BIN) --jobs 2
 
@@ -228,16 +228,25 @@ plots: $(AMPSCOPE) | deps
 	$(PYTHON) plot/plot.py --ampscope $(AMPSCOPE) $(or $(OUT),results)
 
 # ---- the benchmark: figures and ratios, never a pass/fail on speed ----
-# BENCH=quick|all; PyTorch's own steps are timed with $(PYTHON) where it imports torch
-# (make bench PYTHON=/path/to/venv/bin/python), instructions counted by perf or valgrind
+# BENCH=quick|all|counting (counting: the counting's cost alone, seconds); PyTorch's own steps
+# are timed with $(PYTHON) where it imports torch (make bench PYTHON=/path/to/venv/bin/python),
+# instructions counted by perf or valgrind. ISA=avx2|x86-64 runs it all at that level
+# (AMPSCOPE_CPU_ISA, harness/cpu/cpu.h: an emulation of such a processor on this one) with
+# OpenBLAS on such a processor's kernels (harness/libenv.c: Zen or Haswell, Prescott) whatever
+# OPENBLAS_CORETYPE the environment holds, or BLAS_CORE's; the first line printed says which
+# level and kernels ran.
 BENCH ?= all
+ISA ?=
+BLAS_CORE ?=
+BENCH_ENV := $(if $(ISA),env $(if $(BLAS_CORE),OPENBLAS_CORETYPE=$(BLAS_CORE),-u OPENBLAS_CORETYPE) AMPSCOPE_CPU_ISA=$(ISA))
 bin/ampscope-bench: tools/bench.c $(LIB_OBJ)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 bench: bin/ampscope-bench $(AMPSCOPE)
 	@mkdir -p results
-	bin/ampscope-bench $(BENCH) --python $(PYTHON) --ampscope $(AMPSCOPE)
-	@if nvidia-smi -L >/dev/null 2>&1 && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then \
+	$(BENCH_ENV) bin/ampscope-bench $(BENCH) --python $(PYTHON) --ampscope $(AMPSCOPE)
+	@if [ "$(BENCH)" = counting ]; then :; \
+	elif nvidia-smi -L >/dev/null 2>&1 && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then \
 	    python3 tools/gpu_bench.py $(if $(filter quick,$(BENCH)),--quick) --ampscope $(AMPSCOPE); \
 	else echo "bench: no GPU that PyTorch can use here: the GPU part (tools/gpu_bench.py) skipped"; fi
 

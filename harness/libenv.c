@@ -10,7 +10,9 @@
  *   AVX-512 machine an sgemm of 256x4096x4096 then ran at 30 GFLOP/s instead of 165. When
  *   OpenBLAS fell back so, the kernels are chosen from the CPU's features instead, as later
  *   OpenBLAS releases do (driver/others/dynamic.c): AVX-512 (F, BW, DQ, VL) -> SkylakeX,
- *   AVX2 and FMA -> Haswell, AVX -> Sandybridge.
+ *   AVX2 and FMA -> Haswell, AVX -> Sandybridge. Under AMPSCOPE_CPU_ISA=avx2 or x86-64
+ *   (harness/cpu/cpu.h: the harness emulating a processor without the levels above) they are
+ *   such a processor's: Zen on AMD's, else Haswell; Prescott, OpenBLAS's oldest.
  * Values the user set are kept.
  */
 #include "libenv.h"
@@ -33,13 +35,27 @@ static const char *blas_core_from_features(void)
     return NULL;
 }
 
+/* the kernels of the processor AMPSCOPE_CPU_ISA emulates; NULL when it emulates none */
+static const char *blas_core_of_isa(void)
+{
+    const char *isa = getenv("AMPSCOPE_CPU_ISA");
+    __builtin_cpu_init();
+    if (isa && strcmp(isa, "avx2") == 0)
+        return __builtin_cpu_is("amd") ? "Zen" : "Haswell";
+    if (isa && strcmp(isa, "x86-64") == 0)
+        return "Prescott";
+    return NULL;
+}
+
 bool libenv_prepare(void)
 {
     bool changed = false;
     if (!getenv("OMP_WAIT_POLICY"))
         changed |= setenv("OMP_WAIT_POLICY", "passive", 1) == 0;
-    const char *core = blas_core_from_features();
-    if (!getenv("OPENBLAS_CORETYPE") && core && strcmp(libenv_blas_core(), "Prescott") == 0)
+    const char *core = blas_core_from_features(), *emulated = blas_core_of_isa();
+    if (!getenv("OPENBLAS_CORETYPE") && emulated)
+        changed |= setenv("OPENBLAS_CORETYPE", emulated, 1) == 0;
+    else if (!getenv("OPENBLAS_CORETYPE") && core && strcmp(libenv_blas_core(), "Prescott") == 0)
         changed |= setenv("OPENBLAS_CORETYPE", core, 1) == 0;
     return changed;
 }

@@ -1,20 +1,25 @@
 /*
  * test_round.c: the CPU's rounding store (harness/cpu/round.c: F16C stores, vectorized
- * counts from bit patterns, histograms by vector compares or by tables) against the scalar
- * definitions of half.h (half_from_float, round_tally, hist_bin, themselves checked
+ * counts from bit patterns, histograms by bit-sliced counters, vector compares or tables) against
+ * the scalar definitions of half.h (half_from_float, round_tally, hist_bin, themselves checked
  * exhaustively in test_half.c), for each destination dtype, on random bit patterns of every
  * kind (normals, subnormals, zeros, inf, NaN: exponents too spread for the vector
  * histogram) and on values spread as a tensor's usually are (a few octaves, zeros among
  * them: the vector histogram), with lengths that are not multiples of the vector width;
- * and each ISA level's build of the counting (cpu_store_at) on the same edge patterns.
+ * each ISA level's build of the counting (cpu_store_at) on the same edge patterns and on
+ * every shape of the histogram's windows; and bin/ampscope at each level (AMPSCOPE_CPU_ISA)
+ * against its best.
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "../harness/cpu/cpu.h"
 #include "../harness/rng.h"
+#include "helpers.h"
 
 enum { N = 10007 };
 
@@ -186,8 +191,8 @@ Test(round, float16_gemm_is_the_exact_sum_rounded_once)
  * normal/subnormal boundary of float16, bfloat16 and float32 and the values either side,
  * the largest finite values and those that overflow, inf, quiet and signalling NaNs of both
  * signs) among values a few octaves apart, in lengths that leave tails after the vector
- * blocks; a chunk of zeros only, one of infinities and NaNs, one of NaNs, and random bit patterns
- * whose exponents are too spread for the vector histogram.
+ * blocks (their exponents span the whole range: the histogram's tables); a chunk of zeros
+ * only, one of infinities and NaNs, one of NaNs, and random bit patterns.
  */
 static const uint32_t edge_bits[] = {
     0x00000000u, 0x80000000u,                           /* zeros */
@@ -215,7 +220,7 @@ static void check_levels_of(dtype dt)
     int ne = (int)(sizeof edge_bits / sizeof edge_bits[0]);
     rng g;
     rng_seed(&g, 17);
-    /* edges among values 2^-20 to 2^-5, in the first chunk: the vector histogram */
+    /* edges among values 2^-20 to 2^-5, in the first chunk */
     for (int i = 0; i < 4096 + 77; i++) {
         float m = 1.0f + (float)rng_below(&g, 1 << 23) * 0x1p-23f;
         pre[i] = (i % 3 ? 1.0f : -1.0f) * ldexpf(m, -20 + (int)rng_below(&g, 16));
@@ -248,11 +253,63 @@ Test(round, every_isa_level_counts_float16_as_half_h) { check_levels_of(DTYPE_FL
 Test(round, every_isa_level_counts_bfloat16_as_half_h) { check_levels_of(DTYPE_BFLOAT16); }
 Test(round, every_isa_level_counts_float32_as_half_h) { check_levels_of(DTYPE_FLOAT32); }
 
+/*
+ * The histogram's windows (round.c's hist_bytes: eight exponents a pass, bit-sliced counters,
+ * on AVX2 and AVX-512; comparisons on plain x86-64): chunks whose exponents span 1 to 65
+ * values (one window, several, the last one partial, at and beyond the 16 and 64 where the
+ * ways of counting change), placed low, in the middle and at the top of the exponent range
+ * (up to 254, next to inf's and NaN's byte 255; float16's normal range, 2^-14 to 2^15, its
+ * edges and one octave beyond, where the counting keeps to the largest and least patterns
+ * only within it; bfloat16's largest octave), with zeros, a float32 subnormal, inf and a NaN
+ * among them, in lengths that fill the counters (a whole chunk of one exponent: 128 to
+ * a byte lane on AVX2), leave vectors after the last group of 16 and bytes after the last
+ * vector.
+ */
+static void check_windows(dtype dt)
+{
+    static float pre[N];
+    static const int spans[] = {1, 2, 8, 9, 16, 17, 29, 30, 31, 32, 33, 63, 64, 65};
+    static const int tops[] = {130, 254, 40, 141, 142, 253};
+    static const int lengths[] = {4096, 4095, 4096 - 64 * 5 - 3, 1000, 63};
+    rng g;
+    rng_seed(&g, 23);
+    char what[64];
+    for (int s = 0; s < (int)(sizeof spans / sizeof spans[0]); s++)
+        for (int t = 0; t < (int)(sizeof tops / sizeof tops[0]); t++)
+            for (int l = 0; l < 5; l++) {
+                int n = lengths[l], hi = tops[t], lo = hi - spans[s] + 1;
+                for (int i = 0; i < n; i++) {
+                    uint32_t e = (uint32_t)(lo + (int)rng_below(&g, (uint32_t)spans[s]));
+                    uint32_t m = (uint32_t)rng_below(&g, 1u << 23);
+                    pre[i] = bits_float((i % 2 ? 0x80000000u : 0u) | e << 23 | m);
+                }
+                if (l % 2) /* zeros: exponent byte 0, no other special */
+                    pre[3] = 0.0f, pre[7] = -0.0f;
+                if (l == 1) { /* inf, NaN (byte 255) and a float32 subnormal (byte 0) */
+                    pre[n - 1] = bits_float(0x7f800000u), pre[n / 2] = bits_float(0xffc00000u);
+                    pre[11] = bits_float(0x00000003u);
+                }
+                snprintf(what, sizeof what, "span %d top %d n %d", spans[s], hi, n);
+                check_levels(dt, pre, n, what);
+            }
+}
+
+Test(round, every_isa_level_histograms_float16_windows_as_half_h) { check_windows(DTYPE_FLOAT16); }
+Test(round, every_isa_level_histograms_bfloat16_windows_as_half_h)
+{
+    check_windows(DTYPE_BFLOAT16);
+}
+Test(round, every_isa_level_histograms_float32_windows_as_half_h) { check_windows(DTYPE_FLOAT32); }
+
 Test(round, this_processor_runs_its_best_level_and_the_baseline)
 {
     cr_expect(cpu_isa_runs(CPU_ISA_X86_64));
     cr_expect(cpu_isa_runs(cpu_isa_best()));
-    cr_expect_eq(cpu_isa_runs(CPU_ISA_AVX2), (bool)__builtin_cpu_supports("avx2"));
+    cr_expect(cpu_isa_best() <= cpu_isa_processor());
+    cr_expect_eq(cpu_isa_processor() >= CPU_ISA_AVX2, (bool)__builtin_cpu_supports("avx2"));
+    cr_expect_eq(cpu_isa_processor() >= CPU_ISA_AVX512, (bool)__builtin_cpu_supports("avx512bw"));
+    for (int l = 0; l < CPU_ISA_COUNT; l++) /* none above the level run at */
+        cr_expect_eq(cpu_isa_runs((cpu_isa)l), (cpu_isa)l <= cpu_isa_best());
     cr_log_info("counting levels run here: %s%s%s", cpu_isa_name(CPU_ISA_X86_64),
                 cpu_isa_runs(CPU_ISA_AVX2) ? ", avx2" : "",
                 cpu_isa_runs(CPU_ISA_AVX512) ? ", avx512" : "");
@@ -268,3 +325,70 @@ Test(round, every_isa_level_counts_float8_e4m3fn_as_half_h)
     check_levels_of(DTYPE_FLOAT8_E4M3FN);
 }
 Test(round, every_isa_level_counts_float8_e5m2_as_half_h) { check_levels_of(DTYPE_FLOAT8_E5M2); }
+
+/* the whole of a file, NUL-terminated (*len its length); NULL when it cannot be read */
+static char *slurp(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (*len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)*len + 1)) && fread(buf, 1, (size_t)*len, f) == (size_t)*len)
+        buf[*len] = 0;
+    else
+        free(buf), buf = NULL;
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/*
+ * AMPSCOPE_CPU_ISA (cpu.h): bin/ampscope ($AMPSCOPE) at each level this processor runs writes,
+ * byte for byte, the tensors.csv (counts, amax, amin) and hist.csv of the best level, on cases
+ * that store float16 (autocast + GradScaler, binary cross-entropy) and bfloat16 (AdamW under
+ * autocast); a name that is not a level stops it with exit 2 and a message naming the
+ * variable and the levels.
+ */
+Test(round, every_isa_level_of_the_harness_writes_the_same_results, .timeout = 120)
+{
+    const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
+    static const char *const cases[] = {"small-autocast-fp16-scaler", "small-bce-autocast",
+                                        "small-adamw"};
+    static const char *const files[] = {"tensors.csv", "hist.csv"};
+    char dir[256], cmd[2048], path[1024];
+    make_temp_dir(dir, sizeof dir);
+    for (int l = 0; l < CPU_ISA_COUNT; l++) {
+        if (!cpu_isa_runs((cpu_isa)l))
+            continue;
+        snprintf(cmd, sizeof cmd,
+                 "for c in %s %s %s; do AMPSCOPE_CPU_ISA=%s %s run tests/cases/$c.case --device "
+                 "cpu --out %s/%s --quiet || exit 1; done >%s/log 2>&1",
+                 cases[0], cases[1], cases[2], cpu_isa_name((cpu_isa)l), bin, dir,
+                 cpu_isa_name((cpu_isa)l), dir);
+        cr_assert_eq(system(cmd), 0, "%s failed (see %s/log)", cmd, dir);
+    }
+    const char *best = cpu_isa_name(cpu_isa_best());
+    for (int l = 0; l < CPU_ISA_COUNT; l++)
+        for (int c = 0; l != (int)cpu_isa_best() && cpu_isa_runs((cpu_isa)l) && c < 3; c++)
+            for (int f = 0; f < 2; f++) {
+                long na = 0, nb = 0;
+                snprintf(path, sizeof path, "%s/%s/%s/%s", dir, best, cases[c], files[f]);
+                char *a = slurp(path, &na);
+                snprintf(path, sizeof path, "%s/%s/%s/%s", dir, cpu_isa_name((cpu_isa)l), cases[c],
+                         files[f]);
+                char *b = slurp(path, &nb);
+                cr_assert(a && b && na > 0, "%s and the %s run's", path, best);
+                cr_expect(na == nb && memcmp(a, b, (size_t)na) == 0, "%s differs from the %s run's",
+                          path, best);
+                free(a), free(b);
+            }
+    snprintf(cmd, sizeof cmd, "AMPSCOPE_CPU_ISA=avx3 %s --version >%s/bad 2>&1", bin, dir);
+    int rc = system(cmd);
+    cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "an unknown level exits 2");
+    long n = 0;
+    snprintf(path, sizeof path, "%s/bad", dir);
+    char *msg = slurp(path, &n);
+    cr_expect(msg && strstr(msg, "AMPSCOPE_CPU_ISA=avx3") && strstr(msg, "avx2"),
+              "the message names the variable and the levels: %s", msg ? msg : "(none)");
+    free(msg);
+    rm_rf(dir);
+}

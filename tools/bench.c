@@ -19,8 +19,9 @@
  * the same MLP (tools/bench_torch.py) where the python given imports torch.
  * Output: tables on stdout, results/bench.csv, results/bench.md (the tables in Markdown).
  *
- * Usage: bin/ampscope-bench [quick|all] [--python PY] [--ampscope BIN]
- *   quick: the scaled-down MLP and the scaling table; PY: the python that runs PyTorch's
+ * Usage: bin/ampscope-bench [quick|all|counting] [--python PY] [--ampscope BIN]
+ *   quick: the scaled-down MLP and the scaling table; counting: the counting's cost only
+ *   (a few seconds, stdout only, nothing written); PY: the python that runs PyTorch's
  *   steps (default python3); BIN: the harness run for the instruction counts (default
  *   bin/ampscope)
  */
@@ -332,39 +333,45 @@ static void counting_levels(const void *arg, void *result)
     }
 }
 
-/* the per-level table, on stdout and in Markdown */
+/* the per-level table, on stdout and in Markdown (md: NULL for stdout only) */
 static void print_levels(const count_levels *c, FILE *md)
 {
     printf("counting per ISA level (one thread, in cache, %d values, ns per value: counts and "
            "histogram, cast alone)\n",
            CPU_COUNT_N);
-    fprintf(md,
-            "Counting per ISA level (one thread, in cache, %d values; ns per value of the store "
-            "with its counts and histogram, and of the cast alone):\n\n| stored as |",
-            CPU_COUNT_N);
-    for (int l = CPU_ISA_COUNT - 1; l >= 0; l--)
-        fprintf(md, " %s |", cpu_isa_name((cpu_isa)l));
-    fprintf(md, " cast alone |\n|---|");
-    for (int l = 0; l <= CPU_ISA_COUNT; l++)
-        fprintf(md, "---:|");
-    fprintf(md, "\n");
+    if (md) {
+        fprintf(md,
+                "Counting per ISA level (one thread, in cache, %d values; ns per value of the "
+                "store with its counts and histogram, and of the cast alone):\n\n| stored as |",
+                CPU_COUNT_N);
+        for (int l = CPU_ISA_COUNT - 1; l >= 0; l--)
+            fprintf(md, " %s |", cpu_isa_name((cpu_isa)l));
+        fprintf(md, " cast alone |\n|---|");
+        for (int l = 0; l <= CPU_ISA_COUNT; l++)
+            fprintf(md, "---:|");
+        fprintf(md, "\n");
+    }
     for (int d = 0; d < 3; d++) {
         printf("  %-9s", dtype_name(count_dtypes[d]));
-        fprintf(md, "| %s |", dtype_name(count_dtypes[d]));
+        if (md)
+            fprintf(md, "| %s |", dtype_name(count_dtypes[d]));
         for (int l = CPU_ISA_COUNT - 1; l >= 0; l--) {
             double v = c->counted[d][l];
-            if (isnan(v)) {
+            if (isnan(v))
                 printf("  %s not run here", cpu_isa_name((cpu_isa)l));
-                fprintf(md, " not run here |");
-            } else {
+            else
                 printf("  %s %.3f", cpu_isa_name((cpu_isa)l), v);
+            if (md && isnan(v))
+                fprintf(md, " not run here |");
+            else if (md)
                 fprintf(md, " %.3f |", v);
-            }
         }
         printf("  cast alone %.3f\n", c->cast[d]);
-        fprintf(md, " %.3f |\n", c->cast[d]);
+        if (md)
+            fprintf(md, " %.3f |\n", c->cast[d]);
     }
-    fprintf(md, "\n");
+    if (md)
+        fprintf(md, "\n");
 }
 
 static void copy_bandwidth_into(const void *arg, void *out)
@@ -499,11 +506,16 @@ static void instruction_counts(bool quick, const char *ampscope, FILE *md)
         fprintf(md, "Instructions per step: not counted (no perf counter, no valgrind).\n\n");
         return;
     }
-    const char *how =
-        tool == INSN_PERF
-            ? "perf stat -e instructions; the counting's build for this processor's best level"
-            : "valgrind --tool=callgrind (perf cannot count instructions here); valgrind "
-              "emulates no AVX-512, so this counts the AVX2 build of the counting";
+    char how[256];
+    cpu_isa at = cpu_isa_best();
+    if (tool == INSN_PERF)
+        snprintf(how, sizeof how, "perf stat -e instructions; the %s build of the counting",
+                 cpu_isa_name(at));
+    else
+        snprintf(how, sizeof how,
+                 "valgrind --tool=callgrind (perf cannot count instructions here); valgrind "
+                 "emulates no AVX-512, so this counts the %s build of the counting",
+                 cpu_isa_name(at < CPU_ISA_AVX2 ? at : CPU_ISA_AVX2));
     printf("instructions per step (MLP %d-%d-%d-%d, batch 256, one thread, the second step; %s):\n",
            INSN_IN, INSN_HIDDEN, INSN_HIDDEN, INSN_OUT, how);
     fprintf(md,
@@ -590,6 +602,25 @@ static void pytorch_rows(const char *python, const bench_case *shape, const benc
     fprintf(md, "\n");
 }
 
+/* The ISA level the run is at (cpu.h: the processor's best, or AMPSCOPE_CPU_ISA's), in a
+ * line that says when it emulates a processor without the levels above. */
+static void isa_line(char *buf, size_t len)
+{
+    static const char *const processors[CPU_ISA_COUNT] = {
+        [CPU_ISA_X86_64] = "a processor with plain x86-64 (SSE2) only",
+        [CPU_ISA_AVX2] = "an AVX2-only processor",
+        [CPU_ISA_AVX512] = "an AVX-512 processor",
+    };
+    cpu_isa at = cpu_isa_best(), best = cpu_isa_processor();
+    if (at == best)
+        snprintf(buf, len, "ISA level %s (this processor's best)", cpu_isa_name(at));
+    else
+        snprintf(buf, len,
+                 "ISA level %s, set by " CPU_ISA_ENV ": an emulation of %s on this %s processor "
+                 "(the same cores; the counting and the float16 and bfloat16 conversions at %s)",
+                 cpu_isa_name(at), processors[at], cpu_isa_name(best), cpu_isa_name(at));
+}
+
 /* fn(arg, out) run in a child process, its len bytes of out sent back through a pipe: the
  * parent starts no threads, so that the children it forks can (libgomp's and OpenBLAS's
  * thread pools do not survive a fork), and each configuration starts with a fresh heap.
@@ -624,17 +655,20 @@ int main(int argc, char **argv)
         execv("/proc/self/exe", argv);
         perror("bench: cannot restart with OpenMP's and OpenBLAS's settings");
     }
-    bool quick = false;
+    bool quick = false, counting_only = false;
     const char *python = "python3", *ampscope = "bin/ampscope";
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "quick") == 0 || strcmp(argv[a], "all") == 0)
             quick = strcmp(argv[a], "quick") == 0;
+        else if (strcmp(argv[a], "counting") == 0)
+            counting_only = true;
         else if (strcmp(argv[a], "--python") == 0 && a + 1 < argc)
             python = argv[++a];
         else if (strcmp(argv[a], "--ampscope") == 0 && a + 1 < argc)
             ampscope = argv[++a];
         else {
-            fprintf(stderr, "usage: %s [quick|all] [--python PY] [--ampscope BIN]\n", argv[0]);
+            fprintf(stderr, "usage: %s [quick|all|counting] [--python PY] [--ampscope BIN]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -654,6 +688,21 @@ int main(int argc, char **argv)
 
     double bw, count_ns[2];
     count_levels levels;
+    char isa[512];
+    isa_line(isa, sizeof isa);
+    if (counting_only) {
+        printf("%s; OpenBLAS kernels %s\n", isa, libenv_blas_core());
+        if (!in_child(counting_cost, NULL, count_ns, sizeof count_ns) ||
+            !in_child(counting_levels, NULL, &levels, sizeof levels)) {
+            fprintf(stderr, "bench: could not measure the counting cost\n");
+            return 2;
+        }
+        printf("counting (one thread, in cache): cast of %d float32 to float16 %.2f ns/value "
+               "with counts and histogram, %.2f without\n",
+               CPU_COUNT_N, count_ns[0], count_ns[1]);
+        print_levels(&levels, NULL);
+        return 0;
+    }
     if (!in_child(copy_bandwidth_into, NULL, &bw, sizeof bw) || bw <= 0 ||
         !in_child(counting_cost, NULL, count_ns, sizeof count_ns) ||
         !in_child(counting_levels, NULL, &levels, sizeof levels)) {
@@ -672,14 +721,14 @@ int main(int argc, char **argv)
     }
     fprintf(csv, "%s\n", csv_bench.header);
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    fprintf(md, "Run on %s, %d cores, %s; copy bandwidth %.1f GB/s; OpenBLAS kernels %s.\n\n", host,
-            threads, date, bw / 1e6, libenv_blas_core());
+    fprintf(md, "Run on %s, %d cores, %s; %s; copy bandwidth %.1f GB/s; OpenBLAS kernels %s.\n\n",
+            host, threads, date, isa, bw / 1e6, libenv_blas_core());
     fprintf(md,
             "Counting on one thread, in cache: a float32 -> float16 cast of %d values takes %.2f "
             "ns per value with its counts and histogram, %.2f ns without.\n\n",
             CPU_COUNT_N, count_ns[0], count_ns[1]);
-    printf("copy bandwidth %.1f GB/s, %d cores, OpenBLAS kernels %s\n", bw / 1e6, threads,
-           libenv_blas_core());
+    printf("%s; OpenBLAS kernels %s\ncopy bandwidth %.1f GB/s, %d cores\n", isa, libenv_blas_core(),
+           bw / 1e6, threads);
     printf("counting (one thread, in cache): cast of %d float32 to float16 %.2f ns/value with "
            "counts and histogram, %.2f without\n",
            CPU_COUNT_N, count_ns[0], count_ns[1]);

@@ -14,22 +14,34 @@
 
 #define CPU_CHUNK 4096
 
-/* the processor has F16C (and the AVX its 8-wide forms need) */
-static inline bool cpu_has_f16c(void)
-{
-    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-}
-
 /* Rounds pre[0..n) into dst[off..off+n) of dtype dt; tallies into st when not NULL.
  * pre may alias dst when dt is float32. */
 void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, round_stats *st);
 
-/* The ISA levels the counting of cpu_store is built for, each at its own vector width; cpu_store
- * uses the best the processor runs. */
+/*
+ * The ISA levels the counting of cpu_store and the float16 and bfloat16 conversions are built
+ * for, each at its own vector width (AVX2's includes F16C). The harness runs at the best the
+ * processor runs, or at the level the environment variable AMPSCOPE_CPU_ISA names (avx512,
+ * avx2, x86-64): a lower level emulates a processor without the levels above (the same cores,
+ * those instructions only; harness/libenv.c gives OpenBLAS such a processor's kernels too). A
+ * name that is not a level, or a level the processor cannot run, stops the program before
+ * main with a message (exit 2).
+ */
 typedef enum cpu_isa { CPU_ISA_X86_64, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_COUNT } cpu_isa;
+#define CPU_ISA_ENV "AMPSCOPE_CPU_ISA"
 const char *cpu_isa_name(cpu_isa isa); /* "x86-64", "avx2", "avx512" */
-bool cpu_isa_runs(cpu_isa isa);        /* the processor runs this level's code */
-cpu_isa cpu_isa_best(void);
+bool cpu_isa_runs(cpu_isa isa);  /* the processor runs it, and it is not above cpu_isa_best() */
+cpu_isa cpu_isa_best(void);      /* the level the harness runs at */
+cpu_isa cpu_isa_processor(void); /* the best level the processor runs */
+
+/* F16C's 8-wide conversions may be used: the level run at is AVX2 or above, or the processor
+ * has F16C without AVX2 (Ivy Bridge) and AMPSCOPE_CPU_ISA did not lower its level */
+static inline bool cpu_has_f16c(void)
+{
+    return cpu_isa_best() >= CPU_ISA_AVX2 ||
+           (cpu_isa_best() == cpu_isa_processor() && __builtin_cpu_supports("f16c") &&
+            __builtin_cpu_supports("avx"));
+}
 /* cpu_store counted by level isa's code, which the processor must run (tests and the
  * benchmark compare the levels) */
 void cpu_store_at(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t off, int64_t n,

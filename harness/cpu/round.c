@@ -4,6 +4,8 @@
  * kernels/round.cu.
  */
 #include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -64,12 +66,29 @@ void cpu_round(float *v, int64_t n, dtype dt)
 }
 
 /* dst[i] = bf16_from_float(pre[i]): a loop the vectoriser handles (pre never aliases a 16-bit
- * store), built for AVX2 too, whose 8 lanes narrow to 16 bits in one instruction */
-__attribute__((target_clones("avx2", "default"))) static void
-store_bf16(const float *restrict pre, uint16_t *restrict dst, int64_t n)
+ * store), built for AVX2 too, whose 8 lanes narrow to 16 bits in one instruction; the level
+ * the harness runs at chooses (cpu_isa_best) */
+static inline __attribute__((always_inline)) void store_bf16_loop(const float *restrict pre,
+                                                                  uint16_t *restrict dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] = bf16_from_float(pre[i]);
+}
+__attribute__((target("avx2"))) static void store_bf16_avx2(const float *restrict pre,
+                                                            uint16_t *restrict dst, int64_t n)
+{
+    store_bf16_loop(pre, dst, n);
+}
+static void store_bf16_x86_64(const float *restrict pre, uint16_t *restrict dst, int64_t n)
+{
+    store_bf16_loop(pre, dst, n);
+}
+static void store_bf16(const float *pre, uint16_t *dst, int64_t n)
+{
+    if (cpu_isa_best() >= CPU_ISA_AVX2)
+        store_bf16_avx2(pre, dst, n);
+    else
+        store_bf16_x86_64(pre, dst, n);
 }
 
 static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int64_t n)
@@ -128,27 +147,66 @@ static inline __attribute__((always_inline)) uint32_t post_bits(const float *pre
     return wide ? float_bits(pre[i]) & 0x7fffffffu : ((const uint16_t *)dst)[off + i] & 0x7fffu;
 }
 
-/* wide: a float32 store, whose pattern is pre's; else a 16-bit one, read from dst */
-static inline __attribute__((always_inline)) void count_lanes(const float *pre, const void *dst,
-                                                              bool wide, int64_t off, int n,
-                                                              uint32_t inf, uint32_t norm,
-                                                              bit_counts *c, uint8_t *restrict ex)
+/* a float32 store, whose pattern is pre's: zeros, the largest and the least non-zero pattern
+ * and the exponent bytes (its subnormals are counted apart: count_subnormals) */
+static inline __attribute__((always_inline)) void count_wide(const float *pre, int n, uint32_t inf,
+                                                             bit_counts *c, uint8_t *restrict ex)
 {
-    uint32_t zeros = 0, sub = 0, pz = 0, pmax = 0, pmin = UINT32_MAX;
-    if (wide) {
+    uint32_t zeros = 0, pmax = 0, pmin = UINT32_MAX;
+    for (int i = 0; i < n; i++) {
+        uint32_t p = float_bits(pre[i]) & 0x7fffffffu;
+        zeros += p == 0;
+        pmax = p > pmax ? p : pmax;                    /* NaN patterns too: count_special */
+        uint32_t nonzero = p | (0u - (p - 1u >= inf)); /* 1 <= p <= inf, else all ones */
+        pmin = nonzero < pmin ? nonzero : pmin;
+        ex[i] = (uint8_t)(p >> 23);
+    }
+    c->zeros += zeros, c->pre_zeros += zeros;
+    c->pmax = pmax > c->pmax ? pmax : c->pmax;
+    c->pmin = pmin < c->pmin ? pmin : c->pmin;
+}
+
+/* the float32 subnormals among pre[0..n) (looked for in a chunk whose exponent bytes 0 are not
+ * all zeros') */
+static inline __attribute__((always_inline)) void count_subnormals(const float *pre, int n,
+                                                                   bit_counts *c)
+{
+    uint32_t sub = 0;
+    for (int i = 0; i < n; i++)
+        sub += (float_bits(pre[i]) & 0x7fffffffu) - 1u < 0x007fffffu;
+    c->subnormal += sub;
+}
+
+/* pre's zeros and exponent bytes, for a 16-bit store */
+static inline __attribute__((always_inline)) void
+count_exponents(const float *pre, int n, bit_counts *c, uint8_t *restrict ex)
+{
+    uint32_t pz = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
+        pz += a == 0;
+        ex[i] = (uint8_t)(a >> 23);
+    }
+    c->pre_zeros += pz;
+}
+
+/* The counts of a 16-bit store's patterns h[0..n), as count_wide's, on 16-bit lanes (twice as
+ * many to a vector; sums <= n < 2^16). normal: the chunk's exponents say that no value stores
+ * as a zero but pre's zeros, nor as a subnormal (count_chunk), so that its largest and least
+ * non-zero patterns are all there is to find. */
+static inline __attribute__((always_inline)) void
+count_half(const uint16_t *h, int n, bool normal, uint32_t inf, uint32_t norm, bit_counts *c)
+{
+    uint16_t z16 = 0, s16 = 0, max16 = 0, min16 = UINT16_MAX;
+    if (normal) {
         for (int i = 0; i < n; i++) {
-            uint32_t p = float_bits(pre[i]) & 0x7fffffffu;
-            zeros += p == 0;
-            sub += p - 1u < norm - 1u;
-            pmax = p > pmax ? p : pmax;                    /* NaN patterns too: see below */
-            uint32_t nonzero = p | (0u - (p - 1u >= inf)); /* 1 <= p <= inf, else all ones */
-            pmin = nonzero < pmin ? nonzero : pmin;
-            ex[i] = (uint8_t)(p >> 23);
+            uint16_t p = h[i] & 0x7fffu;
+            max16 = p > max16 ? p : max16;
+            uint16_t nonzero = p | (uint16_t)(0u - (p == 0)); /* never UINT16_MAX */
+            min16 = nonzero < min16 ? nonzero : min16;
         }
-        pz = zeros;
-    } else { /* the same on the 16-bit patterns, twice as many to a vector; sums <= n < 2^16 */
-        const uint16_t *h = (const uint16_t *)dst + off;
-        uint16_t z16 = 0, s16 = 0, max16 = 0, min16 = UINT16_MAX;
+        z16 = (uint16_t)c->pre_zeros;
+    } else {
         uint16_t inf16 = (uint16_t)inf, norm16_1 = (uint16_t)(norm - 1u);
         for (int i = 0; i < n; i++) {
             uint16_t p = h[i] & 0x7fffu, p_1 = (uint16_t)(p - 1u);
@@ -158,27 +216,27 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
             uint16_t nonzero = p | (uint16_t)(0u - (p_1 >= inf16)); /* never UINT16_MAX */
             min16 = nonzero < min16 ? nonzero : min16;
         }
-        for (int i = 0; i < n; i++) {
-            uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
-            pz += a == 0;
-            ex[i] = (uint8_t)(a >> 23);
-        }
-        zeros = z16, sub = s16, pmax = max16, pmin = min16 == UINT16_MAX ? UINT32_MAX : min16;
     }
-    c->zeros += zeros, c->subnormal += sub, c->pre_zeros += pz;
-    c->pmax = pmax > c->pmax ? pmax : c->pmax;
-    c->pmin = pmin < c->pmin ? pmin : c->pmin;
-    /* Overflows and NaNs are rare: only a chunk that stored an inf or a NaN (its largest
-     * pattern is inf's or above) is looked at again for them, and for its largest finite
-     * or infinite value. */
-    if (c->pmax >= inf) {
-        c->pmax = 0;
-        for (int i = 0; i < n; i++) {
-            uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = post_bits(pre, dst, wide, off, i);
-            c->overflow += (p == inf) & (a < 0x7f800000u);
-            c->nan += p > inf;
-            c->pmax = p <= inf && p > c->pmax ? p : c->pmax;
-        }
+    c->zeros += z16, c->subnormal += s16;
+    c->pmax = max16 > c->pmax ? max16 : c->pmax;
+    c->pmin = min16 != UINT16_MAX && min16 < c->pmin ? min16 : c->pmin;
+}
+
+/* Overflows and NaNs are rare: only a chunk that stored an inf or a NaN (its largest pattern
+ * is inf's or above) is looked at again for them, and for its largest finite or infinite
+ * value. wide: a float32 store, else a 16-bit one read from dst. */
+static inline __attribute__((always_inline)) void count_special(const float *pre, const void *dst,
+                                                                bool wide, int64_t off, int n,
+                                                                uint32_t inf, bit_counts *c)
+{
+    if (c->pmax < inf)
+        return;
+    c->pmax = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = post_bits(pre, dst, wide, off, i);
+        c->overflow += (p == inf) & (a < 0x7f800000u);
+        c->nan += p > inf;
+        c->pmax = p <= inf && p > c->pmax ? p : c->pmax;
     }
 }
 
@@ -186,8 +244,7 @@ static inline __attribute__((always_inline)) void count_lanes(const float *pre, 
  * count_lanes for a float8 store (one byte a value, read from dst). With infinities (e5m2)
  * the patterns order as IEEE's, `special` is +inf's and the NaNs lie above it; without
  * (e4m3fn) `special` is the only NaN, S.1111.111, and a finite pre stored as it overflowed
- * (format.h: such a NaN counts in both overflow and nan). The float32 and 16-bit paths
- * above stay as they were.
+ * (format.h: such a NaN counts in both overflow and nan).
  */
 static inline __attribute__((always_inline)) void count_lanes8(const float *pre, const void *dst,
                                                                int64_t off, int n, bool has_inf,
@@ -223,40 +280,189 @@ static inline __attribute__((always_inline)) void count_lanes8(const float *pre,
     }
 }
 
-/* a histogram of exponent bytes: n[e] is zero for e outside [lo, hi] but for 0 and 255 */
+/* a histogram of exponent bytes: n[e] for e in [lo, hi] (1 <= lo, hi <= 254), zero elsewhere;
+ * `rest` bytes are 0 or 255 (zeros and float32 subnormals, inf and NaN: tally bins them) */
 typedef struct exp_hist {
     uint32_t n[256];
     int lo, hi;
+    uint32_t rest;
 } exp_hist;
 
 /*
- * he->n[e] = how many of ex[0..n) equal e, n <= CPU_CHUNK. A chunk's exponents usually span
- * 10 to 25 values: when those other than 0 and 255 span at most HIST_SPAN, every value in
- * the span (and 0 and 255) is counted by comparisons over all the bytes, HIST_PASS values
- * per pass, in byte counters over blocks of HIST_BLOCK bytes (at most CPU_CHUNK /
- * HIST_BLOCK = 64 per counter); otherwise one increment per byte in eight tables in turn,
- * so that runs of equal bytes do not wait on each other. masks: the target has mask
- * registers (AVX-512), where a comparison's lanes are best added under the mask.
+ * How many of ex[0..nv) (nv a multiple of 64) equal base + j, for j < 8: the AVX2 and AVX-512
+ * builds' histogram, whose cost does not grow with the exponents a window holds. Each byte
+ * becomes a one-hot byte, 1 << (x - base) or 0 outside the window (a table lookup by
+ * vpshufb); the one-hot vectors are summed by carry-save adders into bit-sliced counters
+ * (Harley and Seal's scheme, as in Muła, Kurz and Lemire's "Faster population counts", 2018):
+ * eight bit planes p[k], vector lane by lane, hold count = sum of p[k]'s bits << k, so that 16
+ * vectors cost 15 carry-save adds and one ripple of the sixteens; each count is then the
+ * popcount of a bit across the lanes of each plane. At most 128 vectors of 32 bytes (4096
+ * bytes) fit in eight planes.
  */
-#define HIST_SPAN 32
+typedef void (*window_fn)(const uint8_t *ex, int nv, int base, uint32_t count[8]);
+#define WINDOW 8
+#define CSA_AVX2(h, l, a, b, c)                                                                    \
+    do {                                                                                           \
+        __m256i u_ = _mm256_xor_si256(a, b), c_ = (c);                                             \
+        h = _mm256_or_si256(_mm256_and_si256(a, b), _mm256_and_si256(u_, c_));                     \
+        l = _mm256_xor_si256(u_, c_);                                                              \
+    } while (0)
+__attribute__((target("avx2,popcnt"))) static void window_avx2(const uint8_t *ex, int nv, int base,
+                                                               uint32_t count[8])
+{
+    const __m256i lut = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2,
+                                         4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i b = _mm256_set1_epi8((char)base), out = _mm256_set1_epi8(WINDOW);
+#define ONEHOT_AVX2(k)                                                                             \
+    _mm256_shuffle_epi8(                                                                           \
+        lut, _mm256_min_epu8(                                                                      \
+                 _mm256_sub_epi8(_mm256_loadu_si256((const __m256i *)(ex + 32 * (k))), b), out))
+    __m256i p[8];
+    for (int k = 0; k < 8; k++)
+        p[k] = _mm256_setzero_si256();
+    int nx = nv / 32, i = 0;
+    for (; i + 16 <= nx; i += 16) {
+        __m256i twos_a, twos_b, fours_a, fours_b, eights_a, eights_b, sixteens;
+        CSA_AVX2(twos_a, p[0], p[0], ONEHOT_AVX2(i), ONEHOT_AVX2(i + 1));
+        CSA_AVX2(twos_b, p[0], p[0], ONEHOT_AVX2(i + 2), ONEHOT_AVX2(i + 3));
+        CSA_AVX2(fours_a, p[1], p[1], twos_a, twos_b);
+        CSA_AVX2(twos_a, p[0], p[0], ONEHOT_AVX2(i + 4), ONEHOT_AVX2(i + 5));
+        CSA_AVX2(twos_b, p[0], p[0], ONEHOT_AVX2(i + 6), ONEHOT_AVX2(i + 7));
+        CSA_AVX2(fours_b, p[1], p[1], twos_a, twos_b);
+        CSA_AVX2(eights_a, p[2], p[2], fours_a, fours_b);
+        CSA_AVX2(twos_a, p[0], p[0], ONEHOT_AVX2(i + 8), ONEHOT_AVX2(i + 9));
+        CSA_AVX2(twos_b, p[0], p[0], ONEHOT_AVX2(i + 10), ONEHOT_AVX2(i + 11));
+        CSA_AVX2(fours_a, p[1], p[1], twos_a, twos_b);
+        CSA_AVX2(twos_a, p[0], p[0], ONEHOT_AVX2(i + 12), ONEHOT_AVX2(i + 13));
+        CSA_AVX2(twos_b, p[0], p[0], ONEHOT_AVX2(i + 14), ONEHOT_AVX2(i + 15));
+        CSA_AVX2(fours_b, p[1], p[1], twos_a, twos_b);
+        CSA_AVX2(eights_b, p[2], p[2], fours_a, fours_b);
+        CSA_AVX2(sixteens, p[3], p[3], eights_a, eights_b);
+        for (int k = 4; k < 8; k++) { /* sixteens rippled into planes 4..7 */
+            __m256i carry = _mm256_and_si256(p[k], sixteens);
+            p[k] = _mm256_xor_si256(p[k], sixteens);
+            sixteens = carry;
+        }
+    }
+    for (; i < nx; i++) { /* the last vectors, rippled one by one */
+        __m256i x = ONEHOT_AVX2(i);
+        for (int k = 0; k < 8; k++) {
+            __m256i carry = _mm256_and_si256(p[k], x);
+            p[k] = _mm256_xor_si256(p[k], x);
+            x = carry;
+        }
+    }
+#undef ONEHOT_AVX2
+    for (int j = 0; j < WINDOW; j++)
+        count[j] = 0;
+    for (int k = 0; k < 8; k++) /* bit j of each byte shifted to its top bit; planes of zeros
+                                   (few values a lane) skipped */
+        for (int j = 0; j < WINDOW && !_mm256_testz_si256(p[k], p[k]); j++)
+            count[j] += (uint32_t)__builtin_popcount(
+                            (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(p[k], 7 - j)))
+                        << k;
+}
+
+/* window_avx2 on 64-byte vectors: carry-save adds in two ternary-logic instructions (0x96
+ * a ^ b ^ c, 0xe8 the majority), the counts' bits tested into mask registers */
+#define CSA_AVX512(h, l, a, b, c)                                                                  \
+    do {                                                                                           \
+        __m512i a_ = (a), b_ = (b), c_ = (c);                                                      \
+        h = _mm512_ternarylogic_epi64(a_, b_, c_, 0xe8);                                           \
+        l = _mm512_ternarylogic_epi64(a_, b_, c_, 0x96);                                           \
+    } while (0)
+__attribute__((target("avx512f,avx512bw,popcnt"))) static void
+window_avx512(const uint8_t *ex, int nv, int base, uint32_t count[8])
+{
+    const __m512i lut =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m512i b = _mm512_set1_epi8((char)base), out = _mm512_set1_epi8(WINDOW);
+#define ONEHOT_AVX512(k)                                                                           \
+    _mm512_shuffle_epi8(                                                                           \
+        lut, _mm512_min_epu8(                                                                      \
+                 _mm512_sub_epi8(_mm512_loadu_si512((const void *)(ex + 64 * (k))), b), out))
+    __m512i p[8];
+    for (int k = 0; k < 8; k++)
+        p[k] = _mm512_setzero_si512();
+    int nx = nv / 64, i = 0;
+    for (; i + 16 <= nx; i += 16) {
+        __m512i twos_a, twos_b, fours_a, fours_b, eights_a, eights_b, sixteens;
+        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i), ONEHOT_AVX512(i + 1));
+        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 2), ONEHOT_AVX512(i + 3));
+        CSA_AVX512(fours_a, p[1], p[1], twos_a, twos_b);
+        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i + 4), ONEHOT_AVX512(i + 5));
+        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 6), ONEHOT_AVX512(i + 7));
+        CSA_AVX512(fours_b, p[1], p[1], twos_a, twos_b);
+        CSA_AVX512(eights_a, p[2], p[2], fours_a, fours_b);
+        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i + 8), ONEHOT_AVX512(i + 9));
+        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 10), ONEHOT_AVX512(i + 11));
+        CSA_AVX512(fours_a, p[1], p[1], twos_a, twos_b);
+        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i + 12), ONEHOT_AVX512(i + 13));
+        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 14), ONEHOT_AVX512(i + 15));
+        CSA_AVX512(fours_b, p[1], p[1], twos_a, twos_b);
+        CSA_AVX512(eights_b, p[2], p[2], fours_a, fours_b);
+        CSA_AVX512(sixteens, p[3], p[3], eights_a, eights_b);
+        for (int k = 4; k < 8; k++) {
+            __m512i carry = _mm512_and_si512(p[k], sixteens);
+            p[k] = _mm512_xor_si512(p[k], sixteens);
+            sixteens = carry;
+        }
+    }
+    for (; i < nx; i++) {
+        __m512i x = ONEHOT_AVX512(i);
+        for (int k = 0; k < 8; k++) {
+            __m512i carry = _mm512_and_si512(p[k], x);
+            p[k] = _mm512_xor_si512(p[k], x);
+            x = carry;
+        }
+    }
+#undef ONEHOT_AVX512
+    for (int j = 0; j < WINDOW; j++)
+        count[j] = 0;
+    for (int k = 0; k < 8; k++)
+        for (int j = 0; j < WINDOW && _mm512_test_epi64_mask(p[k], p[k]); j++)
+            count[j] += (uint32_t)__builtin_popcountll(
+                            _mm512_test_epi8_mask(p[k], _mm512_set1_epi8((char)(1 << j))))
+                        << k;
+}
+
+/*
+ * he = the histogram of ex[0..n), n <= CPU_CHUNK. A chunk's exponents usually span 10 to 30
+ * values: when those other than 0 and 255 span at most HIST_SPAN, they are counted window by
+ * window (win: window_avx2 or window_avx512, each a pass over the bytes) or, where the
+ * target has no byte shuffle (plain x86-64, win NULL) and they span at most HIST_SPAN_COMPARE,
+ * by comparisons over all the bytes, HIST_PASS values per pass, in byte counters over blocks of
+ * HIST_BLOCK bytes (at most CPU_CHUNK / HIST_BLOCK = 64 per counter); otherwise one increment per
+ * byte in eight tables in turn, so that runs of equal bytes do not wait on each other.
+ */
+#define HIST_SPAN 64
+/* beyond, x86-64's tables are faster (27 exponents: 0.67 against 0.82 ns a value) */
+#define HIST_SPAN_COMPARE 16
 #define HIST_BLOCK 64
 #define HIST_PASS 4
-static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, int n, bool masks,
-                                                             exp_hist *he)
+static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, int n,
+                                                             window_fn win, exp_hist *he)
 {
     memset(he->n, 0, sizeof he->n);
-    int nb = n / HIST_BLOCK;
+    int nv = n / HIST_BLOCK * HIST_BLOCK;
     uint8_t lo_1 = 255, hi_1 = 0; /* the least x - 1 and the largest x + 1, modulo 256 */
-    for (int i = 0; i < nb * HIST_BLOCK; i++) {
+    for (int i = 0; i < nv; i++) {
         uint8_t x_1 = (uint8_t)(ex[i] - 1), x1 = (uint8_t)(ex[i] + 1);
         lo_1 = x_1 < lo_1 ? x_1 : lo_1;
         hi_1 = x1 > hi_1 ? x1 : hi_1;
     }
     int lo = lo_1 + 1, hi = hi_1 - 1; /* of the bytes but 0 and 255; lo > hi when none */
-    if (hi - lo < HIST_SPAN) {
-        int values[HIST_SPAN + 2 + HIST_PASS], nval = 0;
-        values[nval++] = 0;
-        values[nval++] = 255;
+    uint32_t counted = 0;
+    if (hi - lo < HIST_SPAN && win) {
+        for (int base = lo; base <= hi; base += WINDOW) {
+            uint32_t c[WINDOW];
+            win(ex, nv, base, c);
+            for (int j = 0; j < WINDOW && base + j <= hi; j++) /* above hi: only 255s */
+                he->n[base + j] = c[j], counted += c[j];
+        }
+        he->rest = (uint32_t)nv - counted;
+    } else if (hi - lo < HIST_SPAN_COMPARE) {
+        int values[HIST_SPAN_COMPARE + HIST_PASS], nval = 0;
         for (int e = lo; e <= hi; e++)
             values[nval++] = e;
         while (nval % HIST_PASS) /* padding: counted again, added nowhere */
@@ -266,58 +472,60 @@ static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, 
             uint8_t v[HIST_PASS];
             for (int k = 0; k < HIST_PASS; k++)
                 v[k] = (uint8_t)values[q + k];
-            for (int b = 0; b < nb; b++)
+            for (int b = 0; b < nv / HIST_BLOCK; b++)
                 for (int k = 0; k < HIST_PASS; k++)
-                    for (int j = 0; j < HIST_BLOCK; j++) {
-                        bool hit = ex[HIST_BLOCK * b + j] == v[k];
-                        if (masks) /* a masked add: compare into a mask register, add 1 */
-                            acc[k][j] = hit ? acc[k][j] + 1 : acc[k][j];
-                        else /* a compare's all-ones lanes subtracted */
-                            acc[k][j] += hit;
-                    }
+                    for (int j = 0; j < HIST_BLOCK; j++) /* a compare's all-ones lanes subtracted */
+                        acc[k][j] += ex[HIST_BLOCK * b + j] == v[k];
             for (int k = 0; k < HIST_PASS; k++) {
                 uint32_t sum = 0;
                 for (int j = 0; j < HIST_BLOCK; j++)
                     sum += acc[k][j];
                 if (values[q + k] >= 0)
-                    he->n[values[q + k]] += sum;
+                    he->n[values[q + k]] = sum, counted += sum;
             }
         }
+        he->rest = (uint32_t)nv - counted;
     } else {
         uint32_t t[8][256];
         memset(t, 0, sizeof t);
-        for (int i = 0; i < nb * HIST_BLOCK; i += 8)
+        for (int i = 0; i < nv; i += 8)
             for (int k = 0; k < 8; k++)
                 t[k][ex[i + k]]++;
         for (int k = 0; k < 8; k++)
             for (int e = 0; e < 256; e++)
                 he->n[e] += t[k][e];
+        he->rest = he->n[0] + he->n[255];
+        he->n[0] = he->n[255] = 0;
         lo = 1, hi = 254;
     }
-    for (int i = nb * HIST_BLOCK; i < n; i++) { /* the tail */
+    for (int i = nv; i < n; i++) { /* the tail */
         int x = ex[i];
+        if (x == 0 || x == 255) {
+            he->rest++;
+            continue;
+        }
         he->n[x]++;
-        lo = x != 0 && x < lo ? x : lo;
-        hi = x != 255 && x > hi ? x : hi;
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
     }
     he->lo = lo, he->hi = hi;
 }
 
 /* the counts of n <= CPU_CHUNK values stored into dst[off..] and the histogram of their
- * exponent bytes (ex, n bytes of scratch); masks: see hist_bytes */
+ * exponent bytes (ex, n bytes of scratch); win: see hist_bytes */
 static inline __attribute__((always_inline)) void count_chunk(const float *pre, const void *dst,
                                                               dtype dt, int64_t off, int n,
                                                               bit_counts *c, uint8_t *ex,
-                                                              bool masks, exp_hist *he)
+                                                              window_fn win, exp_hist *he)
 {
     const format_info *f = format_of(dt);
-    switch (dt) {
-    case DTYPE_FLOAT32: /* the stored pattern is pre's */
-        count_lanes(pre, dst, true, off, n, f->inf_pattern, f->min_normal_pattern, c, ex);
+    switch (dt) { /* the exponent bytes, and what does not need the histogram */
+    case DTYPE_FLOAT32:
+        count_wide(pre, n, f->inf_pattern, c, ex);
         break;
     case DTYPE_FLOAT16:
     case DTYPE_BFLOAT16:
-        count_lanes(pre, dst, false, off, n, f->inf_pattern, f->min_normal_pattern, c, ex);
+        count_exponents(pre, n, c, ex);
         break;
     case DTYPE_FLOAT8_E4M3FN:
     case DTYPE_FLOAT8_E5M2:
@@ -329,7 +537,21 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
         not_a_format("count_chunk", dt);
         return;
     }
-    hist_bytes(ex, n, masks, he);
+    hist_bytes(ex, n, win, he); /* one call: the histogram's code is inlined once */
+    if (dt == DTYPE_FLOAT32) {
+        if (he->rest != c->pre_zeros) /* exponent bytes 0 that are not zeros, or 255s */
+            count_subnormals(pre, n, c);
+        count_special(pre, dst, true, off, n, f->inf_pattern, c);
+    } else if (dt == DTYPE_FLOAT16 || dt == DTYPE_BFLOAT16) {
+        /* Bytes 0 and 255 only of zeros, the others from the smallest normal's exponent up:
+         * no value stores as a zero but the zeros, none as a subnormal (2^(e - 127) >= the
+         * smallest normal); overflows are count_special's, as in every chunk. */
+        bool normal = he->rest == c->pre_zeros &&
+                      (he->lo > he->hi || he->lo >= (int)(float_bits(f->smallest_normal) >> 23));
+        count_half((const uint16_t *)dst + off, n, normal, f->inf_pattern, f->min_normal_pattern,
+                   c);
+        count_special(pre, dst, false, off, n, f->inf_pattern, c);
+    }
 }
 
 /* count_chunk built for each ISA level */
@@ -338,18 +560,18 @@ typedef void (*count_chunk_fn)(const float *pre, const void *dst, dtype dt, int6
 #define COUNT_CHUNK_ARGS                                                                           \
     const float *pre, const void *dst, dtype dt, int64_t off, int n, bit_counts *c, uint8_t *ex,   \
         exp_hist *he
-__attribute__((target("avx512f,avx512bw,prefer-vector-width=512"))) static void
+__attribute__((target("avx512f,avx512bw,popcnt,prefer-vector-width=512"))) static void
 count_chunk_avx512(COUNT_CHUNK_ARGS)
 {
-    count_chunk(pre, dst, dt, off, n, c, ex, true, he);
+    count_chunk(pre, dst, dt, off, n, c, ex, window_avx512, he);
 }
-__attribute__((target("avx2"))) static void count_chunk_avx2(COUNT_CHUNK_ARGS)
+__attribute__((target("avx2,popcnt"))) static void count_chunk_avx2(COUNT_CHUNK_ARGS)
 {
-    count_chunk(pre, dst, dt, off, n, c, ex, false, he);
+    count_chunk(pre, dst, dt, off, n, c, ex, window_avx2, he);
 }
 static void count_chunk_x86_64(COUNT_CHUNK_ARGS)
 {
-    count_chunk(pre, dst, dt, off, n, c, ex, false, he);
+    count_chunk(pre, dst, dt, off, n, c, ex, NULL, he);
 }
 
 static const struct {
@@ -363,28 +585,62 @@ static const struct {
 
 const char *cpu_isa_name(cpu_isa isa) { return isa_levels[isa].name; }
 
-bool cpu_isa_runs(cpu_isa isa)
+static bool processor_runs(cpu_isa isa)
 {
     switch (isa) {
     case CPU_ISA_X86_64:
         return true;
-    case CPU_ISA_AVX2:
-        return __builtin_cpu_supports("avx2");
+    case CPU_ISA_AVX2: /* every AVX2 processor has F16C, which this level's conversions use */
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt") &&
+               __builtin_cpu_supports("f16c");
     case CPU_ISA_AVX512:
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+        return processor_runs(CPU_ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw");
     case CPU_ISA_COUNT:
         break;
     }
     return false;
 }
 
-cpu_isa cpu_isa_best(void)
+/* the level the harness runs at: the best the processor runs, or AMPSCOPE_CPU_ISA's (set
+ * once, before main, by isa_from_environment) */
+static cpu_isa isa_active = CPU_ISA_X86_64, isa_processor = CPU_ISA_X86_64;
+
+/* AMPSCOPE_CPU_ISA, read before main so that every thread sees one level; a value that is not
+ * a level, or a level this processor cannot run, stops the program (exit 2) */
+__attribute__((constructor)) static void isa_from_environment(void)
 {
+    __builtin_cpu_init(); /* __builtin_cpu_supports before main needs it */
     cpu_isa best = CPU_ISA_X86_64;
     for (int l = 0; l < CPU_ISA_COUNT; l++)
-        best = cpu_isa_runs((cpu_isa)l) ? (cpu_isa)l : best;
-    return best;
+        best = processor_runs((cpu_isa)l) ? (cpu_isa)l : best;
+    isa_active = isa_processor = best;
+    const char *want = getenv(CPU_ISA_ENV);
+    if (!want || !*want)
+        return;
+    for (int l = 0; l < CPU_ISA_COUNT; l++) {
+        if (strcmp(want, isa_levels[l].name) != 0)
+            continue;
+        if (!processor_runs((cpu_isa)l)) {
+            fprintf(stderr,
+                    "%s=%s: this processor cannot run that level (it runs up to %s); unset it or "
+                    "name a lower one\n",
+                    CPU_ISA_ENV, want, isa_levels[best].name);
+            exit(2);
+        }
+        isa_active = (cpu_isa)l;
+        return;
+    }
+    fprintf(stderr, "%s=%s: not an ISA level; expected avx512, avx2 or x86-64\n", CPU_ISA_ENV,
+            want);
+    exit(2);
 }
+
+bool cpu_isa_runs(cpu_isa isa) { return isa <= isa_active && processor_runs(isa); }
+
+cpu_isa cpu_isa_best(void) { return isa_active; }
+
+cpu_isa cpu_isa_processor(void) { return isa_processor; }
 
 /* the bookkeeping of n <= CPU_CHUNK stored values: counts, then the histogram of pre */
 static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype dt, int64_t off,
@@ -407,11 +663,10 @@ static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype
     round_counts_merge(&st->counts, &c);
     /* Byte 0 holds zeros (counted above) and float32 subnormals, byte 255 inf and NaN: when
      * there are any of the latter, they are binned one by one. */
-    for (int e = he.lo > 1 ? he.lo : 1; e <= he.hi && e < 255; e++)
+    for (int e = he.lo; e <= he.hi; e++)
         st->hist[e - 127 - HIST_MIN_EXP] += he.n[e];
-    uint32_t e0 = he.n[0], e255 = he.n[255];
     st->hist[HIST_ZERO] += b.pre_zeros;
-    if (e0 != b.pre_zeros || e255)
+    if (he.rest != b.pre_zeros)
         for (int i = 0; i < n; i++) {
             uint32_t a = float_bits(pre[i]) & 0x7fffffffu;
             if (a != 0 && (a < 0x00800000u || a >= 0x7f800000u))
@@ -529,8 +784,10 @@ static void fill_chunk(void *p, int64_t off, int64_t n, round_stats *st)
 {
     const fill_ctx *c = p;
     float buf[CPU_CHUNK];
-    for (int64_t i = 0; i < n; i++)
+    int64_t i = 0;
+    do /* a chunk has n >= 1 (GCC 12 takes a for loop's buffer for one it may store unset) */
         buf[i] = c->v;
+    while (++i < n);
     cpu_store(buf, c->dst->data, c->dst->dtype, off, n, st);
 }
 
