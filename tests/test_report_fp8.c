@@ -57,7 +57,7 @@ static char *section_of(const char *dir)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     cr_assert_not_null(f);
-    cr_assert_eq(report_put_fp8(f, dir, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(report_put_fp8(f, dir, &c, NULL, err, sizeof err), 0, "%s", err);
     cr_assert_eq(fclose(f), 0);
     case_files_free(&c);
     return text;
