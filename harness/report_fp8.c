@@ -263,6 +263,13 @@ static void put_name(FILE *f, const fp8_operand *op)
     fprintf(f, "`%.*s`%s", op->name_len, op->tensor, op->colwise ? " (column-wise)" : "");
 }
 
+/* "`fc1.input` (float8_e4m3fn)", or "`fc1.input` (column-wise, float8_e4m3fn)" */
+static void put_name_format(FILE *f, const fp8_operand *op)
+{
+    fprintf(f, "`%.*s` (%s%s)", op->name_len, op->tensor, op->colwise ? "column-wise, " : "",
+            op->format);
+}
+
 /* a count with its percentage of numel x rows when numel is known */
 static void count_cell(int64_t count, int64_t numel, int rows, char *buf, size_t len)
 {
@@ -359,8 +366,8 @@ static void put_saturated(FILE *f, const fp8_summary *s)
     const fp8_operand *op = by[0];
     fprintf(f, " %lld value%s saturated over the steps. Most in ", (long long)s->saturated,
             s->saturated == 1 ? "" : "s");
-    put_name(f, op);
-    fprintf(f, " (%s): in step %lld, %lld", op->format, (long long)op->worst_step,
+    put_name_format(f, op);
+    fprintf(f, ": in step %lld, %lld", (long long)op->worst_step,
             (long long)op->worst_saturated);
     if (op->numel > 0) {
         char pct[32];
@@ -431,8 +438,8 @@ static void put_underflow(FILE *f, const fp8_summary *s)
     bool mx = s->recipe == FP8_REPORT_MXFP8;
     fprintf(f, " %lld value%s underflowed to zero over the steps; most in ", (long long)s->underflow,
             s->underflow == 1 ? "" : "s");
-    put_name(f, most);
-    fprintf(f, " (%s): %lld", most->format, (long long)most->underflow);
+    put_name_format(f, most);
+    fprintf(f, ": %lld", (long long)most->underflow);
     put_share_of(f, most->underflow, most->numel, most->n_rows);
     fprintf(f, ", of which %lld in step %lld with scale %s", (long long)most->under_most,
             (long long)most->under_step, most->under_scale);
@@ -544,7 +551,8 @@ static void put_scales(FILE *f, const fp8_summary *s)
                 "of two (Transformer Engine's `float_to_e8m0` rounds the block's amax / the "
                 "format's largest up); the scale column is the multiplier of the block that "
                 "holds the tensor's amax, the smallest of its blocks' multipliers. The GEMM "
-                "multiplies each block's products by the two blocks' `1 / scale`.",
+                "takes each float8 value times its block's `1 / scale` and sums the products in "
+                "float32.",
                 s->recipe_inferred ? ", inferred from fp8.csv's column-wise copies" : "",
                 s->n_colwise);
         return;
