@@ -310,8 +310,9 @@ static void put_table(FILE *f, const fp8_summary *s)
                           sizeof last_sub);
         fputs("| ", f);
         put_name(f, op);
-        fprintf(f, " | %s | %d | %s | %s | %s | %s | %s | %s | %s to %s |\n", op->format, op->n_rows, sat, last_sat, under, last_under, sub, last_sub,
-                op->scale_min, op->scale_max);
+        fprintf(f, " | %s | %d | %s | %s | %s | %s | %s | %s | %s to %s |\n", op->format,
+                op->n_rows, sat, last_sat, under, last_under, sub, last_sub, op->scale_min,
+                op->scale_max);
     }
     fputs("\n", f);
 }
@@ -367,8 +368,7 @@ static void put_saturated(FILE *f, const fp8_summary *s)
     fprintf(f, " %lld value%s saturated over the steps. Most in ", (long long)s->saturated,
             s->saturated == 1 ? "" : "s");
     put_name_format(f, op);
-    fprintf(f, ": in step %lld, %lld", (long long)op->worst_step,
-            (long long)op->worst_saturated);
+    fprintf(f, ": in step %lld, %lld", (long long)op->worst_step, (long long)op->worst_saturated);
     if (op->numel > 0) {
         char pct[32];
         format_pct(op->worst_saturated, op->numel, pct, sizeof pct);
@@ -436,16 +436,15 @@ static void put_underflow(FILE *f, const fp8_summary *s)
     }
     const format_info *fmt = format_named(most->format);
     bool mx = s->recipe == FP8_REPORT_MXFP8;
-    fprintf(f, " %lld value%s underflowed to zero over the steps; most in ", (long long)s->underflow,
-            s->underflow == 1 ? "" : "s");
+    fprintf(f, " %lld value%s underflowed to zero over the steps; most in ",
+            (long long)s->underflow, s->underflow == 1 ? "" : "s");
     put_name_format(f, most);
     fprintf(f, ": %lld", (long long)most->underflow);
     put_share_of(f, most->underflow, most->numel, most->n_rows);
     fprintf(f, ", of which %lld in step %lld with scale %s", (long long)most->under_most,
             (long long)most->under_step, most->under_scale);
     if (mx)
-        fputs(" (the block holding the amax; every other block's multiplier is that or larger)",
-              f);
+        fputs(" (the block holding the amax; every other block's multiplier is that or larger)", f);
     /* only delayed scaling starts from a scale no amax chose */
     if (most->under_step == s->first_step && !strcmp(most->under_scale, "1") &&
         (s->recipe == FP8_REPORT_PER_TENSOR || s->recipe == FP8_REPORT_DELAYED))
@@ -533,8 +532,9 @@ static void put_scales(FILE *f, const fp8_summary *s)
         fputs(per_tensor, f);
         return;
     case FP8_REPORT_DELAYED:
-        fprintf(f, " Recipe: delayed scaling (each scale from its tensor's amax history of the "
-                   "steps before).%s",
+        fprintf(f,
+                " Recipe: delayed scaling (each scale from its tensor's amax history of the "
+                "steps before).%s",
                 per_tensor);
         return;
     case FP8_REPORT_CURRENT:
@@ -636,8 +636,8 @@ static fp8_report_recipe recipe_of(const case_config *cfg)
     return FP8_REPORT_PER_TENSOR; /* not an fp8_recipe_kind: the section says no recipe */
 }
 
-int report_put_fp8(FILE *f, const char *dir, const case_files *c, const case_config *cfg,
-                   char *err, int errlen)
+int report_put_fp8(FILE *f, const char *dir, const case_files *c, const case_config *cfg, char *err,
+                   int errlen)
 {
     fp8_summary s;
     int rc = fp8_summary_read(&s, dir, c, err, errlen);

@@ -107,7 +107,7 @@ void fp8_summary_line(const fp8_summary *s, char *buf, size_t len);
 /* report_case's call: the section of DIR's fp8.csv, nothing when it has none; the recipe
  * from cfg's [fp8] (cfg NULL or without [fp8]: inferred, see above). Returns 0, or -1 with
  * a message in err. */
-int report_put_fp8(FILE *f, const char *dir, const case_files *c, const case_config *cfg,
-                   char *err, int errlen);
+int report_put_fp8(FILE *f, const char *dir, const case_files *c, const case_config *cfg, char *err,
+                   int errlen);
 
 #endif

@@ -121,12 +121,12 @@ Test(expect, saturated_counts_the_column_wise_copy)
     static const struct {
         const char *tensor;
         bool saturated;
-    } claims[] = {{"fc1.input", true}, {"fc2.input", false}, {"fc1.input", false},
-                  {"fc2.input", true}};
+    } claims[] = {
+        {"fc1.input", true}, {"fc2.input", false}, {"fc1.input", false}, {"fc2.input", true}};
     for (int i = 0; i < 4; i++) {
         expect_spec *e = &cfg->expects[cfg->n_expects++];
-        *e = (expect_spec){.kind = EXPECT_SATURATED, .saturated = claims[i].saturated,
-                           .line = 10 + i};
+        *e = (expect_spec){
+            .kind = EXPECT_SATURATED, .saturated = claims[i].saturated, .line = 10 + i};
         snprintf(e->tensor, sizeof e->tensor, "%s", claims[i].tensor);
     }
     case_result res = {.ok = true};

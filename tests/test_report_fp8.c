@@ -78,10 +78,7 @@ static char *section_with(const char *dir, const case_config *cfg)
     return text;
 }
 
-static char *section_of(const char *dir)
-{
-    return section_with(dir, NULL);
-}
+static char *section_of(const char *dir) { return section_with(dir, NULL); }
 
 static void expect_has(const char *text, const char *want)
 {
