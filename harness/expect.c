@@ -1,6 +1,7 @@
 /*
  * expect.c: a case's [expect] held against its run (see expect.h): dtypes from the
- * observer, saturations from fp8.csv, the error from the run's result.
+ * observer, saturations from fp8.csv (an operand's rows and, under MXFP8, its column-wise
+ * copy's), the error from the run's result.
  */
 #include "expect.h"
 
@@ -11,22 +12,33 @@
 #include "columns.h"
 #include "csv_table.h"
 
-/* fp8.csv's rows of one operand: how many, the values they clamped, the first step that
- * clamped any (-1: none) */
+/* fp8.csv's rows of one operand: how many (colwise of them MXFP8's column-wise copy's), the
+ * values they clamped, the first step that clamped any (-1: none) */
 typedef struct saturations {
-    int rows;
+    int rows, colwise;
     int64_t saturated, first_step;
 } saturations;
 
-/* The rows of `tensor` in t (fp8.csv read whole); false with a message in why when a field
- * is not a number. */
+/* true when fp8.csv's tensor is the operand's, "L.input", or its MXFP8 column-wise copy's,
+ * "L.input.colwise" (fp8_linear.h): a user asking whether fc1's input saturated means
+ * either copy of it */
+static bool is_operand_row(const char *name, const char *tensor, bool *colwise)
+{
+    size_t n = strlen(tensor);
+    *colwise = strncmp(name, tensor, n) == 0 && strcmp(name + n, ".colwise") == 0;
+    return *colwise || strcmp(name, tensor) == 0;
+}
+
+/* The rows of `tensor` and its column-wise copy in t (fp8.csv read whole); false with a
+ * message in why when a field is not a number. */
 static bool saturations_of(const csv_table *t, const int *col, const char *tensor, saturations *out,
                            char *why, size_t len)
 {
-    *out = (saturations){0, 0, -1};
+    *out = (saturations){0, 0, 0, -1};
     for (int r = 0; r < t->n_rows; r++) {
         char **row = t->rows[r];
-        if (strcmp(row[col[FP8_COL_TENSOR]], tensor) != 0)
+        bool colwise;
+        if (!is_operand_row(row[col[FP8_COL_TENSOR]], tensor, &colwise))
             continue;
         int64_t step, n;
         if (!csv_parse_i64(row[col[FP8_COL_STEP]], &step) ||
@@ -36,6 +48,7 @@ static bool saturations_of(const csv_table *t, const int *col, const char *tenso
             return false;
         }
         out->rows++;
+        out->colwise += colwise;
         out->saturated += n;
         if (n > 0 && out->first_step < 0)
             out->first_step = step;
@@ -43,29 +56,34 @@ static bool saturations_of(const csv_table *t, const int *col, const char *tenso
     return true;
 }
 
-/* why: "" when `saturated e->tensor = yes|no` holds in t, else what the run showed */
+/* why: "" when `saturated e->tensor = yes|no` holds in t (the column-wise copy's rows
+ * counted with the operand's), else what the run showed */
 static void check_saturated(const expect_spec *e, const csv_table *t, const int *col,
                             const char *read_err, bool ok, char *why, size_t len)
 {
     saturations s;
     if (read_err[0]) {
         snprintf(why, len, "saturated %s: %s", e->tensor, read_err);
-    } else if (!saturations_of(t, col, e->tensor, &s, why, len)) {
         return;
-    } else if (s.rows == 0) {
+    }
+    if (!saturations_of(t, col, e->tensor, &s, why, len))
+        return;
+    char copies[256] = ""; /* under MXFP8: how many rows were the column-wise copy's */
+    if (s.colwise > 0)
+        snprintf(copies, sizeof copies, ", %d of them of %s.colwise", s.colwise, e->tensor);
+    if (s.rows == 0)
         snprintf(why, len, "saturated %s: fp8.csv has no row of %s%s", e->tensor, e->tensor,
                  ok ? "" : " (the run ended in an error first)");
-    } else if (e->saturated && s.saturated == 0) {
+    else if (e->saturated && s.saturated == 0)
         snprintf(why, len,
-                 "saturated %s: expected yes, no value saturated in its %d quantizations "
+                 "saturated %s: expected yes, no value saturated in its %d quantizations%s "
                  "(fp8.csv)",
-                 e->tensor, s.rows);
-    } else if (!e->saturated && s.saturated > 0) {
+                 e->tensor, s.rows, copies);
+    else if (!e->saturated && s.saturated > 0)
         snprintf(why, len,
                  "saturated %s: expected no, %" PRId64 " values saturated in its %d "
-                 "quantizations, first in step %" PRId64 " (fp8.csv)",
-                 e->tensor, s.saturated, s.rows, s.first_step);
-    }
+                 "quantizations%s, first in step %" PRId64 " (fp8.csv)",
+                 e->tensor, s.saturated, s.rows, copies, s.first_step);
 }
 
 /* dir's fp8.csv into t and its columns into col, once, when a saturated expectation needs

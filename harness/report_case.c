@@ -771,7 +771,7 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
         report_put_float32_reasons(f, cr->cfg, c, cr->step);
         put_nonfinite(f, cr);
     }
-    if (report_put_fp8(f, cr->dir, c, err, errlen))
+    if (report_put_fp8(f, cr->dir, c, cr->cfg, err, errlen))
         return -1;
     put_scaler(f, cr);
     put_first_nonfinite(f, cr);

@@ -19,13 +19,26 @@ static const char *const operand_suffix[FP8_OPERAND_OTHER] = {
     [FP8_OPERAND_OUT_GRAD] = ".out.grad",
 };
 
-/* the operand's kind and its layer's name length (the whole name for another kind) */
+/* MXFP8's column-wise copy of an operand: fp8.csv's "L.input.colwise" (fp8_linear.h) */
+static const char colwise_suffix[] = ".colwise";
+
+/* the length of the operand's name without colwise_suffix, and whether it had it */
+static size_t operand_name_len(const char *tensor, bool *colwise)
+{
+    size_t n = strlen(tensor), m = sizeof colwise_suffix - 1;
+    *colwise = n > m && !strcmp(tensor + n - m, colwise_suffix);
+    return *colwise ? n - m : n;
+}
+
+/* the operand's kind and its layer's name length (the whole name for another kind), the
+ * column-wise copy's as its operand's */
 static fp8_operand_kind operand_kind(const char *tensor, size_t *layer_len)
 {
-    size_t n = strlen(tensor);
+    bool colwise;
+    size_t n = operand_name_len(tensor, &colwise);
     for (int k = 0; k < FP8_OPERAND_OTHER; k++) {
         size_t m = strlen(operand_suffix[k]);
-        if (n > m && !strcmp(tensor + n - m, operand_suffix[k])) {
+        if (n > m && !strncmp(tensor + n - m, operand_suffix[k], m)) {
             *layer_len = n - m;
             return (fp8_operand_kind)k;
         }
@@ -47,6 +60,8 @@ static int cmp_operand(const void *a, const void *b)
         return x->layer_rank - y->layer_rank;
     if (x->kind != y->kind)
         return x->kind - y->kind;
+    if (x->colwise != y->colwise)
+        return x->colwise - y->colwise;
     return strcmp(x->tensor, y->tensor);
 }
 
@@ -68,6 +83,7 @@ static fp8_operand *operand_of(fp8_summary *s, const char *tensor, const char *f
     fp8_operand *op = &s->ops[s->n_ops++];
     *op = (fp8_operand){
         .tensor = tensor, .format = format, .layer_rank = rank, .kind = kind, .worst_step = -1};
+    op->name_len = (int)operand_name_len(tensor, &op->colwise);
     return op;
 }
 
@@ -100,20 +116,22 @@ static int parse_row(const csv_table *t, int r, const int *k, fp8_row *x, char *
     return 0;
 }
 
-/* tensors.csv's counted rows of the operand's quantized copy, "<tensor>@<format>", and a
- * weight's gradient row "<tensor>.grad@<dtype>" */
+/* tensors.csv's counted rows of the operand's quantized copy, "<operand>@<format>" (and
+ * ".colwise" after it for a column-wise copy), and a weight's gradient row
+ * "<operand>.grad@<dtype>" (on the row-wise copy's operand only, so it is told once) */
 static void add_copy_rows(fp8_summary *s, fp8_operand *op, const case_files *c)
 {
-    size_t n = strlen(op->tensor);
+    size_t n = (size_t)op->name_len, m = strlen(op->format);
+    const char *tail = op->colwise ? colwise_suffix : "";
     for (int i = 0; i < c->n_rows; i++) {
         const tensor_row *r = &c->rows[i];
-        if (op->kind == FP8_OPERAND_WEIGHT && !strncmp(r->name, op->tensor, n) &&
+        if (op->kind == FP8_OPERAND_WEIGHT && !op->colwise && !strncmp(r->name, op->tensor, n) &&
             !strncmp(r->name + n, ".grad@", 6)) {
             op->wgrad_name = r->name;
             op->wgrad_dtype = r->dtype;
         }
         if (!r->counted || strncmp(r->name, op->tensor, n) || r->name[n] != '@' ||
-            strcmp(r->name + n + 1, op->format))
+            strncmp(r->name + n + 1, op->format, m) || strcmp(r->name + n + 1 + m, tail))
             continue;
         op->numel = r->numel;
         op->subnormal += r->subnormal;
@@ -193,8 +211,15 @@ static int summarize(fp8_summary *s, const case_files *c, char *err, int errlen)
     free(rows);
     if (rc)
         return -1;
-    for (int i = 0; i < s->n_ops; i++)
+    for (int i = 0; i < s->n_ops; i++) {
         add_copy_rows(s, &s->ops[i], c);
+        s->n_colwise += s->ops[i].colwise;
+    }
+    /* without the case's config: column-wise copies are MXFP8's alone (fp8_linear.h) */
+    if (s->n_colwise > 0) {
+        s->recipe = FP8_REPORT_MXFP8;
+        s->recipe_inferred = true;
+    }
     qsort(s->ops, (size_t)s->n_ops, sizeof *s->ops, cmp_operand);
     /* the operands that saturated, most first (an insertion sort: a few dozen at most) */
     s->by_saturated = calloc((size_t)s->n_ops + 1, sizeof *s->by_saturated);
@@ -230,6 +255,19 @@ void fp8_summary_free(fp8_summary *s)
     free(s->ops);
     free(s->by_saturated);
     memset(s, 0, sizeof *s);
+}
+
+/* "`fc1.input`", or "`fc1.input` (column-wise)" for MXFP8's column-wise copy */
+static void put_name(FILE *f, const fp8_operand *op)
+{
+    fprintf(f, "`%.*s`%s", op->name_len, op->tensor, op->colwise ? " (column-wise)" : "");
+}
+
+/* "`fc1.input` (float8_e4m3fn)", or "`fc1.input` (column-wise, float8_e4m3fn)" */
+static void put_name_format(FILE *f, const fp8_operand *op)
+{
+    fprintf(f, "`%.*s` (%s%s)", op->name_len, op->tensor, op->colwise ? "column-wise, " : "",
+            op->format);
 }
 
 /* a count with its percentage of numel x rows when numel is known */
@@ -270,9 +308,11 @@ static void put_table(FILE *f, const fp8_summary *s)
                           sizeof sub);
         format_count_cell(op->last_counted, op->last_subnormal, op->numel, last_sub,
                           sizeof last_sub);
-        fprintf(f, "| `%s` | %s | %d | %s | %s | %s | %s | %s | %s | %s to %s |\n", op->tensor,
-                op->format, op->n_rows, sat, last_sat, under, last_under, sub, last_sub,
-                op->scale_min, op->scale_max);
+        fputs("| ", f);
+        put_name(f, op);
+        fprintf(f, " | %s | %d | %s | %s | %s | %s | %s | %s | %s to %s |\n", op->format,
+                op->n_rows, sat, last_sat, under, last_under, sub, last_sub, op->scale_min,
+                op->scale_max);
     }
     fputs("\n", f);
 }
@@ -297,12 +337,13 @@ typedef struct saturation {
     double fits, amax, largest; /* fits: largest / scale, the amax the scale maps to largest */
 } saturation;
 
-static saturation saturation_of(const fp8_operand *op)
+static saturation saturation_of(const fp8_summary *s, const fp8_operand *op)
 {
     const format_info *fmt = format_named(op->format);
     double scale = strtod(op->worst_scale, NULL);
     saturation x = {.cause = SATURATION_UNKNOWN};
-    if (!fmt || !(scale > 0))
+    /* MXFP8: the scale is one block's, not the scale of every value (fp8_linear.h) */
+    if (!fmt || !(scale > 0) || s->recipe == FP8_REPORT_MXFP8)
         return x;
     x.largest = fmt->largest;
     x.fits = fmt->largest / scale;
@@ -324,16 +365,17 @@ static void put_saturated(FILE *f, const fp8_summary *s)
         return;
     }
     const fp8_operand *op = by[0];
-    fprintf(f, " %lld value%s saturated over the steps. Most in `%s` (%s): in step %lld, %lld",
-            (long long)s->saturated, s->saturated == 1 ? "" : "s", op->tensor, op->format,
-            (long long)op->worst_step, (long long)op->worst_saturated);
+    fprintf(f, " %lld value%s saturated over the steps. Most in ", (long long)s->saturated,
+            s->saturated == 1 ? "" : "s");
+    put_name_format(f, op);
+    fprintf(f, ": in step %lld, %lld", (long long)op->worst_step, (long long)op->worst_saturated);
     if (op->numel > 0) {
         char pct[32];
         format_pct(op->worst_saturated, op->numel, pct, sizeof pct);
         fprintf(f, " of its %lld values (%s)", (long long)op->numel, pct);
     }
     const char *were = op->worst_saturated == 1 ? "was" : "were";
-    saturation x = saturation_of(op);
+    saturation x = saturation_of(s, op);
     switch (x.cause) {
     case SATURATION_GREW:
         fprintf(f,
@@ -359,9 +401,11 @@ static void put_saturated(FILE *f, const fp8_summary *s)
         break;
     }
     for (int i = 1; i < n && i <= SATURATED_LISTED; i++) {
-        fprintf(f, "%s `%s` %lld in step %lld", i == 1 ? " Also" : ",", by[i]->tensor,
-                (long long)by[i]->worst_saturated, (long long)by[i]->worst_step);
-        x = saturation_of(by[i]);
+        fputs(i == 1 ? " Also " : ", ", f);
+        put_name(f, by[i]);
+        fprintf(f, " %lld in step %lld", (long long)by[i]->worst_saturated,
+                (long long)by[i]->worst_step);
+        x = saturation_of(s, by[i]);
         switch (x.cause) {
         case SATURATION_GREW:
             fprintf(f, " (amax %.4g× the one its scale maps to %g)", x.amax / x.fits, x.largest);
@@ -391,19 +435,25 @@ static void put_underflow(FILE *f, const fp8_summary *s)
         return;
     }
     const format_info *fmt = format_named(most->format);
-    fprintf(f, " %lld value%s underflowed to zero over the steps; most in `%s` (%s): %lld",
-            (long long)s->underflow, s->underflow == 1 ? "" : "s", most->tensor, most->format,
-            (long long)most->underflow);
+    bool mx = s->recipe == FP8_REPORT_MXFP8;
+    fprintf(f, " %lld value%s underflowed to zero over the steps; most in ",
+            (long long)s->underflow, s->underflow == 1 ? "" : "s");
+    put_name_format(f, most);
+    fprintf(f, ": %lld", (long long)most->underflow);
     put_share_of(f, most->underflow, most->numel, most->n_rows);
     fprintf(f, ", of which %lld in step %lld with scale %s", (long long)most->under_most,
             (long long)most->under_step, most->under_scale);
-    if (most->under_step == s->first_step && !strcmp(most->under_scale, "1"))
+    if (mx)
+        fputs(" (the block holding the amax; every other block's multiplier is that or larger)", f);
+    /* only delayed scaling starts from a scale no amax chose */
+    if (most->under_step == s->first_step && !strcmp(most->under_scale, "1") &&
+        (s->recipe == FP8_REPORT_PER_TENSOR || s->recipe == FP8_REPORT_DELAYED))
         fputs(" (the initial scale: no amax was recorded before the first step)", f);
     if (fmt)
         fprintf(f,
-                ": multiplied by the scale they lay at or below half %s's smallest subnormal, "
+                ": multiplied by %s scale they lay at or below half %s's smallest subnormal, "
                 "2^%d, and rounded to zero",
-                most->format, fmt->zero_exp);
+                mx ? "their block's" : "the", most->format, fmt->zero_exp);
     fprintf(f, "; %lld in step %lld.", (long long)most->last_underflow, (long long)s->last_step);
 }
 
@@ -471,11 +521,50 @@ bool fp8_summary_has_hist(const fp8_summary *s)
     return false;
 }
 
+/* The sentences on what the scale column is and how the GEMM undoes it, per recipe. */
+static void put_scales(FILE *f, const fp8_summary *s)
+{
+    static const char per_tensor[] = " The scale multiplies the values before the cast; the "
+                                     "GEMM's output is multiplied by the two operands' "
+                                     "`1 / scale`.";
+    switch (s->recipe) {
+    case FP8_REPORT_PER_TENSOR:
+        fputs(per_tensor, f);
+        return;
+    case FP8_REPORT_DELAYED:
+        fprintf(f,
+                " Recipe: delayed scaling (each scale from its tensor's amax history of the "
+                "steps before).%s",
+                per_tensor);
+        return;
+    case FP8_REPORT_CURRENT:
+        fprintf(f, " Recipe: current scaling (each scale from the quantized tensor's own amax).%s",
+                per_tensor);
+        return;
+    case FP8_REPORT_MXFP8:
+        fprintf(f,
+                " Recipe: MXFP8 block scaling (CPU only)%s. Each operand has a row-wise copy, "
+                "and %d of them also a column-wise copy that a gradient GEMM reads, quantized "
+                "on its own blocks (the rows \"(column-wise)\", tensors.csv's "
+                "`L.<operand>@<format>.colwise`). Every 32 consecutive values along the "
+                "reduction dim of the GEMM that reads the copy share one E8M0 scale, a power "
+                "of two (Transformer Engine's `float_to_e8m0` rounds the block's amax / the "
+                "format's largest up); the scale column is the multiplier of the block that "
+                "holds the tensor's amax, the smallest of its blocks' multipliers. The GEMM "
+                "takes each float8 value times its block's `1 / scale` and sums the products in "
+                "float32.",
+                s->recipe_inferred ? ", inferred from fp8.csv's column-wise copies" : "",
+                s->n_colwise);
+        return;
+    }
+}
+
 void fp8_summary_put(FILE *f, const fp8_summary *s)
 {
     int layers = 0;
     for (int i = 0; i < s->n_ops; i++)
         layers += i == 0 || s->ops[i].layer_rank != s->ops[i - 1].layer_rank;
+    int operands = s->n_ops - s->n_colwise;
     fputs("## Float8\n\n", f);
     fprintf(f,
             "%d GEMM operand%s of %d layer%s ran in float8 as Transformer Engine's `te.Linear` "
@@ -484,10 +573,11 @@ void fp8_summary_put(FILE *f, const fp8_summary *s)
             "format's largest finite value; underflow: non-zero values that became zero "
             "(fp8.csv); subnormal: values of the quantized copy `L.<operand>@<format>` below "
             "the smallest normal (tensors.csv, the observed steps). Percentages are of the "
-            "values quantized in the rows counted. The scale multiplies the values before "
-            "the cast; the GEMM's output is multiplied by the two operands' `1 / scale`.\n\n",
-            s->n_ops, s->n_ops == 1 ? "" : "s", layers, layers == 1 ? "" : "s", s->n_steps,
+            "values quantized in the rows counted.",
+            operands, operands == 1 ? "" : "s", layers, layers == 1 ? "" : "s", s->n_steps,
             s->n_steps == 1 ? "" : "s", (long long)s->first_step, (long long)s->last_step);
+    put_scales(f, s);
+    fputs("\n\n", f);
     put_table(f, s);
     fputs("**In words:**", f);
     put_saturated(f, s);
@@ -511,27 +601,52 @@ void fp8_summary_line(const fp8_summary *s, char *buf, size_t len)
         if (s->ops[i].underflow > 0 && (!under || s->ops[i].underflow > under->underflow))
             under = &s->ops[i];
     }
-    int n = snprintf(buf, len,
-                     "Float8 (fp8.csv): %d GEMM operand%s over %d step%s; %lld values "
-                     "saturated",
-                     s->n_ops, s->n_ops == 1 ? "" : "s", s->n_steps, s->n_steps == 1 ? "" : "s",
-                     (long long)s->saturated);
+    int operands = s->n_ops - s->n_colwise;
+    int n = snprintf(buf, len, "Float8 (fp8.csv): %d GEMM operand%s", operands,
+                     operands == 1 ? "" : "s");
+    if (s->n_colwise > 0 && n >= 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " (%d of them with a column-wise copy, MXFP8)",
+                      s->n_colwise);
+    if (n >= 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, " over %d step%s; %lld values saturated",
+                      s->n_steps, s->n_steps == 1 ? "" : "s", (long long)s->saturated);
     if (sat && n >= 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, " (most in `%s`)", sat->tensor);
+        n += snprintf(buf + n, len - (size_t)n, " (most in `%.*s`%s)", sat->name_len, sat->tensor,
+                      sat->colwise ? " (column-wise)" : "");
     if (n >= 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, ", %lld underflowed", (long long)s->underflow);
     if (under && n >= 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, " (most in `%s`)", under->tensor);
+        n += snprintf(buf + n, len - (size_t)n, " (most in `%.*s`%s)", under->name_len,
+                      under->tensor, under->colwise ? " (column-wise)" : "");
     if (n >= 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, ".");
 }
 
-int report_put_fp8(FILE *f, const char *dir, const case_files *c, char *err, int errlen)
+/* the recipe [fp8] names */
+static fp8_report_recipe recipe_of(const case_config *cfg)
+{
+    switch (cfg->fp8_recipe) {
+    case FP8_RECIPE_DELAYED:
+        return FP8_REPORT_DELAYED;
+    case FP8_RECIPE_CURRENT:
+        return FP8_REPORT_CURRENT;
+    case FP8_RECIPE_MXFP8:
+        return FP8_REPORT_MXFP8;
+    }
+    return FP8_REPORT_PER_TENSOR; /* not an fp8_recipe_kind: the section says no recipe */
+}
+
+int report_put_fp8(FILE *f, const char *dir, const case_files *c, const case_config *cfg, char *err,
+                   int errlen)
 {
     fp8_summary s;
     int rc = fp8_summary_read(&s, dir, c, err, errlen);
     if (rc)
         return rc < 0 ? -1 : 0;
+    if (cfg && cfg->fp8) {
+        s.recipe = recipe_of(cfg);
+        s.recipe_inferred = false;
+    }
     fp8_summary_put(f, &s);
     fp8_summary_free(&s);
     return 0;

@@ -4,11 +4,13 @@
  * core). Nothing is written for a case without it.
  *
  * Per GEMM operand of each fp8 layer L (fp8.csv's tensor: L.input, L.weight, L.out.grad),
- * in fp8.csv's order of first appearance grouped by layer:
+ * in fp8.csv's order of first appearance grouped by layer, and under MXFP8 per column-wise
+ * copy (fp8.csv's L.input.colwise, ...: a row "`L.input` (column-wise)" after its operand's):
  *   saturated, underflow  fp8.csv's counts, summed over its rows and over the last step's
  *                         rows (the last step fp8.csv has for any operand);
- *   subnormal             tensors.csv's counts of the quantized copy `L.<operand>@<format>`,
- *                         summed over its observed steps and in that last step;
+ *   subnormal             tensors.csv's counts of the quantized copy `L.<operand>@<format>`
+ *                         (`...@<format>.colwise` for a column-wise copy), summed over its
+ *                         observed steps and in that last step;
  *   scale                 the smallest and largest scale of its rows;
  * then sentences in words: for each operand that saturated, the step in which most of its
  * values did, the amax its scale maps to the format's largest finite value (largest /
@@ -16,7 +18,10 @@
  * which most did and where its values lay; the dtype the fp8 layers' weight gradients came
  * out of the wgrad GEMM in. Percentages are of numel (tensors.csv's row of the quantized copy)
  * times the rows counted, rounded as report_text.h says; without a tensors.csv row the counts
- * alone.
+ * alone. The recipe (what the scale column is, and how the GEMM undoes it) is the case's
+ * [fp8] recipe when report_put_fp8 has the config; without it, MXFP8 when fp8.csv has
+ * column-wise copies (only MXFP8 makes them), else "per-tensor" (delayed or current), as the
+ * section then says.
  */
 #ifndef AMPSCOPE_REPORT_FP8_H
 #define AMPSCOPE_REPORT_FP8_H
@@ -24,7 +29,16 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "case.h"
 #include "report_files.h"
+
+/* the recipe the section describes */
+typedef enum fp8_report_recipe {
+    FP8_REPORT_PER_TENSOR = 0, /* delayed or current scaling, which fp8.csv does not tell */
+    FP8_REPORT_DELAYED,
+    FP8_REPORT_CURRENT,
+    FP8_REPORT_MXFP8
+} fp8_report_recipe;
 
 /* a te.Linear's GEMM operands, in the order the report lists a layer's */
 typedef enum fp8_operand_kind {
@@ -39,6 +53,8 @@ typedef struct fp8_operand {
     const char *tensor, *format; /* fp8.csv's text: "fc.out.grad", "float8_e5m2" */
     int layer_rank;              /* its layer's first appearance among the operands */
     fp8_operand_kind kind;
+    bool colwise; /* MXFP8's column-wise copy: tensor ends in ".colwise" */
+    int name_len; /* the operand's name, tensor without ".colwise" */
     int n_rows;
     int64_t saturated, underflow;           /* over every row */
     int64_t last_saturated, last_underflow; /* over the rows of the last step */
@@ -69,6 +85,9 @@ typedef struct fp8_summary {
     int n_steps;                  /* distinct steps */
     int64_t saturated, underflow; /* over every row */
     int64_t last_subnormal;       /* of the copies' tensors.csv rows of the last step */
+    int n_colwise;                /* ops that are column-wise copies */
+    fp8_report_recipe recipe;
+    bool recipe_inferred; /* from the column-wise copies, not the case's config */
 } fp8_summary;
 
 /* Reads DIR/fp8.csv and the matching rows of c (the folder's tensors.csv). Returns 0; 1 when
@@ -85,8 +104,10 @@ void fp8_summary_put(FILE *f, const fp8_summary *s);
  * (most in `fc2.weight`), 12 underflowed (most in `fc2.out.grad`)." */
 void fp8_summary_line(const fp8_summary *s, char *buf, size_t len);
 
-/* report_case's call: the section of DIR's fp8.csv, nothing when it has none. Returns 0,
- * or -1 with a message in err. */
-int report_put_fp8(FILE *f, const char *dir, const case_files *c, char *err, int errlen);
+/* report_case's call: the section of DIR's fp8.csv, nothing when it has none; the recipe
+ * from cfg's [fp8] (cfg NULL or without [fp8]: inferred, see above). Returns 0, or -1 with
+ * a message in err. */
+int report_put_fp8(FILE *f, const char *dir, const case_files *c, const case_config *cfg, char *err,
+                   int errlen);
 
 #endif

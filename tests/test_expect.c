@@ -2,13 +2,15 @@
  * test_expect.c: [expect] held against a run (harness/expect.h), here its `saturated OPERAND`
  * key on tests/cases/small-fp8-delayed.case. Which operands saturate, how many values and
  * from which step come from tools/fp8_linear_reference.py's PyTorch emulation of the case
- * (tests/references/fp8/small-fp8-delayed.fp8.csv), not from the run's own fp8.csv.
+ * (tests/references/fp8/small-fp8-delayed.fp8.csv), not from the run's own fp8.csv; and
+ * MXFP8's column-wise copies counted with their operand, on an fp8.csv written by hand.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../harness/expect.h"
 #include "helpers.h"
 
 #define CASE_FILE "tests/cases/small-fp8-delayed.case"
@@ -93,4 +95,52 @@ Test(expect, saturated_fails_and_says_what_fp8_csv_shows)
              CASE_FILE ":0: expectation failed: saturated fc1.out.grad: expected yes, no value "
                        "saturated in its 3 quantizations (fp8.csv)\n");
     cr_expect(strstr(res.failures, want), "want\n%s\nin\n%s", want, res.failures);
+}
+
+/* Under MXFP8 `saturated L.input` means either copy of fc1's input: the rows of
+ * L.input.colwise count with L.input's. A hand-written fp8.csv in which only fc1.input's
+ * column-wise copy clamped (2 values in step 1) and fc2.input's copies clamped nothing. */
+Test(expect, saturated_counts_the_column_wise_copy)
+{
+    char dir[256], path[768];
+    make_temp_dir(dir, sizeof dir);
+    write_file(dir, "fp8.csv",
+               "case,step,tensor,format,amax,scale,saturated,underflow\n"
+               "mx,0,fc1.input,float8_e4m3fn,58,4,0,51\n"
+               "mx,0,fc1.input.colwise,float8_e4m3fn,58,4,0,185\n"
+               "mx,0,fc2.input,float8_e4m3fn,15.4375,16,0,0\n"
+               "mx,0,fc2.input.colwise,float8_e4m3fn,15.4375,16,0,0\n"
+               "mx,1,fc1.input,float8_e4m3fn,58,4,0,51\n"
+               "mx,1,fc1.input.colwise,float8_e4m3fn,58,4,2,185\n"
+               "mx,1,fc2.input,float8_e4m3fn,15.5625,16,0,0\n"
+               "mx,1,fc2.input.colwise,float8_e4m3fn,15.5625,16,0,0\n",
+               path, sizeof path);
+    case_config *cfg = calloc(1, sizeof *cfg);
+    cr_assert_not_null(cfg);
+    snprintf(cfg->path, sizeof cfg->path, "mx.case");
+    static const struct {
+        const char *tensor;
+        bool saturated;
+    } claims[] = {
+        {"fc1.input", true}, {"fc2.input", false}, {"fc1.input", false}, {"fc2.input", true}};
+    for (int i = 0; i < 4; i++) {
+        expect_spec *e = &cfg->expects[cfg->n_expects++];
+        *e = (expect_spec){
+            .kind = EXPECT_SATURATED, .saturated = claims[i].saturated, .line = 10 + i};
+        snprintf(e->tensor, sizeof e->tensor, "%s", claims[i].tensor);
+    }
+    case_result res = {.ok = true};
+    expect_check(cfg, NULL, dir, &res);
+    cr_expect_eq(res.expect_total, 4);
+    cr_expect_eq(res.expect_passed, 2, "%s", res.failures);
+    cr_expect_not(res.passed);
+    cr_expect_str_eq(res.failures,
+                     "mx.case:12: expectation failed: saturated fc1.input: expected no, 2 values "
+                     "saturated in its 4 quantizations, 2 of them of fc1.input.colwise, first in "
+                     "step 1 (fp8.csv)\n"
+                     "mx.case:13: expectation failed: saturated fc2.input: expected yes, no value "
+                     "saturated in its 4 quantizations, 2 of them of fc2.input.colwise "
+                     "(fp8.csv)\n");
+    free(cfg);
+    rm_rf(dir);
 }

@@ -13,6 +13,19 @@
  *     2048 = 14.84%, subnormal 500 + 4 = 504 of 2048 = 24.61%;
  *   in all: saturated 37 + 120 + 5 + 700 + 2 = 864, underflow 3 + 10 + 304 + 17 + 40 = 374,
  *     step 1's copies subnormal 1 + 0 + 4 + 2 + 0 + 3 = 10.
+ * And on tests/fixtures/fp8/fp8-mxfp8, the fp8.csv, tensors.csv, steps.csv and memory.csv of
+ * `bin/ampscope run tests/cases/small-fp8-mxfp8.case --device cpu` (recipe = mxfp8, fc1
+ * 32 -> 64, fc2 64 -> 32, batch 32, steps 0 to 2), by hand from those rows:
+ *   6 operands of 2 layers, 5 with a column-wise copy (all but fc1.weight: fc1's input has no
+ *     gradient, so no dgrad reads fc1.weight's column-wise copy);
+ *   fc1.input (numel 1024): underflow 51 a step, 153 of 3072 = 4.98%; subnormal 180 a step,
+ *     540 of 3072 = 17.58%, step 2 180 of 1024 = 17.58%;
+ *   fc1.input (column-wise, `fc1.input@float8_e4m3fn.colwise`, numel 1024): underflow 185 a
+ *     step, 555 of 3072 = 18.07%; subnormal 187 a step, 561 of 3072 = 18.26%;
+ *   fc1.out.grad (column-wise, numel 2048): underflow 1 in step 0, 1 of 6144 = 0.02%;
+ *   fc2.input (column-wise, numel 2048): subnormal 0 + 1 + 3 = 4 of 6144 = 0.07%, step 2 3
+ *     of 2048 = 0.15%;
+ *   in all: underflow 153 + 555 + 1 = 709; step 2's copies subnormal 180 + 187 + 3 = 370.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -25,6 +38,7 @@
 #include "helpers.h"
 
 #define FIXTURE "tests/fixtures/fp8/fp8-fixture"
+#define MX_FIXTURE "tests/fixtures/fp8/fp8-mxfp8"
 
 static char *slurp(const char *path)
 {
@@ -47,8 +61,9 @@ static void copy_in(const char *dir, const char *name)
     free(text);
 }
 
-/* The float8 section of a case folder, as report.md gets it. */
-static char *section_of(const char *dir)
+/* The float8 section of a case folder, as report.md gets it from a run of cfg (NULL: the
+ * recipe inferred). */
+static char *section_with(const char *dir, const case_config *cfg)
 {
     case_files c;
     char err[1024] = "";
@@ -57,11 +72,13 @@ static char *section_of(const char *dir)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     cr_assert_not_null(f);
-    cr_assert_eq(report_put_fp8(f, dir, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(report_put_fp8(f, dir, &c, cfg, err, sizeof err), 0, "%s", err);
     cr_assert_eq(fclose(f), 0);
     case_files_free(&c);
     return text;
 }
+
+static char *section_of(const char *dir) { return section_with(dir, NULL); }
 
 static void expect_has(const char *text, const char *want)
 {
@@ -231,4 +248,94 @@ Test(report_fp8, a_clamp_by_rounding_is_not_told_as_growth)
     cr_expect_null(strstr(md, "delayed scaling"), "%s", md);
     free(md);
     rm_rf(out);
+}
+
+/* MXFP8: each column-wise copy is a row of its operand, right after the row-wise one, with
+ * the subnormals of its own tensors.csv rows; the layers are two, not one per copy */
+Test(report_fp8, mxfp8_column_wise_copies_are_rows_of_their_operand)
+{
+    char *md = section_of(MX_FIXTURE);
+    expect_has(md, "## Float8\n\n6 GEMM operands of 2 layers ran in float8");
+    expect_has(md, "Recipe: MXFP8 block scaling (CPU only), inferred from fp8.csv's column-wise "
+                   "copies. Each operand has a row-wise copy, and 5 of them also a column-wise "
+                   "copy");
+    expect_has(md, "the scale column is the multiplier of the block that holds the tensor's amax");
+    cr_expect_null(strstr(md, "multiplied by the two operands' `1 / scale`"), "%s", md);
+    static const char *const raw[] = {"input.colwise`", "weight.colwise`", "grad.colwise`"};
+    for (int i = 0; i < 3; i++)
+        cr_expect_null(strstr(md, raw[i]), "no copy named by fp8.csv's tensor:\n%s", md);
+    static const char *const rows[] = {
+        "| `fc1.input` | float8_e4m3fn | 3 | 0 | 0 | 4.98% (153) | 4.98% (51) | 17.58% (540) | "
+        "17.58% (180) | 4 to 4 |",
+        "| `fc1.input` (column-wise) | float8_e4m3fn | 3 | 0 | 0 | 18.07% (555) | 18.07% (185) | "
+        "18.26% (561) | 18.26% (187) | 4 to 4 |",
+        "| `fc1.weight` | float8_e4m3fn | 3 | 0 | 0 | 0 | 0 | 0 | 0 | 1024 to 2048 |",
+        "| `fc1.out.grad` | float8_e4m3fn |",
+        "| `fc1.out.grad` (column-wise) | float8_e4m3fn | 3 | 0 | 0 | 0.02% (1) | 0 | 0 | 0 | "
+        "32768 to 65536 |",
+        "| `fc2.input` | float8_e4m3fn |",
+        "| `fc2.input` (column-wise) | float8_e4m3fn | 3 | 0 | 0 | 0 | 0 | 0.07% (4) | 0.15% (3) | "
+        "16 to 32 |",
+        "| `fc2.weight` | float8_e4m3fn |",
+        "| `fc2.weight` (column-wise) | float8_e4m3fn |",
+        "| `fc2.out.grad` | float8_e4m3fn |",
+        "| `fc2.out.grad` (column-wise) | float8_e4m3fn |",
+    };
+    const char *at = md;
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        const char *row = strstr(md, rows[i]);
+        cr_expect_not_null(row, "the table lacks\n%s\nin\n%s", rows[i], md);
+        cr_expect(row == NULL || row > at, "row %zu is out of order", i);
+        at = row ? row : at;
+    }
+    expect_has(md, "709 values underflowed to zero over the steps; most in `fc1.input` "
+                   "(column-wise, float8_e4m3fn): 555 (18.07% of the values quantized), of which "
+                   "185 in step 0 with scale 4 (the block holding the amax; every other block's "
+                   "multiplier is that or larger): multiplied by their block's scale");
+    expect_has(md, "In step 2, 370 values of the quantized copies were subnormal");
+    /* the weight gradients once each, not once per copy of the weight */
+    expect_has(md, "as `fc1.weight.grad@bfloat16` and `fc2.weight.grad@bfloat16`, and were");
+    free(md);
+
+    case_files c;
+    char err[1024] = "", line[512];
+    cr_assert_eq(case_files_read(&c, MX_FIXTURE, false, err, sizeof err), 0, "%s", err);
+    fp8_summary s;
+    cr_assert_eq(fp8_summary_read(&s, MX_FIXTURE, &c, err, sizeof err), 0, "%s", err);
+    fp8_summary_line(&s, line, sizeof line);
+    cr_expect_str_eq(line, "Float8 (fp8.csv): 6 GEMM operands (5 of them with a column-wise copy, "
+                           "MXFP8) over 3 steps; 0 values saturated, 709 underflowed (most in "
+                           "`fc1.input` (column-wise)).");
+    fp8_summary_free(&s);
+    case_files_free(&c);
+}
+
+/* With the case's config the section names its recipe, and says of the scales what that
+ * recipe does: only delayed scaling has an initial scale no amax chose */
+Test(report_fp8, the_recipe_comes_from_the_case)
+{
+    case_config *cfg = calloc(1, sizeof *cfg);
+    cr_assert_not_null(cfg);
+    cfg->fp8 = true;
+    cfg->fp8_recipe = FP8_RECIPE_DELAYED;
+    char *md = section_with(FIXTURE, cfg);
+    expect_has(md, "Recipe: delayed scaling (each scale from its tensor's amax history of the "
+                   "steps before). The scale multiplies the values before the cast; the GEMM's "
+                   "output is multiplied by the two operands' `1 / scale`.");
+    expect_has(md, "(the initial scale: no amax was recorded before the first step)");
+    free(md);
+    cfg->fp8_recipe = FP8_RECIPE_CURRENT;
+    md = section_with(FIXTURE, cfg);
+    expect_has(md, "Recipe: current scaling (each scale from the quantized tensor's own amax).");
+    cr_expect_null(strstr(md, "the initial scale"), "%s", md);
+    free(md);
+    cfg->fp8_recipe = FP8_RECIPE_MXFP8;
+    md = section_with(MX_FIXTURE, cfg);
+    expect_has(md, "Recipe: MXFP8 block scaling (CPU only). Each operand");
+    free(md);
+    /* without a config and without column-wise copies: no recipe named */
+    md = section_of(FIXTURE);
+    cr_expect_null(strstr(md, "Recipe:"), "%s", md);
+    free(md);
+    free(cfg);
 }
