@@ -1,5 +1,7 @@
 /* tensor.c: tensor allocation through the backend, reference counts and the run's pool
- * (see tensor.h). Every byte is counted in the pool's memory account by category. */
+ * (see tensor.h). Every byte is counted in the pool's memory account by category. A released
+ * tensor's struct goes to the pool's list of spares, which the next tensor takes, so that a
+ * step that makes no more tensors than the steps before it makes no heap calls for them. */
 #include "tensor.h"
 
 #include <stdio.h>
@@ -18,11 +20,36 @@ int64_t shape_numel(int ndim, const int64_t *shape)
 
 int64_t tensor_bytes(const tensor *t) { return t->numel * (int64_t)dtype_size(t->dtype); }
 
+/* calloc and free calls for tensor structs, by every pool of the process */
+static int64_t struct_heap_calls;
+
+int64_t tensor_heap_calls(void) { return struct_heap_calls; }
+
+/* a zeroed struct: a spare of the pool's, else a new one */
+static tensor *struct_take(tensor_pool *pool)
+{
+    tensor *t = pool->spare;
+    if (t) {
+        pool->spare = t->next_in_pool;
+        memset(t, 0, sizeof *t);
+        return t;
+    }
+    struct_heap_calls++;
+    return calloc(1, sizeof *t);
+}
+
+/* t's struct kept as a spare for the next tensor */
+static void struct_give(tensor_pool *pool, tensor *t)
+{
+    t->next_in_pool = pool->spare;
+    pool->spare = t;
+}
+
 /* a tensor without data, linked into the pool */
 static tensor *tensor_make(tensor_pool *pool, const char *name, dtype dt, int ndim,
                            const int64_t *shape, mem_category cat, char *err, int errlen)
 {
-    tensor *t = calloc(1, sizeof *t);
+    tensor *t = struct_take(pool);
     if (!t) {
         snprintf(err, (size_t)errlen, "out of host memory for tensor %s", name);
         return NULL;
@@ -66,7 +93,7 @@ tensor *tensor_new(tensor_pool *pool, const char *name, dtype dt, int ndim, cons
             snprintf(err, (size_t)errlen, "%s (tensor %s, %lld bytes)", pool->be->err, name,
                      (long long)bytes);
             tensor_unlink(pool, t);
-            free(t);
+            struct_give(pool, t);
             return NULL;
         }
     }
@@ -88,7 +115,8 @@ tensor *tensor_view(tensor_pool *pool, tensor *base, const char *name, int ndim,
 
 void tensor_retain(tensor *t) { t->refs++; }
 
-/* frees t; a view releases its base unless the whole pool is being cleared */
+/* frees t's data and keeps its struct as a spare; a view releases its base unless the whole
+ * pool is being cleared */
 static void tensor_destroy(tensor_pool *pool, tensor *t, bool release_base)
 {
     tensor_unlink(pool, t);
@@ -98,7 +126,7 @@ static void tensor_destroy(tensor_pool *pool, tensor *t, bool release_base)
         if (t->data)
             pool->be->free(pool->be, t->data);
     }
-    free(t);
+    struct_give(pool, t);
     if (base && release_base)
         tensor_release(pool, base);
 }
@@ -113,6 +141,12 @@ void tensor_pool_clear(tensor_pool *pool)
 {
     while (pool->head)
         tensor_destroy(pool, pool->head, false);
+    while (pool->spare) {
+        tensor *t = pool->spare;
+        pool->spare = t->next_in_pool;
+        free(t);
+        struct_heap_calls++;
+    }
 }
 
 void tensor_shape_str(const tensor *t, char *buf, int len)

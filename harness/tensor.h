@@ -45,6 +45,7 @@ typedef struct tensor_pool {
     struct backend *be;
     mem_account *account;
     tensor *head;
+    tensor *spare; /* released tensors' structs, for the next ones (linked by next_in_pool) */
 } tensor_pool;
 
 #ifdef __cplusplus
@@ -59,8 +60,11 @@ tensor *tensor_view(tensor_pool *pool, tensor *base, const char *name, int ndim,
                     const int64_t *shape, char *err, int errlen);
 void tensor_retain(tensor *t);
 void tensor_release(tensor_pool *pool, tensor *t);
-/* Frees every tensor still in the pool. */
+/* Frees every tensor still in the pool, and the spare structs. */
 void tensor_pool_clear(tensor_pool *pool);
+/* The calls every pool of the process made to calloc and free for tensor structs: a step that
+ * makes no more tensors than a step before it adds none (tests/test_alloc.c). */
+int64_t tensor_heap_calls(void);
 int64_t tensor_bytes(const tensor *t);
 /* "64x16000" */
 void tensor_shape_str(const tensor *t, char *buf, int len);

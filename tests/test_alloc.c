@@ -1,13 +1,14 @@
 /*
  * test_alloc.c: the CPU backend's memory after the first steps. Its freed blocks serve the
  * next requests of their sizes, so that a step whose requests are the step before's calls
- * neither malloc nor free (cpu_heap_calls); a half weight's widened copy held from the
+ * neither malloc nor free (cpu_heap_calls), and the tensor pool's released structs serve the
+ * next tensors, so that such a step makes no heap calls for them either (tensor_heap_calls);
+ * a half weight's widened copy held from the
  * forward GEMM serves the input gradient's GEMM, gives the same bits as one made again, is
  * given up when the weight is written, and leaves the memory account as it was.
  *
- * What still allocates in a step, outside the backend: tensor.c's tensor structs (calloc per
- * tensor, 29 to 35 per step of the benchmark's MLP). Step 2 makes a few backend calls too:
- * step 1 made the optimizer's states out of blocks its backward had freed.
+ * Step 2 makes a few backend calls too: step 1 made the optimizer's states out of blocks its
+ * backward had freed.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -17,8 +18,9 @@
 #include "../harness/cpu/cpu.h"
 #include "helpers.h"
 
-/* the backend's heap calls over a whole run of the case with `steps` steps */
-static int64_t heap_calls_of_run(const char *path, int steps)
+/* the heap calls over a whole run of the case with `steps` steps: the backend's, and the
+ * tensor structs' into *structs */
+static int64_t heap_calls_of_run(const char *path, int steps, int64_t *structs)
 {
     static case_config cfg;
     err_list errs = {0};
@@ -35,8 +37,10 @@ static int64_t heap_calls_of_run(const char *path, int steps)
     cr_assert_not_null(mkdtemp(dir));
     train_options opt = {.quiet = true};
     case_result res;
+    int64_t structs_before = tensor_heap_calls();
     cr_assert_eq(train_case(&cfg, be, &opt, dir, &res), 0, "%s", res.error);
     cr_assert(res.ok, "%s", res.error);
+    *structs = tensor_heap_calls() - structs_before;
     int64_t calls = cpu_heap_calls(be);
     be->close(be);
     rm_rf(dir);
@@ -62,10 +66,18 @@ ParameterizedTestParameters(alloc, steps_after_the_second_call_no_malloc)
 
 ParameterizedTest(alloc_case *c, alloc, steps_after_the_second_call_no_malloc)
 {
-    int64_t three = heap_calls_of_run(c->path, 3), six = heap_calls_of_run(c->path, 6);
+    int64_t structs3, structs6;
+    int64_t three = heap_calls_of_run(c->path, 3, &structs3),
+            six = heap_calls_of_run(c->path, 6, &structs6);
     cr_expect_gt(three, 0);
     cr_expect_eq(six, three, "%s: steps 4 to 6 called malloc, realloc or free %lld times", c->path,
                  (long long)(six - three));
+    /* every struct made is freed when the run's pool is cleared: an even count */
+    cr_expect_gt(structs3, 0);
+    cr_expect_eq(structs3 % 2, 0, "%s: %lld calls, not a calloc and a free for each struct",
+                 c->path, (long long)structs3);
+    cr_expect_eq(structs6, structs3, "%s: steps 4 to 6 made %lld heap calls for tensor structs",
+                 c->path, (long long)(structs6 - structs3));
 }
 
 Test(alloc, a_freed_block_serves_the_next_request_of_its_size_and_no_other)

@@ -617,7 +617,8 @@ static void isa_line(char *buf, size_t len)
     else
         snprintf(buf, len,
                  "ISA level %s, set by " CPU_ISA_ENV ": an emulation of %s on this %s processor "
-                 "(the same cores; the counting and the float16 and bfloat16 conversions at %s)",
+                 "(the same cores; the counting, the float16 and bfloat16 conversions and the "
+                 "optimizer's update at %s)",
                  cpu_isa_name(at), processors[at], cpu_isa_name(best), cpu_isa_name(at));
 }
 

@@ -8,8 +8,12 @@
  * (and counted) by cpu_store.
  * The update loop is instantiated per optimizer (SGD, Adam, AdamW) and dtype (float32, where the
  * roundings are identities, and float16, whose rounding half.h's half_round does without a
- * branch), so that the compiler vectorises it (for AVX-512, AVX2 and plain x86-64: the
- * loader picks the clone the processor runs); RMSprop and bfloat16 take the general loop.
+ * branch), so that the compiler vectorises it; RMSprop and bfloat16 take the general loop.
+ * The update is built once per ISA level (AVX-512, AVX2, plain x86-64: cpu.h's cpu_isa) and
+ * the level the harness runs at (cpu_isa_best, which AMPSCOPE_CPU_ISA may lower) chooses, as
+ * round.c's counting does. Every level gives the same bits: C11 mode compiles with
+ * -ffp-contract=off, so no level fuses a multiply and an add, and sqrtf and the division
+ * round correctly on each (tests/test_optim.c runs each level and compares).
  */
 #include <string.h>
 
@@ -52,9 +56,10 @@ static inline __attribute__((always_inline)) void update_loop(const optim_config
         update_loop(&c, &hc, DT, NS, n, b);                                                        \
     } while (0)
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-update(const optim_config *cfg, const optim_hyper *h, dtype dt, int ns, int64_t n,
-       optim_chunk_data *b)
+static inline __attribute__((always_inline)) void update_body(const optim_config *cfg,
+                                                              const optim_hyper *h, dtype dt,
+                                                              int ns, int64_t n,
+                                                              optim_chunk_data *b)
 {
     /* copies the compiler knows the buffers' stores cannot change: hoisted out of the loop */
     optim_config c = *cfg;
@@ -102,6 +107,27 @@ update(const optim_config *cfg, const optim_hyper *h, dtype dt, int ns, int64_t 
         return;
     }
 }
+
+/* update_body built for each ISA level */
+#define UPDATE_ARGS                                                                                \
+    const optim_config *cfg, const optim_hyper *h, dtype dt, int ns, int64_t n, optim_chunk_data *b
+__attribute__((target("avx512f"))) static void update_avx512(UPDATE_ARGS)
+{
+    update_body(cfg, h, dt, ns, n, b);
+}
+__attribute__((target("avx2"))) static void update_avx2(UPDATE_ARGS)
+{
+    update_body(cfg, h, dt, ns, n, b);
+}
+static void update_x86_64(UPDATE_ARGS) { update_body(cfg, h, dt, ns, n, b); }
+
+static void (*const update_at[CPU_ISA_COUNT])(UPDATE_ARGS) = {
+    [CPU_ISA_X86_64] = update_x86_64,
+    [CPU_ISA_AVX2] = update_avx2,
+    [CPU_ISA_AVX512] = update_avx512,
+};
+
+static void update(UPDATE_ARGS) { update_at[cpu_isa_best()](cfg, h, dt, ns, n, b); }
 
 /* one chunk of the step; the stats and lost count of the calling thread */
 static void optim_chunk(const optim_config *cfg, const optim_hyper *h, optim_tensors *t,
