@@ -1,7 +1,7 @@
 /*
  * test_fp8_linear.c: te.Linear under fp8_autocast (harness/fp8_linear.h) and the [fp8]
  * section.
- *  - tests/cases/small-fp8-{delayed,current,mxfp8}.case against tools/fp8_linear_reference.py's
+ *  - tests/cases/small-fp8-{delayed,current,mxfp8,delayed-scaler}.case against tools/fp8_linear_reference.py's
  *    PyTorch emulation (tests/references/fp8/): every quantization's amax, scale, saturated
  *    and underflow counts in fp8.csv, and every quantized copy's float8 values (`--dump`),
  *    exactly; the loss within 4 float32 ulps: the GEMMs sum in float32 in OpenBLAS's order
@@ -112,6 +112,12 @@ static void compare_with_reference(const char *name)
 Test(fp8_linear, delayed_scaling_matches_pytorch) { compare_with_reference("small-fp8-delayed"); }
 
 Test(fp8_linear, current_scaling_matches_pytorch) { compare_with_reference("small-fp8-current"); }
+
+/* autocast float16 and a GradScaler: the output gradients quantized with the loss scale in them */
+Test(fp8_linear, delayed_scaling_with_grad_scaler_matches_pytorch)
+{
+    compare_with_reference("small-fp8-delayed-scaler");
+}
 
 /* MXFP8 (the CPU only): every row-wise and column-wise copy's bytes, amax, block-scale column,
  * counts, and the loss, against the reference's own E8M0 rule and dequantized GEMMs */

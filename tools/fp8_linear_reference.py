@@ -3,9 +3,9 @@
 
 Transformer Engine's te.Linear under fp8_autocast (transformer_engine/pytorch/module/linear.py,
 _Linear.forward and backward) emulated explicitly with PyTorch's float8 dtypes, for the model
-of tests/cases/small-fp8-{delayed,current}.case (fc1 16 -> 32, relu, fc2 32 -> 16, mse, SGD,
+of tests/cases/small-fp8-{delayed,current,delayed-scaler}.case (fc1 16 -> 32, relu, fc2 32 -> 16, mse, SGD,
 bfloat16 autocast as CUDA's policy casts: the input and biases to bfloat16, relu in
-bfloat16, mse_loss in float32):
+bfloat16, mse_loss in float32; small-fp8-delayed-scaler: float16 and a GradScaler):
   - input cast to bfloat16, amax = max |x|, q = (x * scale).clamp(+-448).to(float8_e4m3fn);
   - the weight quantized from its float32 parameter likewise;
   - y = ((xq.float() @ wq.float().T) * (scale_inv_x * scale_inv_w) + b).to(bfloat16);
@@ -158,7 +158,11 @@ def te_linear(rec, name, states, grad_dt):
     return TELinear.apply
 
 
-def run(case, recipe, x, t, init):
+def run(case, recipe, x, t, init, ac=torch.bfloat16, loss_scale=None):
+    """ac: the autocast dtype; loss_scale: a GradScaler's init_scale (None: no scaler), which
+    multiplies the loss, so the output gradients are quantized scaled, as TE quantizes what
+    autograd hands it; unscale_ multiplies the float32 gradients by 1 / scale (a power of two:
+    exact), and in these 3 steps the scale neither grows nor backs off"""
     rec = Recorder(case, recipe)
     params = {k: torch.tensor(v, requires_grad=True) for k, v in init.items()}
     states = {
@@ -171,7 +175,7 @@ def run(case, recipe, x, t, init):
     xt, tt = torch.tensor(x), torch.tensor(t)
     for step in range(STEPS):
         rec.step = step
-        bf = torch.bfloat16
+        bf = ac
         h = fc["fc1"](xt.to(bf), params["fc1.weight"], params["fc1.bias"].to(bf))
         h = torch.relu(h)
         y = fc["fc2"](h, params["fc2.weight"], params["fc2.bias"].to(bf))
@@ -182,7 +186,11 @@ def run(case, recipe, x, t, init):
         loss = torch.nn.functional.mse_loss(y.float(), tt)
         losses.append(float(loss.detach()))
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss * loss_scale if loss_scale else loss).backward()
+        if loss_scale:
+            for p in params.values():
+                assert torch.isfinite(p.grad).all()
+                p.grad.mul_(torch.tensor(1.0 / loss_scale, dtype=torch.float32))
         if recipe == "delayed":  # the end of backward
             for layer in states.values():
                 layer["grad"].update()
@@ -331,6 +339,7 @@ def main():
     x, t, init = data()
     run("small-fp8-delayed", "delayed", x, t, init)
     run("small-fp8-current", "current", x, t, init)
+    run("small-fp8-delayed-scaler", "delayed", x, t, init, torch.float16, 1024.0)
     run_mx("small-fp8-mxfp8", *mx_data())
 
 
