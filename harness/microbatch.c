@@ -21,7 +21,7 @@ typedef struct micro_job {
     const tensor *t;
     int64_t k;
     int which;       /* STREAM_MICRO_INPUT, _TARGET or _LABELS */
-    int64_t classes; /* STREAM_MICRO_LABELS: the number of classes */
+    int64_t classes; /* int64 values drawn (labels, token ids): how many ids there are */
 } micro_job;
 
 static void *micro_values(void *ctx)
@@ -41,7 +41,8 @@ static void *micro_values(void *ctx)
     if (j->path) {
         for (int64_t i = 0; i < t->numel; i++)
             store_from_float(buf, t->dtype, i, v[i]);
-    } else if (j->which == STREAM_MICRO_LABELS) { /* as model.c draws labels: floor(u * classes) */
+    } else if (t->dtype == DTYPE_INT64) { /* labels or token ids, as model.c's draw_ids:
+                                           * floor(u * classes) */
         rng_fill_uniform(seed, micro_stream(j->k, j->which), v, t->numel, 0.0, 1.0);
         for (int64_t i = 0; i < t->numel; i++) {
             int64_t c = (int64_t)((double)v[i] * (double)j->classes);
@@ -64,7 +65,8 @@ tensor *microbatch_input(run *r, int64_t k, const tensor *like)
                    .path = cfg->input == INPUT_FILE ? cfg->input_path : NULL,
                    .t = x,
                    .k = k,
-                   .which = STREAM_MICRO_INPUT};
+                   .which = STREAM_MICRO_INPUT,
+                   .classes = cfg->input_tokens ? cfg->vocab : 0};
     r->be->upload_values(r->be, x->data, tensor_bytes(x), micro_values, &j);
     return x;
 }
@@ -78,10 +80,10 @@ tensor *microbatch_target(run *r, int64_t k, const tensor *out)
                : cfg->target == TARGET_RANDN_LIKE ? out->dtype
                                                   : DTYPE_FLOAT32;
     bool file = cfg->target == TARGET_FILE;
-    /* a file's labels are shaped as model_target's: out's shape less the classes */
-    int ndim = labels ? (file ? out->ndim - 1 : 1) : out->ndim;
-    tensor *y =
-        run_tensor(r, "target", dt, ndim, labels && !file ? &cfg->batch : out->shape, MEM_INPUTS);
+    /* labels are shaped as model_target's: out's shape less the classes ([B], or [B, T] over
+     * a sequence's positions) */
+    int ndim = labels ? out->ndim - 1 : out->ndim;
+    tensor *y = run_tensor(r, "target", dt, ndim, out->shape, MEM_INPUTS);
     micro_job j = {.r = r,
                    .path = file ? cfg->target_path : NULL,
                    .t = y,

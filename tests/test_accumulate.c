@@ -328,3 +328,29 @@ Test(accumulate, data_files_hold_every_micro_batch)
         1);
     rm_rf(dir);
 }
+
+/* micro-batches of a token model: micro-batch 1's token ids are drawn over the vocabulary
+ * (int64, as the model's own batch), and its labels are shaped [B, T] as the model's target
+ * (cross entropy over every position); both aborted or overran before. The loss of every
+ * step is finite and the float32 .grad took both micro-batches (lost_accumulations is
+ * written) */
+Test(accumulate, token_models_draw_ids_and_labels_per_micro_batch, .timeout = 60)
+{
+    char dir[256], path[512], out[512], loss[64], lost[64];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    write_file(dir, "tokens.case",
+               "[case]\nname = tokens\n[model]\ntok = embedding 16 -> 8\n"
+               "pos = position_embedding 6 -> 8\nfc = linear 8 -> 16\n"
+               "[data]\nbatch = 2\nshape = 6\ninput = tokens vocab=16\ntarget = classes\n"
+               "[train]\noptimizer = sgd\naccumulate = 2\nsteps = 2\n",
+               path, sizeof path);
+    case_result res;
+    run_case_file(path, out, &res, NULL);
+    cr_assert(res.ok, "%s", res.error);
+    steps_column(out, "tokens", "loss", loss, sizeof loss);
+    steps_column(out, "tokens", "lost_accumulations", lost, sizeof lost);
+    cr_expect(isfinite(atof(loss)) && atof(loss) > 0, "loss %s", loss);
+    cr_expect(lost[0] != '\0', "accumulation's column written: '%s'", lost);
+    rm_rf(dir);
+}
