@@ -66,13 +66,18 @@ void cpu_round(float *v, int64_t n, dtype dt)
 }
 
 /* dst[i] = bf16_from_float(pre[i]): a loop the vectoriser handles (pre never aliases a 16-bit
- * store), built for AVX2 too, whose 8 lanes narrow to 16 bits in one instruction; the level
- * the harness runs at chooses (cpu_isa_best) */
+ * store), built for AVX2 too, whose 8 lanes narrow to 16 bits in one instruction, and for
+ * AVX-512, 16 lanes; the level the store runs at chooses */
 static inline __attribute__((always_inline)) void store_bf16_loop(const float *restrict pre,
                                                                   uint16_t *restrict dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] = bf16_from_float(pre[i]);
+}
+__attribute__((target("avx512f,avx512bw,prefer-vector-width=512"))) static void
+store_bf16_avx512(const float *restrict pre, uint16_t *restrict dst, int64_t n)
+{
+    store_bf16_loop(pre, dst, n);
 }
 __attribute__((target("avx2"))) static void store_bf16_avx2(const float *restrict pre,
                                                             uint16_t *restrict dst, int64_t n)
@@ -83,15 +88,28 @@ static void store_bf16_x86_64(const float *restrict pre, uint16_t *restrict dst,
 {
     store_bf16_loop(pre, dst, n);
 }
-static void store_bf16(const float *pre, uint16_t *dst, int64_t n)
+static void store_bf16(cpu_isa isa, const float *pre, uint16_t *dst, int64_t n)
 {
-    if (cpu_isa_best() >= CPU_ISA_AVX2)
+    switch (isa) {
+    case CPU_ISA_AVX512:
+        store_bf16_avx512(pre, dst, n);
+        return;
+    case CPU_ISA_AVX2:
         store_bf16_avx2(pre, dst, n);
-    else
+        return;
+    case CPU_ISA_X86_64:
         store_bf16_x86_64(pre, dst, n);
+        return;
+    case CPU_ISA_COUNT:
+        break;
+    }
+    fprintf(stderr, "store_bf16: %d is not an ISA level\n", (int)isa);
+    abort();
 }
 
-static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int64_t n)
+/* pre[0..n) stored into dst[off..] as dt, at ISA level isa (bfloat16's loop is built per level) */
+static void store_values(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t off,
+                         int64_t n)
 {
     switch (dt) {
     case DTYPE_FLOAT32:
@@ -106,7 +124,7 @@ static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int
                 store_from_float(dst, DTYPE_FLOAT16, off + i, pre[i]);
         return;
     case DTYPE_BFLOAT16:
-        store_bf16(pre, (uint16_t *)dst + off, n);
+        store_bf16(isa, pre, (uint16_t *)dst + off, n);
         return;
     case DTYPE_FLOAT8_E4M3FN:
     case DTYPE_FLOAT8_E5M2:
@@ -678,7 +696,7 @@ static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype
 void cpu_store_at(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t off, int64_t n,
                   round_stats *st)
 {
-    store_values(pre, dst, dt, off, n);
+    store_values(isa, pre, dst, dt, off, n);
     for (int64_t k = 0; st && k < n; k += CPU_CHUNK)
         tally(isa_levels[isa].fn, pre + k, dst, dt, off + k,
               (int)(n - k < CPU_CHUNK ? n - k : CPU_CHUNK), st);
@@ -689,7 +707,7 @@ void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, ro
     if (st)
         cpu_store_at(cpu_isa_best(), pre, dst, dt, off, n, st);
     else
-        store_values(pre, dst, dt, off, n);
+        store_values(cpu_isa_best(), pre, dst, dt, off, n);
 }
 
 void cpu_parallel_chunks(int64_t total, cpu_chunk_fn fn, void *ctx, round_stats *st)
