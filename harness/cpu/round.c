@@ -166,19 +166,24 @@ static inline __attribute__((always_inline)) uint32_t post_bits(const float *pre
 }
 
 /* a float32 store, whose pattern is pre's: zeros, the largest and the least non-zero pattern
- * and the exponent bytes (its subnormals are counted apart: count_subnormals) */
+ * and the exponent bytes (its subnormals are counted apart: count_subnormals); the store
+ * itself too, pre copied into out on the same read, unless out is NULL (pre is the
+ * destination: an observe) */
 static inline __attribute__((always_inline)) void count_wide(const float *pre, int n, uint32_t inf,
-                                                             bit_counts *c, uint8_t *restrict ex)
+                                                             bit_counts *c, uint8_t *restrict ex,
+                                                             float *restrict out)
 {
     uint32_t zeros = 0, pmax = 0, pmin = UINT32_MAX;
-    for (int i = 0; i < n; i++) {
-        uint32_t p = float_bits(pre[i]) & 0x7fffffffu;
-        zeros += p == 0;
-        pmax = p > pmax ? p : pmax;                    /* NaN patterns too: count_special */
-        uint32_t nonzero = p | (0u - (p - 1u >= inf)); /* 1 <= p <= inf, else all ones */
-        pmin = nonzero < pmin ? nonzero : pmin;
-        ex[i] = (uint8_t)(p >> 23);
-    }
+#define COUNT_WIDE_LANE(i)                                                                             do {                                                                                                   uint32_t p = float_bits(pre[i]) & 0x7fffffffu;                                                     zeros += p == 0;                                                                                   pmax = p > pmax ? p : pmax;                    /* NaN patterns too: count_special */               uint32_t nonzero = p | (0u - (p - 1u >= inf)); /* 1 <= p <= inf, else all ones */                 pmin = nonzero < pmin ? nonzero : pmin;                                                            ex[i] = (uint8_t)(p >> 23);                                                                    } while (0)
+    if (out)
+        for (int i = 0; i < n; i++) {
+            out[i] = pre[i];
+            COUNT_WIDE_LANE(i);
+        }
+    else
+        for (int i = 0; i < n; i++)
+            COUNT_WIDE_LANE(i);
+#undef COUNT_WIDE_LANE
     c->zeros += zeros, c->pre_zeros += zeros;
     c->pmax = pmax > c->pmax ? pmax : c->pmax;
     c->pmin = pmin < c->pmin ? pmin : c->pmin;
@@ -530,8 +535,9 @@ static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, 
 }
 
 /* the counts of n <= CPU_CHUNK values stored into dst[off..] and the histogram of their
- * exponent bytes (ex, n bytes of scratch); win: see hist_bytes */
-static inline __attribute__((always_inline)) void count_chunk(const float *pre, const void *dst,
+ * exponent bytes (ex, n bytes of scratch); win: see hist_bytes. A float32 store is made here
+ * (count_wide), the others before. */
+static inline __attribute__((always_inline)) void count_chunk(const float *pre, void *dst,
                                                               dtype dt, int64_t off, int n,
                                                               bit_counts *c, uint8_t *ex,
                                                               window_fn win, exp_hist *he)
@@ -539,7 +545,8 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
     const format_info *f = format_of(dt);
     switch (dt) { /* the exponent bytes, and what does not need the histogram */
     case DTYPE_FLOAT32:
-        count_wide(pre, n, f->inf_pattern, c, ex);
+        count_wide(pre, n, f->inf_pattern, c, ex,
+                   (float *)dst + off != pre ? (float *)dst + off : NULL);
         break;
     case DTYPE_FLOAT16:
     case DTYPE_BFLOAT16:
@@ -573,10 +580,10 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
 }
 
 /* count_chunk built for each ISA level */
-typedef void (*count_chunk_fn)(const float *pre, const void *dst, dtype dt, int64_t off, int n,
+typedef void (*count_chunk_fn)(const float *pre, void *dst, dtype dt, int64_t off, int n,
                                bit_counts *c, uint8_t *ex, exp_hist *he);
 #define COUNT_CHUNK_ARGS                                                                           \
-    const float *pre, const void *dst, dtype dt, int64_t off, int n, bit_counts *c, uint8_t *ex,   \
+    const float *pre, void *dst, dtype dt, int64_t off, int n, bit_counts *c, uint8_t *ex,         \
         exp_hist *he
 __attribute__((target("avx512f,avx512bw,popcnt,prefer-vector-width=512"))) static void
 count_chunk_avx512(COUNT_CHUNK_ARGS)
@@ -660,8 +667,9 @@ cpu_isa cpu_isa_best(void) { return isa_active; }
 
 cpu_isa cpu_isa_processor(void) { return isa_processor; }
 
-/* the bookkeeping of n <= CPU_CHUNK stored values: counts, then the histogram of pre */
-static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype dt, int64_t off,
+/* the bookkeeping of n <= CPU_CHUNK stored values (and a float32 store: count_chunk): counts,
+ * then the histogram of pre */
+static void tally(count_chunk_fn count, const float *pre, void *dst, dtype dt, int64_t off,
                   int n, round_stats *st)
 {
     uint8_t ex[CPU_CHUNK];
@@ -696,7 +704,8 @@ static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype
 void cpu_store_at(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t off, int64_t n,
                   round_stats *st)
 {
-    store_values(isa, pre, dst, dt, off, n);
+    if (dt != DTYPE_FLOAT32 || !st) /* a counted float32 store is count_wide's copy */
+        store_values(isa, pre, dst, dt, off, n);
     for (int64_t k = 0; st && k < n; k += CPU_CHUNK)
         tally(isa_levels[isa].fn, pre + k, dst, dt, off + k,
               (int)(n - k < CPU_CHUNK ? n - k : CPU_CHUNK), st);
