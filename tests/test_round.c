@@ -282,8 +282,8 @@ Test(round, every_isa_level_counts_bfloat16_as_half_h) { check_levels_of(DTYPE_B
 Test(round, every_isa_level_counts_float32_as_half_h) { check_levels_of(DTYPE_FLOAT32); }
 
 /*
- * The histogram's windows (round.c's hist_bytes: eight exponents a pass, bit-sliced counters,
- * on AVX2 and AVX-512; comparisons on plain x86-64): chunks whose exponents span 1 to 65
+ * The histogram's windows (round.c's hist_bytes: bit-sliced counters of eight exponents a pass
+ * on AVX2, sixteen on AVX-512; comparisons on plain x86-64): chunks whose exponents span 1 to 65
  * values (one window, several, the last one partial, at and beyond the 16 and 64 where the
  * ways of counting change), placed low, in the middle and at the top of the exponent range
  * (up to 254, next to inf's and NaN's byte 255; float16's normal range, 2^-14 to 2^15, its
@@ -296,7 +296,7 @@ Test(round, every_isa_level_counts_float32_as_half_h) { check_levels_of(DTYPE_FL
 static void check_windows(dtype dt)
 {
     static float pre[N];
-    static const int spans[] = {1, 2, 8, 9, 16, 17, 29, 30, 31, 32, 33, 63, 64, 65};
+    static const int spans[] = {1, 2, 8, 9, 15, 16, 17, 29, 30, 31, 32, 33, 47, 48, 49, 63, 64, 65};
     static const int tops[] = {130, 254, 40, 141, 142, 253};
     static const int lengths[] = {4096, 4095, 4096 - 64 * 5 - 3, 1000, 63};
     rng g;
