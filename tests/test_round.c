@@ -30,6 +30,7 @@ static void check_store_at(cpu_isa isa, dtype dt, const float *pre, int n, const
     round_stats st, ref;
     round_stats_init(&st);
     round_stats_init(&ref);
+    memset(got, 0xa5, sizeof got); /* no bits left from an earlier call's store */
     cpu_store_at(isa, pre, got, dt, 0, n, &st);
     float min_normal = dtype_min_normal(dt);
     for (int i = 0; i < n; i++) {
@@ -249,13 +250,40 @@ static void check_levels_of(dtype dt)
     check_levels(dt, pre, N, "random patterns");
 }
 
+/* cpu_store_at without stats stores as with them (a counted float32 store is the counting's
+ * own copy; an uncounted one is not): every level, every 16- and 32-bit dtype, random patterns
+ * over more than two chunks */
+Test(round, every_isa_level_stores_without_counting)
+{
+    static float pre[N];
+    static uint8_t got[4 * N], want[4 * N];
+    static const dtype dts[] = {DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_FLOAT32};
+    rng g;
+    rng_seed(&g, 23);
+    for (int i = 0; i < N; i++)
+        pre[i] = bits_float((uint32_t)rng_next(&g));
+    for (int d = 0; d < 3; d++) {
+        for (int i = 0; i < N; i++)
+            store_from_float(want, dts[d], i, pre[i]);
+        for (int l = 0; l < CPU_ISA_COUNT; l++) {
+            if (!cpu_isa_runs((cpu_isa)l))
+                continue;
+            memset(got, 0xa5, sizeof got);
+            cpu_store_at((cpu_isa)l, pre, got, dts[d], 0, N, NULL);
+            cr_expect_eq(memcmp(got, want, (size_t)N * dtype_size(dts[d])), 0,
+                         "%s %s: stored bits differ", cpu_isa_name((cpu_isa)l),
+                         dtype_name(dts[d]));
+        }
+    }
+}
+
 Test(round, every_isa_level_counts_float16_as_half_h) { check_levels_of(DTYPE_FLOAT16); }
 Test(round, every_isa_level_counts_bfloat16_as_half_h) { check_levels_of(DTYPE_BFLOAT16); }
 Test(round, every_isa_level_counts_float32_as_half_h) { check_levels_of(DTYPE_FLOAT32); }
 
 /*
- * The histogram's windows (round.c's hist_bytes: eight exponents a pass, bit-sliced counters,
- * on AVX2 and AVX-512; comparisons on plain x86-64): chunks whose exponents span 1 to 65
+ * The histogram's windows (round.c's hist_bytes: bit-sliced counters of eight exponents a pass
+ * on AVX2, sixteen on AVX-512; comparisons on plain x86-64): chunks whose exponents span 1 to 65
  * values (one window, several, the last one partial, at and beyond the 16 and 64 where the
  * ways of counting change), placed low, in the middle and at the top of the exponent range
  * (up to 254, next to inf's and NaN's byte 255; float16's normal range, 2^-14 to 2^15, its
@@ -268,7 +296,7 @@ Test(round, every_isa_level_counts_float32_as_half_h) { check_levels_of(DTYPE_FL
 static void check_windows(dtype dt)
 {
     static float pre[N];
-    static const int spans[] = {1, 2, 8, 9, 16, 17, 29, 30, 31, 32, 33, 63, 64, 65};
+    static const int spans[] = {1, 2, 8, 9, 15, 16, 17, 29, 30, 31, 32, 33, 47, 48, 49, 63, 64, 65};
     static const int tops[] = {130, 254, 40, 141, 142, 253};
     static const int lengths[] = {4096, 4095, 4096 - 64 * 5 - 3, 1000, 63};
     rng g;

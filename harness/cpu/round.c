@@ -66,13 +66,18 @@ void cpu_round(float *v, int64_t n, dtype dt)
 }
 
 /* dst[i] = bf16_from_float(pre[i]): a loop the vectoriser handles (pre never aliases a 16-bit
- * store), built for AVX2 too, whose 8 lanes narrow to 16 bits in one instruction; the level
- * the harness runs at chooses (cpu_isa_best) */
+ * store), built for AVX2 too, whose 8 lanes narrow to 16 bits in one instruction, and for
+ * AVX-512, 16 lanes; the level the store runs at chooses */
 static inline __attribute__((always_inline)) void store_bf16_loop(const float *restrict pre,
                                                                   uint16_t *restrict dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         dst[i] = bf16_from_float(pre[i]);
+}
+__attribute__((target("avx512f,avx512bw,prefer-vector-width=512"))) static void
+store_bf16_avx512(const float *restrict pre, uint16_t *restrict dst, int64_t n)
+{
+    store_bf16_loop(pre, dst, n);
 }
 __attribute__((target("avx2"))) static void store_bf16_avx2(const float *restrict pre,
                                                             uint16_t *restrict dst, int64_t n)
@@ -83,15 +88,28 @@ static void store_bf16_x86_64(const float *restrict pre, uint16_t *restrict dst,
 {
     store_bf16_loop(pre, dst, n);
 }
-static void store_bf16(const float *pre, uint16_t *dst, int64_t n)
+static void store_bf16(cpu_isa isa, const float *pre, uint16_t *dst, int64_t n)
 {
-    if (cpu_isa_best() >= CPU_ISA_AVX2)
+    switch (isa) {
+    case CPU_ISA_AVX512:
+        store_bf16_avx512(pre, dst, n);
+        return;
+    case CPU_ISA_AVX2:
         store_bf16_avx2(pre, dst, n);
-    else
+        return;
+    case CPU_ISA_X86_64:
         store_bf16_x86_64(pre, dst, n);
+        return;
+    case CPU_ISA_COUNT:
+        break;
+    }
+    fprintf(stderr, "store_bf16: %d is not an ISA level\n", (int)isa);
+    abort();
 }
 
-static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int64_t n)
+/* pre[0..n) stored into dst[off..] as dt, at ISA level isa (bfloat16's loop is built per level) */
+static void store_values(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t off,
+                         int64_t n)
 {
     switch (dt) {
     case DTYPE_FLOAT32:
@@ -106,7 +124,7 @@ static void store_values(const float *pre, void *dst, dtype dt, int64_t off, int
                 store_from_float(dst, DTYPE_FLOAT16, off + i, pre[i]);
         return;
     case DTYPE_BFLOAT16:
-        store_bf16(pre, (uint16_t *)dst + off, n);
+        store_bf16(isa, pre, (uint16_t *)dst + off, n);
         return;
     case DTYPE_FLOAT8_E4M3FN:
     case DTYPE_FLOAT8_E5M2:
@@ -148,19 +166,24 @@ static inline __attribute__((always_inline)) uint32_t post_bits(const float *pre
 }
 
 /* a float32 store, whose pattern is pre's: zeros, the largest and the least non-zero pattern
- * and the exponent bytes (its subnormals are counted apart: count_subnormals) */
+ * and the exponent bytes (its subnormals are counted apart: count_subnormals); the store
+ * itself too, pre copied into out on the same read, unless out is NULL (pre is the
+ * destination: an observe) */
 static inline __attribute__((always_inline)) void count_wide(const float *pre, int n, uint32_t inf,
-                                                             bit_counts *c, uint8_t *restrict ex)
+                                                             bit_counts *c, uint8_t *restrict ex,
+                                                             float *restrict out)
 {
     uint32_t zeros = 0, pmax = 0, pmin = UINT32_MAX;
-    for (int i = 0; i < n; i++) {
-        uint32_t p = float_bits(pre[i]) & 0x7fffffffu;
-        zeros += p == 0;
-        pmax = p > pmax ? p : pmax;                    /* NaN patterns too: count_special */
-        uint32_t nonzero = p | (0u - (p - 1u >= inf)); /* 1 <= p <= inf, else all ones */
-        pmin = nonzero < pmin ? nonzero : pmin;
-        ex[i] = (uint8_t)(p >> 23);
-    }
+#define COUNT_WIDE_LANE(i)                                                                             do {                                                                                                   uint32_t p = float_bits(pre[i]) & 0x7fffffffu;                                                     zeros += p == 0;                                                                                   pmax = p > pmax ? p : pmax;                    /* NaN patterns too: count_special */               uint32_t nonzero = p | (0u - (p - 1u >= inf)); /* 1 <= p <= inf, else all ones */                 pmin = nonzero < pmin ? nonzero : pmin;                                                            ex[i] = (uint8_t)(p >> 23);                                                                    } while (0)
+    if (out)
+        for (int i = 0; i < n; i++) {
+            out[i] = pre[i];
+            COUNT_WIDE_LANE(i);
+        }
+    else
+        for (int i = 0; i < n; i++)
+            COUNT_WIDE_LANE(i);
+#undef COUNT_WIDE_LANE
     c->zeros += zeros, c->pre_zeros += zeros;
     c->pmax = pmax > c->pmax ? pmax : c->pmax;
     c->pmin = pmin < c->pmin ? pmin : c->pmin;
@@ -289,7 +312,8 @@ typedef struct exp_hist {
 } exp_hist;
 
 /*
- * How many of ex[0..nv) (nv a multiple of 64) equal base + j, for j < 8: the AVX2 and AVX-512
+ * How many of ex[0..nv) (nv a multiple of 64) equal base + j, for j < 8 (AVX2) or 16
+ * (AVX-512, below; the window's width is the function's result): the AVX2 and AVX-512
  * builds' histogram, whose cost does not grow with the exponents a window holds. Each byte
  * becomes a one-hot byte, 1 << (x - base) or 0 outside the window (a table lookup by
  * vpshufb); the one-hot vectors are summed by carry-save adders into bit-sliced counters
@@ -299,16 +323,17 @@ typedef struct exp_hist {
  * popcount of a bit across the lanes of each plane. At most 128 vectors of 32 bytes (4096
  * bytes) fit in eight planes.
  */
-typedef void (*window_fn)(const uint8_t *ex, int nv, int base, uint32_t count[8]);
+#define WINDOW_MAX 16 /* window_avx512's; window_avx2's is WINDOW */
 #define WINDOW 8
+typedef int (*window_fn)(const uint8_t *ex, int nv, int base, uint32_t count[WINDOW_MAX]);
 #define CSA_AVX2(h, l, a, b, c)                                                                    \
     do {                                                                                           \
         __m256i u_ = _mm256_xor_si256(a, b), c_ = (c);                                             \
         h = _mm256_or_si256(_mm256_and_si256(a, b), _mm256_and_si256(u_, c_));                     \
         l = _mm256_xor_si256(u_, c_);                                                              \
     } while (0)
-__attribute__((target("avx2,popcnt"))) static void window_avx2(const uint8_t *ex, int nv, int base,
-                                                               uint32_t count[8])
+__attribute__((target("avx2,popcnt"))) static int window_avx2(const uint8_t *ex, int nv, int base,
+                                                              uint32_t count[WINDOW_MAX])
 {
     const __m256i lut = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2,
                                          4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -361,76 +386,104 @@ __attribute__((target("avx2,popcnt"))) static void window_avx2(const uint8_t *ex
             count[j] += (uint32_t)__builtin_popcount(
                             (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(p[k], 7 - j)))
                         << k;
+    return WINDOW;
 }
 
-/* window_avx2 on 64-byte vectors: carry-save adds in two ternary-logic instructions (0x96
- * a ^ b ^ c, 0xe8 the majority), the counts' bits tested into mask registers */
+/* window_avx2 on 64-byte vectors, 16 exponents a pass: x - base saturated up by 0x70 is
+ * 0x70..0x7f inside the window, a byte with its top bit set (vpshufb's zero) outside, and two
+ * tables give its one-hot halves, each summed into eight planes of its own (32 registers hold
+ * both); carry-save adds in two ternary-logic instructions (0x96 a ^ b ^ c, 0xe8 the
+ * majority), the counts' bits tested into mask registers */
 #define CSA_AVX512(h, l, a, b, c)                                                                  \
     do {                                                                                           \
         __m512i a_ = (a), b_ = (b), c_ = (c);                                                      \
         h = _mm512_ternarylogic_epi64(a_, b_, c_, 0xe8);                                           \
         l = _mm512_ternarylogic_epi64(a_, b_, c_, 0x96);                                           \
     } while (0)
-__attribute__((target("avx512f,avx512bw,popcnt"))) static void
-window_avx512(const uint8_t *ex, int nv, int base, uint32_t count[8])
+__attribute__((target("avx512f,avx512bw,popcnt"))) static int
+window_avx512(const uint8_t *ex, int nv, int base, uint32_t count[WINDOW_MAX])
 {
-    const __m512i lut =
-        _mm512_broadcast_i32x4(_mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0));
-    const __m512i b = _mm512_set1_epi8((char)base), out = _mm512_set1_epi8(WINDOW);
-#define ONEHOT_AVX512(k)                                                                           \
-    _mm512_shuffle_epi8(                                                                           \
-        lut, _mm512_min_epu8(                                                                      \
-                 _mm512_sub_epi8(_mm512_loadu_si512((const void *)(ex + 64 * (k))), b), out))
-    __m512i p[8];
-    for (int k = 0; k < 8; k++)
-        p[k] = _mm512_setzero_si512();
+    const __m512i lut_lo = _mm512_broadcast_i32x4(
+                      _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0)),
+                  lut_hi = _mm512_broadcast_i32x4(
+                      _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, -128));
+    const __m512i b = _mm512_set1_epi8((char)base), up = _mm512_set1_epi8(0x70);
+#define INDEX_AVX512(k)                                                                            \
+    _mm512_adds_epu8(_mm512_sub_epi8(_mm512_loadu_si512((const void *)(ex + 64 * (k))), b), up)
+    __m512i p[2][8]; /* the planes of base + 0..7 and of base + 8..15 */
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 8; k++)
+            p[h][k] = _mm512_setzero_si512();
     int nx = nv / 64, i = 0;
     for (; i + 16 <= nx; i += 16) {
-        __m512i twos_a, twos_b, fours_a, fours_b, eights_a, eights_b, sixteens;
-        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i), ONEHOT_AVX512(i + 1));
-        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 2), ONEHOT_AVX512(i + 3));
-        CSA_AVX512(fours_a, p[1], p[1], twos_a, twos_b);
-        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i + 4), ONEHOT_AVX512(i + 5));
-        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 6), ONEHOT_AVX512(i + 7));
-        CSA_AVX512(fours_b, p[1], p[1], twos_a, twos_b);
-        CSA_AVX512(eights_a, p[2], p[2], fours_a, fours_b);
-        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i + 8), ONEHOT_AVX512(i + 9));
-        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 10), ONEHOT_AVX512(i + 11));
-        CSA_AVX512(fours_a, p[1], p[1], twos_a, twos_b);
-        CSA_AVX512(twos_a, p[0], p[0], ONEHOT_AVX512(i + 12), ONEHOT_AVX512(i + 13));
-        CSA_AVX512(twos_b, p[0], p[0], ONEHOT_AVX512(i + 14), ONEHOT_AVX512(i + 15));
-        CSA_AVX512(fours_b, p[1], p[1], twos_a, twos_b);
-        CSA_AVX512(eights_b, p[2], p[2], fours_a, fours_b);
-        CSA_AVX512(sixteens, p[3], p[3], eights_a, eights_b);
-        for (int k = 4; k < 8; k++) {
-            __m512i carry = _mm512_and_si512(p[k], sixteens);
-            p[k] = _mm512_xor_si512(p[k], sixteens);
-            sixteens = carry;
-        }
+        __m512i twos_a[2], twos_b[2], fours_a[2], fours_b[2], eights_a[2], eights_b[2], sixteens[2];
+        /* vectors j and j + 1 into twos[] (each half's plane 0 carried) */
+#define PAIR_AVX512(twos, j)                                                                       \
+    do {                                                                                           \
+        __m512i x_ = INDEX_AVX512(i + (j)), y_ = INDEX_AVX512(i + (j) + 1);                        \
+        CSA_AVX512(twos[0], p[0][0], p[0][0], _mm512_shuffle_epi8(lut_lo, x_),                     \
+                   _mm512_shuffle_epi8(lut_lo, y_));                                               \
+        CSA_AVX512(twos[1], p[1][0], p[1][0], _mm512_shuffle_epi8(lut_hi, x_),                     \
+                   _mm512_shuffle_epi8(lut_hi, y_));                                               \
+    } while (0)
+#define BOTH_AVX512(hi, plane, x, y)                                                               \
+    do {                                                                                           \
+        CSA_AVX512(hi[0], p[0][plane], p[0][plane], x[0], y[0]);                                   \
+        CSA_AVX512(hi[1], p[1][plane], p[1][plane], x[1], y[1]);                                   \
+    } while (0)
+        PAIR_AVX512(twos_a, 0);
+        PAIR_AVX512(twos_b, 2);
+        BOTH_AVX512(fours_a, 1, twos_a, twos_b);
+        PAIR_AVX512(twos_a, 4);
+        PAIR_AVX512(twos_b, 6);
+        BOTH_AVX512(fours_b, 1, twos_a, twos_b);
+        BOTH_AVX512(eights_a, 2, fours_a, fours_b);
+        PAIR_AVX512(twos_a, 8);
+        PAIR_AVX512(twos_b, 10);
+        BOTH_AVX512(fours_a, 1, twos_a, twos_b);
+        PAIR_AVX512(twos_a, 12);
+        PAIR_AVX512(twos_b, 14);
+        BOTH_AVX512(fours_b, 1, twos_a, twos_b);
+        BOTH_AVX512(eights_b, 2, fours_a, fours_b);
+        BOTH_AVX512(sixteens, 3, eights_a, eights_b);
+#undef PAIR_AVX512
+#undef BOTH_AVX512
+        for (int h = 0; h < 2; h++)
+            for (int k = 4; k < 8; k++) {
+                __m512i carry = _mm512_and_si512(p[h][k], sixteens[h]);
+                p[h][k] = _mm512_xor_si512(p[h][k], sixteens[h]);
+                sixteens[h] = carry;
+            }
     }
     for (; i < nx; i++) {
-        __m512i x = ONEHOT_AVX512(i);
-        for (int k = 0; k < 8; k++) {
-            __m512i carry = _mm512_and_si512(p[k], x);
-            p[k] = _mm512_xor_si512(p[k], x);
-            x = carry;
+        __m512i idx = INDEX_AVX512(i);
+        for (int h = 0; h < 2; h++) {
+            __m512i x = _mm512_shuffle_epi8(h ? lut_hi : lut_lo, idx);
+            for (int k = 0; k < 8; k++) {
+                __m512i carry = _mm512_and_si512(p[h][k], x);
+                p[h][k] = _mm512_xor_si512(p[h][k], x);
+                x = carry;
+            }
         }
     }
-#undef ONEHOT_AVX512
-    for (int j = 0; j < WINDOW; j++)
+#undef INDEX_AVX512
+    for (int j = 0; j < 16; j++)
         count[j] = 0;
-    for (int k = 0; k < 8; k++)
-        for (int j = 0; j < WINDOW && _mm512_test_epi64_mask(p[k], p[k]); j++)
-            count[j] += (uint32_t)__builtin_popcountll(
-                            _mm512_test_epi8_mask(p[k], _mm512_set1_epi8((char)(1 << j))))
-                        << k;
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 8; k++)
+            for (int j = 0; j < 8 && _mm512_test_epi64_mask(p[h][k], p[h][k]); j++)
+                count[8 * h + j] += (uint32_t)__builtin_popcountll(_mm512_test_epi8_mask(
+                                        p[h][k], _mm512_set1_epi8((char)(1 << j))))
+                                    << k;
+    return 16;
 }
 
 /*
  * he = the histogram of ex[0..n), n <= CPU_CHUNK. A chunk's exponents usually span 10 to 30
  * values: when those other than 0 and 255 span at most HIST_SPAN, they are counted window by
- * window (win: window_avx2 or window_avx512, each a pass over the bytes) or, where the
- * target has no byte shuffle (plain x86-64, win NULL) and they span at most HIST_SPAN_COMPARE,
+ * window (win: window_avx2 or window_avx512, each a pass over the bytes for 8 or 16 values)
+ * or, where the target has no byte shuffle (plain x86-64, win NULL) and they span at most
+ * HIST_SPAN_COMPARE,
  * by comparisons over all the bytes, HIST_PASS values per pass, in byte counters over blocks of
  * HIST_BLOCK bytes (at most CPU_CHUNK / HIST_BLOCK = 64 per counter); otherwise one increment per
  * byte in eight tables in turn, so that runs of equal bytes do not wait on each other.
@@ -454,10 +507,10 @@ static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, 
     int lo = lo_1 + 1, hi = hi_1 - 1; /* of the bytes but 0 and 255; lo > hi when none */
     uint32_t counted = 0;
     if (hi - lo < HIST_SPAN && win) {
-        for (int base = lo; base <= hi; base += WINDOW) {
-            uint32_t c[WINDOW];
-            win(ex, nv, base, c);
-            for (int j = 0; j < WINDOW && base + j <= hi; j++) /* above hi: only 255s */
+        for (int base = lo, w; base <= hi; base += w) {
+            uint32_t c[WINDOW_MAX];
+            w = win(ex, nv, base, c);
+            for (int j = 0; j < w && base + j <= hi; j++) /* above hi: only 255s */
                 he->n[base + j] = c[j], counted += c[j];
         }
         he->rest = (uint32_t)nv - counted;
@@ -512,8 +565,9 @@ static inline __attribute__((always_inline)) void hist_bytes(const uint8_t *ex, 
 }
 
 /* the counts of n <= CPU_CHUNK values stored into dst[off..] and the histogram of their
- * exponent bytes (ex, n bytes of scratch); win: see hist_bytes */
-static inline __attribute__((always_inline)) void count_chunk(const float *pre, const void *dst,
+ * exponent bytes (ex, n bytes of scratch); win: see hist_bytes. A float32 store is made here
+ * (count_wide), the others before. */
+static inline __attribute__((always_inline)) void count_chunk(const float *pre, void *dst,
                                                               dtype dt, int64_t off, int n,
                                                               bit_counts *c, uint8_t *ex,
                                                               window_fn win, exp_hist *he)
@@ -521,7 +575,8 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
     const format_info *f = format_of(dt);
     switch (dt) { /* the exponent bytes, and what does not need the histogram */
     case DTYPE_FLOAT32:
-        count_wide(pre, n, f->inf_pattern, c, ex);
+        count_wide(pre, n, f->inf_pattern, c, ex,
+                   (float *)dst + off != pre ? (float *)dst + off : NULL);
         break;
     case DTYPE_FLOAT16:
     case DTYPE_BFLOAT16:
@@ -555,10 +610,10 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
 }
 
 /* count_chunk built for each ISA level */
-typedef void (*count_chunk_fn)(const float *pre, const void *dst, dtype dt, int64_t off, int n,
+typedef void (*count_chunk_fn)(const float *pre, void *dst, dtype dt, int64_t off, int n,
                                bit_counts *c, uint8_t *ex, exp_hist *he);
 #define COUNT_CHUNK_ARGS                                                                           \
-    const float *pre, const void *dst, dtype dt, int64_t off, int n, bit_counts *c, uint8_t *ex,   \
+    const float *pre, void *dst, dtype dt, int64_t off, int n, bit_counts *c, uint8_t *ex,         \
         exp_hist *he
 __attribute__((target("avx512f,avx512bw,popcnt,prefer-vector-width=512"))) static void
 count_chunk_avx512(COUNT_CHUNK_ARGS)
@@ -642,8 +697,9 @@ cpu_isa cpu_isa_best(void) { return isa_active; }
 
 cpu_isa cpu_isa_processor(void) { return isa_processor; }
 
-/* the bookkeeping of n <= CPU_CHUNK stored values: counts, then the histogram of pre */
-static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype dt, int64_t off,
+/* the bookkeeping of n <= CPU_CHUNK stored values (and a float32 store: count_chunk): counts,
+ * then the histogram of pre */
+static void tally(count_chunk_fn count, const float *pre, void *dst, dtype dt, int64_t off,
                   int n, round_stats *st)
 {
     uint8_t ex[CPU_CHUNK];
@@ -678,7 +734,8 @@ static void tally(count_chunk_fn count, const float *pre, const void *dst, dtype
 void cpu_store_at(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t off, int64_t n,
                   round_stats *st)
 {
-    store_values(pre, dst, dt, off, n);
+    if (dt != DTYPE_FLOAT32 || !st) /* a counted float32 store is count_wide's copy */
+        store_values(isa, pre, dst, dt, off, n);
     for (int64_t k = 0; st && k < n; k += CPU_CHUNK)
         tally(isa_levels[isa].fn, pre + k, dst, dt, off + k,
               (int)(n - k < CPU_CHUNK ? n - k : CPU_CHUNK), st);
@@ -689,7 +746,7 @@ void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, ro
     if (st)
         cpu_store_at(cpu_isa_best(), pre, dst, dt, off, n, st);
     else
-        store_values(pre, dst, dt, off, n);
+        store_values(cpu_isa_best(), pre, dst, dt, off, n);
 }
 
 void cpu_parallel_chunks(int64_t total, cpu_chunk_fn fn, void *ctx, round_stats *st)
