@@ -311,6 +311,29 @@ struct sum_op {
     __device__ T operator()(T a, T b) const { return a + b; }
 };
 
+struct max_skip_nan_op { /* the CPU's `v > mx ? v : mx`: NaNs never win */
+    __device__ float operator()(float a, float b) const { return b > a ? b : a; }
+};
+
+/* The block's row x[base .. base + cols): its largest value (*mx; NaNs never win, -inf for
+ * none) and the sum in double of (float)exp((double)(x - *mx)), block-reduced: the first
+ * two passes of softmax and log_softmax (every thread calls it; results in every thread) */
+static __device__ inline double row_max_expsum(const void *x, dtype x_dt, int64_t base,
+                                               int64_t cols, float *mx)
+{
+    float m = bits_float(0xff800000u); /* -inf */
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+        float v = load_as_float(x, x_dt, base + j);
+        m = v > m ? v : m;
+    }
+    m = block_reduce(m, max_skip_nan_op());
+    double sum = 0.0;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+        sum += (float)exp((double)(load_as_float(x, x_dt, base + j) - m));
+    *mx = m;
+    return block_reduce(sum, sum_op());
+}
+
 /* ---- host side (round.cu, backend_cuda.cu) ---- */
 /* Device counters for the op's output `slot` (0 for single-output ops), reset; NULL when
  * st is NULL. */

@@ -14,10 +14,6 @@
 
 static __device__ inline float exp_f32(float v) { return (float)exp((double)v); }
 
-struct max_skip_nan_op { /* the CPU's `v > mx ? v : mx`: NaNs never win */
-    __device__ float operator()(float a, float b) const { return b > a ? b : a; }
-};
-
 __global__ void log_softmax_kernel(const void *x, dtype x_dt, void *y, dtype y_dt, int64_t rows,
                                    int64_t cols, dev_stats *out)
 {
@@ -26,16 +22,8 @@ __global__ void log_softmax_kernel(const void *x, dtype x_dt, void *y, dtype y_d
     tally_begin(&t, &sh, out, y_dt);
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         int64_t base = r * cols;
-        float mx = bits_float(0xff800000u); /* -inf */
-        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-            float v = load_as_float(x, x_dt, base + j);
-            mx = v > mx ? v : mx;
-        }
-        mx = block_reduce(mx, max_skip_nan_op());
-        double sum = 0.0;
-        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-            sum += exp_f32(load_as_float(x, x_dt, base + j) - mx);
-        sum = block_reduce(sum, sum_op());
+        float mx;
+        double sum = row_max_expsum(x, x_dt, base, cols, &mx);
         float lse = mx + (float)log(sum);
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
             tally_store(&t, y, y_dt, base + j, load_as_float(x, x_dt, base + j) - lse);

@@ -6,10 +6,6 @@
 #include "activation_math.h"
 #include "cuda.cuh"
 
-struct softmax_max_op { /* the CPU's `v > mx ? v : mx`: NaNs never win */
-    __device__ float operator()(float a, float b) const { return b > a ? b : a; }
-};
-
 __global__ void softmax_kernel(const void *x, dtype x_dt, void *y, dtype y_dt, int64_t rows,
                                int64_t cols, dev_stats *out)
 {
@@ -18,16 +14,8 @@ __global__ void softmax_kernel(const void *x, dtype x_dt, void *y, dtype y_dt, i
     tally_begin(&t, &sh, out, y_dt);
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         int64_t base = r * cols;
-        float mx = bits_float(0xff800000u); /* -inf */
-        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-            float v = load_as_float(x, x_dt, base + j);
-            mx = v > mx ? v : mx;
-        }
-        mx = block_reduce(mx, softmax_max_op());
-        double sum = 0.0;
-        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-            sum += act_exp(load_as_float(x, x_dt, base + j) - mx);
-        float s = (float)block_reduce(sum, sum_op());
+        float mx;
+        float s = (float)row_max_expsum(x, x_dt, base, cols, &mx);
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
             tally_store(&t, y, y_dt, base + j, act_exp(load_as_float(x, x_dt, base + j) - mx) / s);
     }
