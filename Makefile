@@ -7,7 +7,7 @@
 #   make gpu-rehearsal  scripts/gpu-check.sh --quick --carried here, as on a GPU machine
 #   make plots | bench | fuzz | conformance | clean
 # OpenMP threads wait passively (OMP_WAIT_POLICY=passive, which bin/ampscope also sets for
-# itself, with OpenBLAS's kernels: harness/libenv.c): spinning threads of the two libraries
+# itself, with OpenBLAS's kernels: harness/core/libenv.c): spinning threads of the two libraries
 # slow each other down on few cores.
 # Options: CUDA=0 (skip the GPU library), CUDA=1 (require it), CUDA_ARCH=NN (default: the GPU's,
 # from nvidia-smi, else 90), SAN=1 (ASan+UBSan), MPI=0 (build without Open MPI: a case with
@@ -62,7 +62,7 @@ endif
 
 # Open MPI (Debian's libopenmpi-dev and openmpi-bin, which scripts/install-deps.sh installs,
 # here at once when they are missing so that a clean clone builds with them): only
-# harness/distributed_mpi.c is compiled against it
+# harness/distributed/mpi.c is compiled against it
 ifneq ($(MPI),0)
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 ifeq ($(MPI_CFLAGS),)
@@ -96,15 +96,15 @@ $(info NCCL: not found beside the CUDA toolkit, distributed cases run on the CPU
 endif
 export AMPSCOPE_NO_MPI := $(if $(WITH_MPI),,1)
 
-HARNESS_SRC := $(wildcard harness/*.c harness/cpu/*.c harness/layers/*.c)
+HARNESS_SRC := $(wildcard harness/*/*.c harness/*/*/*.c)
 HARNESS_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(HARNESS_SRC))
-LIB_OBJ     := $(filter-out $(BUILD)/harness/main.o,$(HARNESS_OBJ))
+LIB_OBJ     := $(filter-out $(BUILD)/harness/cli/main.o,$(HARNESS_OBJ))
 TEST_SRC    := $(wildcard tests/*.c)
 TEST_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(TEST_SRC))
 CUDA_SRC    := $(wildcard kernels/*.cu)
 CUDA_OBJ    := $(patsubst %.cu,build/cuda/%.o,$(CUDA_SRC))
-CUDA_C_OBJ  := build/cuda/harness/stats.o build/cuda/harness/dtype.o build/cuda/harness/format.o \
-               build/cuda/harness/memory.o
+CUDA_C_OBJ  := build/cuda/harness/core/stats.o build/cuda/harness/core/dtype.o build/cuda/harness/core/format.o \
+               build/cuda/harness/core/memory.o
 CUDA_LIB    := lib/libampscope_cuda.so
 AMPSCOPE    := bin/ampscope$(if $(filter 1,$(SAN)),-san)
 TESTS_BIN   := bin/tests$(if $(filter 1,$(SAN)),-san)
@@ -120,18 +120,18 @@ $(BUILD)/%.o: %.c | deps
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/tests/test_half.o: CFLAGS += -mf16c
-# distributed_mpi.o is rebuilt when MPI is switched on or off (the stamp holds the setting)
-$(BUILD)/harness/distributed_mpi.o: CFLAGS += $(if $(WITH_MPI),-DAMPSCOPE_MPI $(MPI_CFLAGS))
-$(BUILD)/harness/distributed_mpi.o $(BUILD)/tests/test_distributed.o: $(BUILD)/mpi.stamp
+# distributed/mpi.o is rebuilt when MPI is switched on or off (the stamp holds the setting)
+$(BUILD)/harness/distributed/mpi.o: CFLAGS += $(if $(WITH_MPI),-DAMPSCOPE_MPI $(MPI_CFLAGS))
+$(BUILD)/harness/distributed/mpi.o $(BUILD)/tests/test_distributed.o: $(BUILD)/mpi.stamp
 $(BUILD)/mpi.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(WITH_MPI) $(MPI_CFLAGS)' | cmp -s - $@ || echo '$(WITH_MPI) $(MPI_CFLAGS)' > $@
 FORCE:
 # the GPU bundle runs where no Open MPI is installed: it is built without it
-$(BUILD)/harness/distributed_mpi_nompi.o: harness/distributed_mpi.c | deps
+$(BUILD)/harness/distributed/mpi_nompi.o: harness/distributed/mpi.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
-BUNDLE_OBJ := $(patsubst $(BUILD)/harness/distributed_mpi.o,$(BUILD)/harness/distributed_mpi_nompi.o,$(HARNESS_OBJ))
+BUNDLE_OBJ := $(patsubst $(BUILD)/harness/distributed/mpi.o,$(BUILD)/harness/distributed/mpi_nompi.o,$(HARNESS_OBJ))
 # the GPU path's tests read cuDNN's enums and the toolkit's place (they skip without them)
 $(BUILD)/tests/test_gpu_path.o: CFLAGS += $(if $(WITH_CUDA),-I$(CUDA_HOME)/include -DAMPSCOPE_CUDA_HOME='"$(CUDA_HOME)"')
 
@@ -143,8 +143,8 @@ $(AMPSCOPE): $(HARNESS_OBJ)
 TEST_LIBS := $(BUILD)/tests/other-abi/libampscope_cuda.so $(BUILD)/tests/no-abi/libampscope_cuda.so
 # with MPI, the engine's one-value all-reduce that tests/test_distributed.c runs under mpirun
 MPI_CHECK := $(BUILD)/tests/allreduce_check
-$(MPI_CHECK): tests/fixtures/distributed/allreduce_check.c $(BUILD)/harness/distributed_mpi.o \
-              $(BUILD)/harness/distributed_policy.o $(BUILD)/harness/dtype.o $(BUILD)/harness/format.o
+$(MPI_CHECK): tests/fixtures/distributed/allreduce_check.c $(BUILD)/harness/distributed/mpi.o \
+              $(BUILD)/harness/distributed/policy.o $(BUILD)/harness/core/dtype.o $(BUILD)/harness/core/format.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/tests/test_distributed.o: CFLAGS += $(if $(WITH_MPI),-DTEST_MPI_CHECK='"$(MPI_CHECK)"')
@@ -153,10 +153,10 @@ $(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ) | $(TEST_LIBS) $(if $(WITH_MPI),$(MPI_CHECK
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
 
 $(BUILD)/tests/test_backend.o: CFLAGS += -DTEST_LIB_DIR='"$(BUILD)/tests"'
-$(BUILD)/tests/other-abi/libampscope_cuda.so: tests/fixtures/backend/other_abi.c harness/backend.h
+$(BUILD)/tests/other-abi/libampscope_cuda.so: tests/fixtures/backend/other_abi.c harness/ops/backend.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Iharness -fPIC -shared $< -o $@
-$(BUILD)/tests/no-abi/libampscope_cuda.so: tests/fixtures/backend/other_abi.c harness/backend.h
+$(BUILD)/tests/no-abi/libampscope_cuda.so: tests/fixtures/backend/other_abi.c harness/ops/backend.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Iharness -fPIC -shared -DWITHOUT_ABI $< -o $@
 
@@ -166,19 +166,19 @@ $(BUILD)/tests/no-abi/libampscope_cuda.so: tests/fixtures/backend/other_abi.c ha
 CUDA_RUNPATH := -Xlinker --enable-new-dtags -Xlinker -rpath='$(CUDA_HOME)/lib64:$$ORIGIN'
 # -fmad=false: no a*b+c contracted into an FMA, so kernels round as the CPU backend does
 NVCCFLAGS := -O2 -std=c++17 -fmad=false -Xcompiler -fPIC,-Wall,-Wextra -gencode arch=compute_$(CUDA_ARCH),code=[sm_$(CUDA_ARCH),compute_$(CUDA_ARCH)]
-build/cuda/%.o: %.cu $(wildcard kernels/*.cuh kernels/*.h harness/*.h)
+build/cuda/%.o: %.cu $(wildcard kernels/*.cuh kernels/*.h harness/*/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -Iharness -c $< -o $@
 build/cuda/harness/%.o: harness/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -O2 -std=c11 -fPIC -c $< -o $@
+	$(CC) -O2 -std=c11 -fPIC -Iharness -c $< -o $@
 $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_C_OBJ)
 	@mkdir -p lib
 	$(NVCC) -shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudnn -lcudart -Xlinker --no-undefined $(CUDA_RUNPATH)
 
-# ---- NCCL for distributed cases on GPUs: its own library, dlopened by harness/distributed_nccl.c
+# ---- NCCL for distributed cases on GPUs: its own library, dlopened by harness/distributed/nccl.c
 # only when a distributed case runs on the CUDA backend (built where the toolkit has nccl.h) ----
-$(NCCL_LIB): kernels/nccl_allreduce.c kernels/nccl_allreduce.h harness/dtype.h
+$(NCCL_LIB): kernels/nccl_allreduce.c harness/distributed/nccl_abi.h harness/core/dtype.h
 	@mkdir -p lib
 	$(CC) -O2 -std=c11 -Wall -Wextra -fPIC -shared -Iharness -I$(NCCL_HOME)/include $< -o $@ \
 	    -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lnccl -lcudart -Wl,--no-undefined \
@@ -231,8 +231,8 @@ plots: $(AMPSCOPE) | deps
 # BENCH=quick|all|counting (counting: the counting's cost alone, seconds); PyTorch's own steps
 # are timed with $(PYTHON) where it imports torch (make bench PYTHON=/path/to/venv/bin/python),
 # instructions counted by perf or valgrind. ISA=avx2|x86-64 runs it all at that level
-# (AMPSCOPE_CPU_ISA, harness/cpu/cpu.h: an emulation of such a processor on this one) with
-# OpenBLAS on such a processor's kernels (harness/libenv.c: Zen or Haswell, Prescott) whatever
+# (AMPSCOPE_CPU_ISA, harness/ops/cpu/cpu.h: an emulation of such a processor on this one) with
+# OpenBLAS on such a processor's kernels (harness/core/libenv.c: Zen or Haswell, Prescott) whatever
 # OPENBLAS_CORETYPE the environment holds, or BLAS_CORE's; the first line printed says which
 # level and kernels ran.
 BENCH ?= all
@@ -260,15 +260,15 @@ valgrind: $(AMPSCOPE)
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Iharness -fsanitize=fuzzer,address,undefined
 # the case parser reads the kinds from the layer registry, whose forwards need the run's core
-FUZZ_CASE_SRC := tools/fuzz/fuzz_case.c $(wildcard harness/case*.c harness/layers/*.c) \
-    harness/npy.c harness/dtype.c harness/format.c harness/optimizers.c harness/autocast.c harness/tape.c harness/run.c \
-    harness/observe.c harness/tensor.c harness/dump.c harness/stats.c harness/interrupt.c \
-    harness/distributed_case.c harness/distributed_policy.c harness/distributed_mpi.c \
-    harness/fp8_linear.c harness/fp8_recipe.c harness/backend.c
+FUZZ_CASE_SRC := tools/fuzz/fuzz_case.c $(wildcard harness/case/*.c harness/layers/*.c) \
+    harness/core/npy.c harness/core/dtype.c harness/core/format.c harness/train/optimizers.c harness/autograd/autocast.c harness/autograd/tape.c harness/autograd/run.c \
+    harness/autograd/observe.c harness/ops/tensor.c harness/autograd/dump.c harness/core/stats.c harness/core/interrupt.c \
+    harness/distributed/policy.c harness/distributed/mpi.c \
+    harness/layers/fp8_linear.c harness/ops/fp8_recipe.c harness/ops/backend.c
 build/fuzz/fuzz_case: $(FUZZ_CASE_SRC)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ -o $@ -lm
-build/fuzz/fuzz_npy: tools/fuzz/fuzz_npy.c harness/npy.c harness/dtype.c harness/format.c
+build/fuzz/fuzz_npy: tools/fuzz/fuzz_npy.c harness/core/npy.c harness/core/dtype.c harness/core/format.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ -o $@ -lm
 fuzz: build/fuzz/fuzz_case build/fuzz/fuzz_npy

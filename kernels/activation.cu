@@ -1,8 +1,8 @@
 /* activation.cu: gelu, silu, sigmoid and tanh, forward and backward (twin of
- * harness/cpu/activation.c). Each element is activation_math.h's formula (float32 opmath,
+ * harness/ops/cpu/activation.c). Each element is activation_math.h's formula (float32 opmath,
  * or for sigmoid's and tanh's backward the dtype's own arithmetic), stored once into the
  * output's dtype by the counted store. */
-#include "activation_math.h"
+#include "ops/activation_math.h"
 #include "cuda.cuh"
 
 struct gelu_op {

@@ -3,9 +3,9 @@
  * handles, the small device scratch of counters) and its memory: tensors and per-op scratch
  * (counted as workspace) from one stream-ordered pool, so that freed scratch serves tensors
  * and a free does not stop the host. The entry point
- * ampscope_backend_cuda_open, looked up with dlsym by harness/backend_load.c, returns NULL
+ * ampscope_backend_cuda_open, looked up with dlsym by harness/ops/backend_load.c, returns NULL
  * with a message, never aborts, when no GPU is usable. Ops live in the files named after
- * their concern (round.cu, linear.cu, conv2d.cu, ...), twins of harness/cpu/.
+ * their concern (round.cu, linear.cu, conv2d.cu, ...), twins of harness/ops/cpu/.
  */
 #include "cuda.cuh"
 

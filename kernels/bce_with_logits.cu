@@ -1,8 +1,8 @@
 /*
  * bce_with_logits.cu: binary_cross_entropy_with_logits's elementwise loss and its gradient
- * (twin of harness/cpu/bce_with_logits.c, the same loss_math.h arithmetic and roundings).
+ * (twin of harness/ops/cpu/bce_with_logits.c, the same loss_math.h arithmetic and roundings).
  */
-#include "loss_math.h"
+#include "ops/loss_math.h"
 #include "cuda.cuh"
 
 struct bce_op {

@@ -1,4 +1,4 @@
-/* binary.cu: add and mul of two tensors (twin of harness/cpu/binary.c): y[i] =
+/* binary.cu: add and mul of two tensors (twin of harness/ops/cpu/binary.c): y[i] =
  * round(a[i] op b[i % numel(b)]) in float32 opmath, rounded once into y's dtype; b repeats
  * over a's leading dims. */
 #include "cuda.cuh"

@@ -1,6 +1,6 @@
 /*
  * conv2d.cu: 2-d convolution forward, backward-data and backward-filter through cuDNN's
- * classic API (twin of harness/cpu/conv2d.c). Layout NCHW, weight [C_out, C_in, KH, KW],
+ * classic API (twin of harness/ops/cpu/conv2d.c). Layout NCHW, weight [C_out, C_in, KH, KW],
  * groups = 1, square kernel, one stride / padding / dilation for both axes.
  *
  * cuDNN has no half-input, float-output convolution, so half operands are widened to

@@ -40,7 +40,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include "backend.h"
+#include "ops/backend.h"
 
 /* ---- checks ---- */
 [[noreturn]] static inline void amp_check_failed(const char *lib, const char *stmt,

@@ -1,6 +1,6 @@
-/* dropout.cu: dropout forward and backward (twin of harness/cpu/dropout.c): the mask is a
+/* dropout.cu: dropout forward and backward (twin of harness/ops/cpu/dropout.c): the mask is a
  * function of (seed, element index) (activation_math.h), drawn again in the backward. */
-#include "activation_math.h"
+#include "ops/activation_math.h"
 #include "cuda.cuh"
 
 /* src * mask * scale, as PyTorch's kernel: a dropped inf is NaN there too */

@@ -1,6 +1,6 @@
 /*
  * embedding.cu: the embedding lookup and its weight gradient (twin of
- * harness/cpu/embedding.c). Shapes: idx int64 [N], w [V, C], y and dy [N, C]. The forward
+ * harness/ops/cpu/embedding.c). Shapes: idx int64 [N], w [V, C], y and dy [N, C]. The forward
  * copies rows through the counted store (exact: y has w's dtype). The backward sums each
  * row's contributions in float32 and rounds once into dw's dtype, as PyTorch's
  * embedding_dense_backward on CUDA does; the sums here are atomicAdds, so their order (and

@@ -1,6 +1,6 @@
 /*
  * fp8.cu: the float8 ops of te.Linear under fp8_autocast on the GPU (twin of
- * harness/cpu/fp8.c): amax, the quantized copy with its transposed copy, and the scaled
+ * harness/ops/cpu/fp8.c): amax, the quantized copy with its transposed copy, and the scaled
  * float8 GEMM through cuBLASLt.
  *
  * amax: fmaxf(fabsf(v), m) from 0 per thread and per block (NaNs ignored, as TE's
@@ -21,7 +21,7 @@
  * MXFP8 (fp8_block_quantize, fp8_block_gemm): refused here, the CPU only.
  */
 #include "cuda.cuh"
-#include "format.h"
+#include "core/format.h"
 
 #define FP8_MIN_CC 89
 #define FP8_GEMM_WORKSPACE (32 << 20) /* bytes of workspace offered to cuBLASLt's heuristic */
@@ -34,7 +34,7 @@ bool cuda_supports(const backend *be, backend_op op, dtype dt)
     return !(op == BACKEND_OP_fp8_gemm && dtype_is_float8(dt) && x->cc < FP8_MIN_CC);
 }
 
-/* MXFP8's block-scaled ops run on the CPU only (harness/cpu/fp8_block.c): cuBLASLt's MXFP8
+/* MXFP8's block-scaled ops run on the CPU only (harness/ops/cpu/fp8_block.c): cuBLASLt's MXFP8
  * GEMMs (CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0) need compute capability 10.0. Callers ask
  * cuda_supports first; these say so if called anyway. */
 #define MXFP8_CPU_ONLY "MXFP8 runs on the CPU only in ampscope (cuBLASLt's MXFP8 GEMMs need sm_100)"

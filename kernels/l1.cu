@@ -1,8 +1,8 @@
 /*
- * l1.cu: the ops of l1_loss (twin of harness/cpu/l1.c): sub, abs, and abs's backward
+ * l1.cu: the ops of l1_loss (twin of harness/ops/cpu/l1.c): sub, abs, and abs's backward
  * dy * sgn(x) (loss_math.h's sgn_elem: 0 at 0 and NaN).
  */
-#include "loss_math.h"
+#include "ops/loss_math.h"
 #include "cuda.cuh"
 
 struct sub_op {

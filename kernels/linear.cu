@@ -1,6 +1,6 @@
 /*
  * linear.cu: the linear layer's products through cuBLAS, and channel_sum (twin of
- * harness/cpu/linear.c). Shapes are row-major: x [M,I], w [O,I], b [O], y [M,O], M = numel / I.
+ * harness/ops/cpu/linear.c). Shapes are row-major: x [M,I], w [O,I], b [O], y [M,O], M = numel / I.
  *
  * GEMMs: cublasGemmEx with both operands in their own dtype (operands of different dtypes
  * are first widened to float32 scratch, exactly), compute type CUBLAS_COMPUTE_32F_PEDANTIC

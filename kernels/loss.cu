@@ -1,6 +1,6 @@
 /*
  * loss.cu: log_softmax, nll_loss, mse and mean, forward and backward (twin of
- * harness/cpu/loss.c, with the same formulas and rounding points). Rows are over the last
+ * harness/ops/cpu/loss.c, with the same formulas and rounding points). Rows are over the last
  * dim: x [B, C]; log_softmax runs one block per row. Sums accumulate in double, as the CPU
  * does, in a block tree (and, for a whole tensor, a fixed two-pass tree: per-block partial
  * sums, then one block), so they are deterministic and differ from the CPU's sequential
@@ -9,7 +9,7 @@
  * CPU (CUDA's own expf may be 2 ulp off). mse rounds after every operation in its dtype
  * (loss_math.h).
  */
-#include "loss_math.h"
+#include "ops/loss_math.h"
 #include "cuda.cuh"
 
 static __device__ inline float exp_f32(float v) { return (float)exp((double)v); }

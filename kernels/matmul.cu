@@ -1,6 +1,6 @@
 /*
  * matmul.cu: the batched matrix product through cuBLAS and the dim swap (twins of
- * harness/cpu/matmul.c). matmul is cublasGemmStridedBatchedEx with compute type
+ * harness/ops/cpu/matmul.c). matmul is cublasGemmStridedBatchedEx with compute type
  * CUBLAS_COMPUTE_32F_PEDANTIC (float32 products and sums, no TF32 nor reduced-precision
  * reductions), C in float32 (the output, or scratch the rounding store rounds once into
  * the output's dtype), operands of two dtypes widened to float32 first; column-major as

@@ -2,14 +2,14 @@
  * nccl_allreduce.c: ncclAllReduce for a distributed case on GPUs (nccl_allreduce.h).
  * Plain C against NCCL's and the CUDA runtime's APIs: no kernels of its own.
  */
-#include "nccl_allreduce.h"
+#include "distributed/nccl_abi.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "dtype.h"
+#include "core/dtype.h"
 
 static ncclComm_t comm;
 static void *dev_buf;

@@ -1,5 +1,5 @@
 /*
- * norm.cu: layer_norm's and group_norm's forward and backward (twin of harness/cpu/norm.c,
+ * norm.cu: layer_norm's and group_norm's forward and backward (twin of harness/ops/cpu/norm.c,
  * with the same formulas and rounding points), over x viewed as [n, groups, cpg, inner]
  * (backend.h's norm_geom). The forward and the input gradient run one block per row (one
  * (n, group)); each thread keeps a float32 Welford state (or float32 sums) over its strided

@@ -1,5 +1,5 @@
 /*
- * optim.cu: one parameter's optimizer step (twin of harness/cpu/optim.c), one element per
+ * optim.cu: one parameter's optimizer step (twin of harness/ops/cpu/optim.c), one element per
  * thread-iteration with optim_math.h's optim_update, the arithmetic the CPU uses. Writes
  * the parameter and each state tensor with its own counts (stats slots 0 and 1 + k).
  * Lost updates: elements whose visible value (the parameter as the model sees it,

@@ -1,6 +1,6 @@
 /*
  * pool.cu: max_pool2d, avg_pool2d and the global average pool (adaptive_avg_pool2d to 1x1)
- * (twin of harness/cpu/pool.c, with the same formulas, loop orders and rounding points):
+ * (twin of harness/ops/cpu/pool.c, with the same formulas, loop orders and rounding points):
  * one thread per output in the forward passes, one per input element in the backward
  * passes (the windows that hold it, gathered in float32), as PyTorch's
  * DilatedMaxPool2d.cu and AveragePool2d.cu do. The global pool's forward is one block per

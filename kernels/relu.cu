@@ -1,4 +1,4 @@
-/* relu.cu: relu forward and backward (twin of harness/cpu/relu.c). Both run in their
+/* relu.cu: relu forward and backward (twin of harness/ops/cpu/relu.c). Both run in their
  * input's dtype; neither loses a value, but both are counted like any other store. */
 #include "cuda.cuh"
 

@@ -2,7 +2,7 @@
  * round.cu: the rounding store's host side (resetting the device counters of an op's
  * output and adding them to the caller's round_stats when it ends), the widening of half
  * operands to float32 scratch, and the elementwise ops that are only a rounding: cast,
- * mul_scalar, fill, observe. Twin of harness/cpu/round.c. The device side of the store
+ * mul_scalar, fill, observe. Twin of harness/ops/cpu/round.c. The device side of the store
  * (tally_begin / tally_store / tally_flush, store_kernel) is in cuda.cuh.
  */
 #include "cuda.cuh"

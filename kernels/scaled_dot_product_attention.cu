@@ -1,11 +1,11 @@
 /*
  * scaled_dot_product_attention.cu: the ops of scaled_dot_product_attention's math path (twin
- * of harness/cpu/scaled_dot_product_attention.c, element by element sdpa_math.h's
+ * of harness/ops/cpu/scaled_dot_product_attention.c, element by element sdpa_math.h's
  * arithmetic, so both compute the same float32 values). Per-row statistics (softmax's max and
  * sum, softmax backward's row sums) and the scores' gradient go to float32 scratch first,
  * one thread per row or element; then every output element is one thread of launch_store.
  */
-#include "sdpa_math.h"
+#include "ops/sdpa_math.h"
 #include "cuda.cuh"
 
 __global__ void sdpa_row_stats_kernel(sdpa_geom g, const void *q, dtype qdt, const void *k,

@@ -1,4 +1,4 @@
-/* scaler.cu: GradScaler's unscale with its inf/NaN check (twin of harness/cpu/scaler.c).
+/* scaler.cu: GradScaler's unscale with its inf/NaN check (twin of harness/ops/cpu/scaler.c).
  * As _amp_foreach_non_finite_check_and_unscale_: found_inf is set when any value is inf or
  * NaN, and every value is multiplied by inv_scale in float32 and rounded back in place. */
 #include "cuda.cuh"

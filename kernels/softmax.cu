@@ -1,9 +1,9 @@
 /* softmax.cu: softmax over the last dim, forward and backward, and the causal mask's fill
- * (twin of harness/cpu/softmax.c, with its formulas and rounding points). One block per
+ * (twin of harness/ops/cpu/softmax.c, with its formulas and rounding points). One block per
  * row; sums accumulate in double in a block tree (deterministic; the CPU's sequential
  * order differs in the last bits of a double); exp is activation_math.h's (double, rounded
  * to float32). */
-#include "activation_math.h"
+#include "ops/activation_math.h"
 #include "cuda.cuh"
 
 __global__ void softmax_kernel(const void *x, dtype x_dt, void *y, dtype y_dt, int64_t rows,

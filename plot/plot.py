@@ -6,7 +6,7 @@
                                                 line (the tests compare them with the CSVs
                                                 and the formats' table)
 
-The number formats' limits come from `ampscope formats --json` (harness/format.h's table),
+The number formats' limits come from `ampscope formats --json` (harness/core/format.h's table),
 run from --ampscope PATH, else $AMPSCOPE, else bin/ampscope beside plot/.
 
 Per case folder (RESULTS_DIR/<case>/):
@@ -16,7 +16,7 @@ Per case folder (RESULTS_DIR/<case>/):
                    part that rounds to zero in float16 shaded, zeros as a bar at the left; when
                    the step scaled its loss, a second panel with the same values divided by
                    the loss scale: where they would lie without the GradScaler. The step is
-                   the first with such rows (harness/report_files.c picks the same one).
+                   the first with such rows (harness/report/files.c picks the same one).
   memory.png       peak bytes of each memory category (memory.csv), stacked, and the bytes
                    held at the end of the run; the peak of the total marked.
   loss_scale.png   loss and loss scale over the steps (steps.csv), for cases with 2+ steps.
@@ -241,7 +241,7 @@ def fp8_hist_series(case_dir, scales):
     """Per quantized copy `<tensor>@<format>` of the operands of scales (fp8_scale_series()),
     with counted tensors.csv rows: {'copy', 'format', 'steps': {step: {'bins': {k: count},
     'special': {'zero'|'inf'|'nan': count}}}}, in the operands' order; None when no copy was
-    counted (harness/report_fp8.c links fp8_hist.png by the same rule)."""
+    counted (harness/report/fp8.c links fp8_hist.png by the same rule)."""
     copies = {"%s@%s" % (op["tensor"], op["format"]): op["format"] for op in scales}
     counted = {}
     for r in read_csv(os.path.join(case_dir, "tensors.csv")):
@@ -267,7 +267,7 @@ def fp8_hist_series(case_dir, scales):
 
 
 def format_pct(count, total):
-    """As report_text.c prints percentages: 0, <0.01%, >99.99% or two decimals."""
+    """As report/text.c prints percentages: 0, <0.01%, >99.99% or two decimals."""
     if count == 0:
         return "0"
     text = "%.2f%%" % (100.0 * count / total)

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/results.h"
-#include "../harness/run.h"
+#include "results/results.h"
+#include "autograd/run.h"
+#include "case/load.h"
 
 void env_open(test_env *e)
 {

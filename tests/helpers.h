@@ -9,10 +9,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../harness/backend.h"
-#include "../harness/case.h"
-#include "../harness/csv_table.h"
-#include "../harness/train.h"
+#include "ops/backend.h"
+#include "config/case.h"
+#include "results/csv_table.h"
+#include "train/train.h"
 
 typedef struct test_env {
     backend *be;
@@ -46,7 +46,7 @@ void run_case_file(const char *path, const char *out, case_result *res, const tr
 void run_case_file_set(const char *path, const char *const *sets, int n_sets, const char *out,
                        case_result *res, const train_options *opt);
 
-/* A CSV file read whole (harness/csv_table.h): n_cols, n_rows, header[k], rows[r][k]. */
+/* A CSV file read whole (harness/results/csv_table.h): n_cols, n_rows, header[k], rows[r][k]. */
 typedef csv_table csv;
 /* false when the file is missing, empty or malformed (the reason on stderr unless missing) */
 bool csv_read(const char *path, csv *c);

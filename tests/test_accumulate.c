@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/npy.h"
-#include "../harness/optimizer.h"
+#include "core/npy.h"
+#include "train/optimizer.h"
 #include "helpers.h"
+#include "case/load.h"
 
 /* a run on the CPU backend, enough for grad_accumulate_add (no results files) */
 static void run_open(test_env *e, run *r, observer *obs, case_config *cfg)

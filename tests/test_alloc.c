@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/cpu/cpu.h"
+#include "ops/cpu/cpu.h"
 #include "helpers.h"
+#include "case/load.h"
 
 /* the heap calls over a whole run of the case with `steps` steps: the backend's, and the
  * tensor structs' into *structs */

@@ -1,5 +1,5 @@
 /*
- * test_backend.c: the backend contract (harness/backend.h): every open path checks that
+ * test_backend.c: the backend contract (harness/ops/backend.h): every open path checks that
  * its table is filled and names what is missing; the CUDA loader refuses a library built
  * from other sources, with both builds' ABI numbers, before anything in it runs, and
  * accepts the one make built here (with no GPU it then stops at the device); the counting
@@ -12,8 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/backend.h"
-#include "../harness/train.h"
+#include "ops/backend.h"
+#include "train/train.h"
+#include "case/load.h"
 
 /* a filled table to take functions out of: the CPU backend's, copied */
 static backend cpu_table(void)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/cpu/cpu.h"
+#include "ops/cpu/cpu.h"
 #include "helpers.h"
 
 Test(bench, gpu_bench_script_compares_on_the_cpu, .timeout = 300)

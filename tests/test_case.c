@@ -14,8 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "case.h"
-#include "npy.h"
+#include "config/case.h"
+#include "core/npy.h"
+#include "case/load.h"
 
 static char tmp_dir[64];
 static case_config *cfg;

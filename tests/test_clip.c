@@ -1,5 +1,5 @@
 /*
- * test_clip.c: clip_grad_norm_ and clip_grad_value_ (harness/clip.c) against PyTorch's on
+ * test_clip.c: clip_grad_norm_ and clip_grad_value_ (harness/train/clip.c) against PyTorch's on
  * the same gradients: tests/references/clip_grad.txt, written by tools/clip_reference.py
  * (its header gives the command and the format). The total norm and every clipped value
  * must equal PyTorch's: exactly where they are float16 or bfloat16, and within 8 units of
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/clip.h"
+#include "train/clip.h"
 #include "helpers.h"
 
 #define REF "tests/references/clip_grad.txt"

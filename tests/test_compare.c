@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../harness/compare.h"
+#include "results/compare.h"
 #include "helpers.h"
 
 Test(compare, finds_columns_by_name_in_any_order)

@@ -58,7 +58,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/npy.h"
+#include "core/npy.h"
 #include "helpers.h"
 
 #define CONF_MAX_SETS 16

@@ -1,6 +1,6 @@
 /*
  * test_csv.c: the result files' columns, exactly as README.md documents them, and as
- * harness/columns.h lists them (every writer's header line is that list), and the
+ * harness/results/columns.h lists them (every writer's header line is that list), and the
  * invariants every row must satisfy: each histogram sums to its tensor's numel, underflow
  * never exceeds zeros, bytes = numel * element size. Also: running a case again replaces
  * its summary row and keeps the others'.
@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/columns.h"
-#include "../harness/report.h"
+#include "results/columns.h"
+#include "report/report.h"
 #include "helpers.h"
+#include "case/load.h"
 
 static const char *const tensors_header =
     "case,step,pass,order,tensor,role,dtype,shape,numel,bytes,zeros,underflow,subnormal,"

@@ -1,5 +1,5 @@
 /*
- * test_csv_table.c: the CSV reader every part shares (harness/csv_table.h), on small files
+ * test_csv_table.c: the CSV reader every part shares (harness/results/csv_table.h), on small files
  * written here: quoted fields with commas and quotes, CRLF line ends and empty lines, a
  * column looked up by name (and the error naming the file and the missing column), an
  * optional file that is not there, rows of the wrong length, a broken quote, an empty file,
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../harness/csv_table.h"
+#include "results/csv_table.h"
 #include "helpers.h"
 
 /* Writes text to a fresh folder's t.csv; the folder's path in dir, the file's in path. */

@@ -14,10 +14,11 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../harness/distributed.h"
-#include "../harness/npy.h"
-#include "../kernels/nccl_allreduce.h"
+#include "distributed/distributed.h"
+#include "core/npy.h"
+#include "distributed/nccl_abi.h"
 #include "helpers.h"
+#include "case/load.h"
 
 Test(distributed, predivide_factor_as_fsdp_computes_it)
 {

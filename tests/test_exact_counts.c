@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../harness/npy.h"
+#include "core/npy.h"
 #include "helpers.h"
 
 #define N 64

@@ -1,5 +1,5 @@
 /*
- * test_expect.c: [expect] held against a run (harness/expect.h), here its `saturated OPERAND`
+ * test_expect.c: [expect] held against a run (harness/results/expect.h), here its `saturated OPERAND`
  * key on tests/cases/small-fp8-delayed.case. Which operands saturate, how many values and
  * from which step come from tools/fp8_linear_reference.py's PyTorch emulation of the case
  * (tests/references/fp8/small-fp8-delayed.fp8.csv), not from the run's own fp8.csv; and
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/expect.h"
+#include "results/expect.h"
 #include "helpers.h"
 
 #define CASE_FILE "tests/cases/small-fp8-delayed.case"

@@ -1,10 +1,10 @@
 /*
- * test_format.c: the number formats' table (harness/format.h) against what each row's layout
+ * test_format.c: the number formats' table (harness/core/format.h) against what each row's layout
  * implies, derived here from its bits and bias alone (largest finite (2 - 2^-m) 2^emax,
  * smallest normal 2^(1-bias), ...), against C's <float.h> for float32, and against the
  * codecs of half.h (float_from_half, float_from_bf16 decode the row's patterns to its
  * limits; round_to puts the rounds-to-zero band and the overflow where the row says); that
- * the CPU's counting store (harness/cpu/round.c) classes values at the row's patterns; and
+ * the CPU's counting store (harness/ops/cpu/round.c) classes values at the row's patterns; and
  * that `ampscope formats --json` (the binary is $AMPSCOPE, else bin/ampscope) prints the
  * table, every field.
  */
@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../harness/cpu/cpu.h"
-#include "format.h"
+#include "ops/cpu/cpu.h"
+#include "core/format.h"
 
 /* every dtype that is a number format, in the enum's order */
 static int number_formats(const format_info **out)

@@ -1,6 +1,6 @@
 /*
  * test_fp8_block.c: MXFP8's block-scaled ops on the CPU (backend.h: fp8_block_quantize,
- * fp8_block_gemm; harness/cpu/fp8_block.c) on values classified by hand: each block's E8M0
+ * fp8_block_gemm; harness/ops/cpu/fp8_block.c) on values classified by hand: each block's E8M0
  * byte, its float8 bytes and the counts, the column-wise copy, TE's infinite-amax edge, and
  * the GEMM against the products summed here from the float8 values times 2^(e - 127).
  * No GPU test: the CUDA backend refuses both ops (MXFP8 runs on the CPU only in ampscope).
@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../harness/fp8_recipe.h"
+#include "ops/fp8_recipe.h"
 #include "helpers.h"
 
 /*

@@ -1,7 +1,7 @@
 /*
- * test_fp8_format.c: the float8 formats' codecs (harness/half.h: e4m3fn_from_float,
- * e5m2_from_float and their decoders), their counting store (harness/cpu/round.c) and the
- * quantized copy in both overflow behaviours (harness/fp8_quantize.h):
+ * test_fp8_format.c: the float8 formats' codecs (harness/core/half.h: e4m3fn_from_float,
+ * e5m2_from_float and their decoders), their counting store (harness/ops/cpu/round.c) and the
+ * quantized copy in both overflow behaviours (harness/ops/cpu/fp8_quantize.h):
  *  - every float32 bit pattern against a formulation written here, in double: the value
  *    rounded half to even with an unbounded exponent (floored at the smallest normal's),
  *    then NaN (e4m3fn) or inf (e5m2) when it exceeds the largest finite;
@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../harness/cpu/cpu.h"
-#include "../harness/fp8_quantize.h"
-#include "format.h"
+#include "ops/cpu/cpu.h"
+#include "ops/cpu/fp8_quantize.h"
+#include "core/format.h"
 
 typedef struct layout {
     dtype dt;

@@ -1,5 +1,5 @@
 /*
- * test_fp8_interactions.c: [fp8] (harness/fp8_linear.h) together with the rest of a case,
+ * test_fp8_interactions.c: [fp8] (harness/layers/fp8_linear.h) together with the rest of a case,
  * each against what Transformer Engine's te.Linear under fp8_autocast does there:
  *  - a GradScaler: the output gradient is quantized with the loss scale in it (TE quantizes
  *    whatever gradient autograd hands its backward), so its amax is init_scale times the

@@ -1,5 +1,5 @@
 /*
- * test_fp8_linear.c: te.Linear under fp8_autocast (harness/fp8_linear.h) and the [fp8]
+ * test_fp8_linear.c: te.Linear under fp8_autocast (harness/layers/fp8_linear.h) and the [fp8]
  * section.
  *  - tests/cases/small-fp8-{delayed,current,mxfp8,delayed-scaler}.case against tools/fp8_linear_reference.py's
  *    PyTorch emulation (tests/references/fp8/): every quantization's amax, scale, saturated
@@ -18,8 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/npy.h"
+#include "core/npy.h"
 #include "helpers.h"
+#include "case/load.h"
 
 static void run_fp8_case(const char *name, const char *const *sets, int n_sets, char *out,
                          int len, const char *dump)

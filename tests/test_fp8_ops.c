@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../harness/half.h"
+#include "core/half.h"
 #include "helpers.h"
 
 /* amax as TE's kernels take it: NaN ignored, inf counted, 0 for an all-NaN tensor */

@@ -1,5 +1,5 @@
 /*
- * test_fp8_recipe.c: the scaling recipes (harness/fp8_recipe.h) against Transformer Engine's
+ * test_fp8_recipe.c: the scaling recipes (harness/ops/fp8_recipe.h) against Transformer Engine's
  * rules worked out here step by step: a scripted amax sequence through delayed scaling
  * (history rolled, row 0 zeroed, max and most_recent, margin, a zero, an inf and a NaN amax
  * keeping the previous scale); current scaling's edge values; E8M0 block scales, TE's
@@ -9,7 +9,7 @@
 #include <float.h>
 #include <math.h>
 
-#include "../harness/fp8_recipe.h"
+#include "ops/fp8_recipe.h"
 
 /*
  * History of 3 rows, max, margin 1, E4M3 (448). Each step records its amax into row 0, then

@@ -168,7 +168,7 @@ Test(gpu_path, a_library_that_fails_to_open_leaves_auto_on_the_cpu, .timeout = 1
     make_temp_dir(dir, sizeof dir);
     write_file(dir, "fake.c",
                "#include <stdio.h>\n"
-               "#include \"backend.h\"\n"
+               "#include \"ops/backend.h\"\n"
                "backend_abi ampscope_backend_abi(void)\n"
                "{\n"
                "    return (backend_abi){BACKEND_ABI_VERSION, (int64_t)sizeof(struct backend)};\n"

@@ -14,10 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/rng.h"
-#include "../harness/layers/layer.h"
-#include "../harness/run.h"
+#include "core/rng.h"
+#include "layers/layer.h"
+#include "autograd/run.h"
 #include "helpers.h"
+#include "case/load.h"
 
 static run *r;
 

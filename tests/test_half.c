@@ -1,5 +1,5 @@
 /*
- * test_half.c: the float32 <-> float16 / bfloat16 numerics of harness/half.h and the
+ * test_half.c: the float32 <-> float16 / bfloat16 numerics of harness/core/half.h and the
  * bookkeeping built on them (hist_bin, round_tally).
  *
  * Every expectation comes from a source independent of half.h:
@@ -23,8 +23,8 @@
  * bfloat16 union check assumes little-endian).
  *
  * Build (from the repository root):
- *   gcc -std=c11 -O2 -mf16c -pthread -Iharness tests/test_half.c harness/stats.c \
- *       harness/dtype.c -lcriterion -lm -o /tmp/test_half && /tmp/test_half
+ *   gcc -std=c11 -O2 -mf16c -pthread -Iharness tests/test_half.c harness/core/stats.c \
+ *       harness/core/dtype.c -lcriterion -lm -o /tmp/test_half && /tmp/test_half
  */
 #include <criterion/criterion.h>
 #include <float.h>
@@ -35,8 +35,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "half.h"
-#include "stats.h"
+#include "core/half.h"
+#include "core/stats.h"
 
 #define N_THREADS 2
 #define ALL_PATTERNS (UINT64_C(1) << 32)

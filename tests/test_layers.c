@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../harness/rng.h"
+#include "core/rng.h"
 #include "helpers.h"
 
 #define FD_H 1e-4

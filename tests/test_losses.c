@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/rng.h"
+#include "core/rng.h"
 #include "helpers.h"
 
 #define FD_H 1e-4

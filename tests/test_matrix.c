@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../harness/matrix.h"
-#include "../harness/npy.h"
+#include "cli/matrix.h"
+#include "core/npy.h"
 #include "helpers.h"
 
 Test(matrix, error_measures)

@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/report.h"
+#include "report/report.h"
 #include "helpers.h"
+#include "case/load.h"
 
 Test(nonfinite, skipped_steps_name_the_op_and_its_input, .timeout = 60)
 {

@@ -1,5 +1,5 @@
 /*
- * test_npy.c: Criterion tests of harness/npy.c, the .npy reader and writer.
+ * test_npy.c: Criterion tests of harness/core/npy.c, the .npy reader and writer.
  *
  * - npy_write -> npy_read round trips for float32, float16 and int64 in 0-d, 1-d, 4-d and
  *   empty shapes, each file compared byte for byte with what np.save wrote for the same
@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "npy.h"
+#include "core/npy.h"
 
 #define FIXTURES "tests/fixtures/npy/"
 #define ERRLEN 512

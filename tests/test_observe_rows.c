@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/observe.h"
+#include "autograd/observe.h"
 
 /* the whole contents of f */
 static char *slurp(FILE *f)

@@ -8,7 +8,7 @@
  * AdamW: the same three steps (torch.optim.AdamW), and tests/references/adamw_steps.csv
  * (written by tests/references/adamw_steps.py) for an 8-element parameter in float32,
  * float16 and bfloat16: every element of the parameter and both states after each step.
- * Each ISA level's build of the update (harness/cpu/optim.c; AMPSCOPE_CPU_ISA) gives the bits
+ * Each ISA level's build of the update (harness/ops/cpu/optim.c; AMPSCOPE_CPU_ISA) gives the bits
  * of the best level's: bin/ampscope run at each level, the dumped parameters and states compared
  * byte for byte.
  */
@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/cpu/cpu.h"
-#include "../harness/dtype.h"
-#include "../harness/optimizer.h"
-#include "../harness/optimizers.h"
+#include "ops/cpu/cpu.h"
+#include "core/dtype.h"
+#include "train/optimizer.h"
+#include "train/optimizers.h"
 #include "helpers.h"
 
 static const float grads3[3] = {0.5f, 0.25f, -0.125f};

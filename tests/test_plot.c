@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "format.h"
+#include "core/format.h"
 #include "helpers.h"
 
 #define PYTHON "/usr/bin/python3"

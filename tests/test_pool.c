@@ -14,9 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/npy.h"
-#include "../harness/rng.h"
+#include "core/npy.h"
+#include "core/rng.h"
 #include "helpers.h"
+#include "case/load.h"
 
 #define FD_H 1e-4
 #define MAXN 1024

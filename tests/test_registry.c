@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/layers/layer.h"
-#include "../harness/report.h"
+#include "layers/layer.h"
+#include "report/report.h"
 #include "helpers.h"
+#include "case/load.h"
 
 static const layer_def *all_layers[LAYER_KIND_COUNT];
 static const loss_def *all_losses[LOSS_KIND_COUNT];

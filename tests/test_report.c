@@ -12,9 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/npy.h"
-#include "../harness/report.h"
+#include "core/npy.h"
+#include "report/report.h"
 #include "helpers.h"
+#include "case/load.h"
 
 /* the whole file (a text file: no NUL byte), NUL-terminated */
 static char *slurp(const char *path)

@@ -1,11 +1,11 @@
 /*
  * test_report_fp8.c: report.md's float8 section and REPORT.md's float8 line
- * (harness/report_fp8.h) on tests/fixtures/fp8/fp8-fixture, a case folder written by hand:
+ * (harness/report/fp8.h) on tests/fixtures/fp8/fp8-fixture, a case folder written by hand:
  * two te.Linear layers (fc 32 -> 64, proj 64 -> 16, batch 16) under format = hybrid and
  * delayed scaling over steps 0 and 1, whose scales start at 1 and then follow
  * largest / the step-0 amax while four operands' amaxes grow between the steps. Every number
  * the tests expect was computed by hand from the fixture's rows (the percentages as
- * report_text.h rounds them), not by the code under test:
+ * report/text.h rounds them), not by the code under test:
  *   proj.weight (numel 1024): saturated 0 + 700 of 2 x 1024 = 34.18%, 700 of 1024 in step 1
  *     = 68.36%; its step-1 scale 3587.35205 = 448 / 0.124883197 maps an amax of 0.1249 to
  *     448, and its step-1 amax 0.510705531 is 4.089 times that;
@@ -33,9 +33,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../harness/report.h"
-#include "../harness/report_fp8.h"
+#include "report/report.h"
+#include "report/fp8.h"
 #include "helpers.h"
+#include "case/load.h"
 
 #define FIXTURE "tests/fixtures/fp8/fp8-fixture"
 #define MX_FIXTURE "tests/fixtures/fp8/fp8-mxfp8"

@@ -1,5 +1,5 @@
 /*
- * test_round.c: the CPU's rounding store (harness/cpu/round.c: F16C stores, vectorized
+ * test_round.c: the CPU's rounding store (harness/ops/cpu/round.c: F16C stores, vectorized
  * counts from bit patterns, histograms by bit-sliced counters, vector compares or tables) against
  * the scalar definitions of half.h (half_from_float, round_tally, hist_bin, themselves checked
  * exhaustively in test_half.c), for each destination dtype, on random bit patterns of every
@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../harness/cpu/cpu.h"
-#include "../harness/rng.h"
+#include "ops/cpu/cpu.h"
+#include "core/rng.h"
 #include "helpers.h"
 
 enum { N = 10007 };
@@ -343,7 +343,7 @@ Test(round, this_processor_runs_its_best_level_and_the_baseline)
                 cpu_isa_runs(CPU_ISA_AVX512) ? ", avx512" : "");
 }
 
-/* the float8 formats (harness/cpu/round.c's count_lanes8) against half.h, the same ways */
+/* the float8 formats (harness/ops/cpu/round.c's count_lanes8) against half.h, the same ways */
 Test(round, float8_e4m3fn_store_and_counts_match_half_h) { check_dtype(DTYPE_FLOAT8_E4M3FN); }
 Test(round, float8_e5m2_store_and_counts_match_half_h) { check_dtype(DTYPE_FLOAT8_E5M2); }
 Test(round, float8_e4m3fn_counts_of_a_tensors_usual_spread) { check_spread(DTYPE_FLOAT8_E4M3FN); }

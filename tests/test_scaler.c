@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "../harness/scaler.h"
+#include "train/scaler.h"
 #include "helpers.h"
 
 Test(scaler, update_grows_after_interval_and_backs_off_on_inf)

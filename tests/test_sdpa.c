@@ -19,9 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/layers/layer.h"
-#include "../harness/rng.h"
+#include "layers/layer.h"
+#include "core/rng.h"
 #include "helpers.h"
+#include "case/load.h"
 
 #define FD_H 1e-4
 #define MAXN 512

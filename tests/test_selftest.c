@@ -1,5 +1,5 @@
 /*
- * test_selftest.c: the backend selftest (harness/selftest.c) as part of the suite: two CPU
+ * test_selftest.c: the backend selftest (harness/ops/selftest.c) as part of the suite: two CPU
  * backends against each other always, and the CUDA backend against the CPU when a usable
  * GPU is present; without one that test is skipped with the reason.
  */
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../harness/selftest.h"
+#include "ops/selftest.h"
 
 /* Two CPU backends, opened apart, run every check on the same inputs. This does not test
  * that the CPU computes the right values (test_layers.c, test_optim.c and the conformance

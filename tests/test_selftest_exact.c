@@ -1,5 +1,5 @@
 /*
- * test_selftest_exact.c: the selftest's exact-count checks (harness/selftest.c) notice what
+ * test_selftest_exact.c: the selftest's exact-count checks (harness/ops/selftest.c) notice what
  * they are built to notice. A device under test that is the CPU backend with one defect, its
  * linear_forward (or conv2d_forward) flushing float32 subnormal outputs to zero as a
  * flush-to-zero GPU library would, must fail those checks and only those.
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../harness/selftest.h"
+#include "ops/selftest.h"
 
 static int (*cpu_linear_forward)(backend *, const tensor *, const tensor *, const tensor *,
                                  tensor *, round_stats *);

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/npy.h"
+#include "core/npy.h"
 #include "helpers.h"
 
 #define N 64

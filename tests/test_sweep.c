@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../harness/sweep.h"
+#include "cli/sweep.h"
 #include "helpers.h"
 
 Test(sweep, value_lists)

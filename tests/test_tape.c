@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/run.h"
+#include "autograd/run.h"
 #include "helpers.h"
 
 static run *r;

@@ -35,13 +35,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "cpu/cpu.h"
-#include "case.h"
-#include "csv_table.h"
-#include "libenv.h"
-#include "results.h"
-#include "train.h"
+#include "ops/backend.h"
+#include "ops/cpu/cpu.h"
+#include "config/case.h"
+#include "results/csv_table.h"
+#include "core/libenv.h"
+#include "results/results.h"
+#include "train/train.h"
+#include "case/load.h"
 
 typedef struct bench_case {
     const char *group;              /* mlp | q000 | q003 | scaling */

@@ -17,7 +17,7 @@
  */
 #include "layer.h"
 
-#include "../rng.h"
+#include "core/rng.h"
 
 /* opt_real[0]: p */
 static const kind_opt dropout_opts[] = {

@@ -38,8 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../autocast.h"
-#include "../run.h"
+#include "autograd/autocast.h"
+#include "autograd/run.h"
 
 #define LAYER_MAX_PARAMS 4 /* parameters and buffers of one layer */
 #define LAYER_MAX_OPTS 8   /* options of one kind */

@@ -9,8 +9,8 @@
  */
 #include <string.h>
 
-#include "../format.h"
-#include "../fp8_linear.h"
+#include "core/format.h"
+#include "fp8_linear.h"
 #include "layer.h"
 
 /* PyTorch's names of a dtype in its error messages: the number formats' from format.h's

@@ -23,7 +23,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "../sdpa_math.h"
+#include "ops/sdpa_math.h"
 #include "layer.h"
 
 #define OP_NAME "scaled_dot_product_attention"

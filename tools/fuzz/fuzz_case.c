@@ -10,7 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "case.h"
+#include "config/case.h"
+#include "case/load.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,0 +1,301 @@
+/*
+ * case/model.c: [model]'s layers (`NAME = KIND [NUMBERS] [INPUTS] [name=value]...`) and
+ * [train]'s loss (`loss = KIND [name=value]...`), read as the kinds' definitions say
+ * (layers/layer.h): the kind's name, the numbers of its signature, a multi-input kind's
+ * input names, then its options, among them the graph's own: `from=NAME` (a one-input
+ * kind's input) and `weight=LAYER.weight` (a tied weight). The names resolve once every
+ * layer is read: to a layer above the line, or `input` (a reserved name).
+ */
+#include "parse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The words of a signature ("IN -> OUT") into w; returns how many. Upper-case words are
+ * numbers, the others literal. */
+static int signature_words(const char *sig, char *buf, size_t len, char **w, int max)
+{
+    snprintf(buf, len, "%s", sig);
+    int n = 0;
+    char *save;
+    for (char *p = strtok_r(buf, " ", &save); p && n < max; p = strtok_r(NULL, " ", &save))
+        w[n++] = p;
+    return n;
+}
+
+static bool is_number_word(const char *w) { return w[0] >= 'A' && w[0] <= 'Z'; }
+
+/* The names a line gives for its inputs and tied weight, resolved once every layer is read
+ * (a name defined below the line is an error of its own). "" where none is given. */
+typedef struct layer_names {
+    char in[LAYER_MAX_INPUTS][LAYER_NAME_MAX];
+    char tied[LAYER_NAME_MAX + 8]; /* "tok.weight" */
+    entry *e;
+} layer_names;
+
+/* Copies the value of a graph option (`from`, `weight`) out of the words and drops the
+ * triple from t, so the kind's own options are read from what is left; false after an
+ * error (given twice, too long, not a name=value triple). */
+static bool take_graph_option(parse_ctx *c, entry *e, words *t, int first, const char *name,
+                              char *out, size_t len)
+{
+    for (int i = first; i + 2 < t->n; i++) {
+        if (strcmp(t->w[i], name) != 0 || strcmp(t->w[i + 1], "=") != 0)
+            continue;
+        if (*out) {
+            err_at(c, e, "option '%s' given twice", name);
+            return false;
+        }
+        if (strlen(t->w[i + 2]) >= len) {
+            err_at(c, e, "%s=%s: the name is too long", name, t->w[i + 2]);
+            return false;
+        }
+        strcpy(out, t->w[i + 2]);
+        memmove(&t->w[i], &t->w[i + 3], sizeof(char *) * (size_t)(t->n - i - 3));
+        t->n -= 3;
+        i--;
+    }
+    return true;
+}
+
+static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, layer_names *ln)
+{
+    const char *kinds[LAYER_KIND_COUNT];
+    for (int i = 0; i < LAYER_KIND_COUNT; i++)
+        kinds[i] = layer_def_of((layer_kind)i)->name;
+    int k = parse_choice(c, e, t->w[0], "layer kind", kinds, LAYER_KIND_COUNT);
+    if (k < 0)
+        return false;
+    const layer_def *d = layer_def_of((layer_kind)k);
+    l->kind = (layer_kind)k;
+    l->n_inputs = d->n_inputs > 0 ? d->n_inputs : 1;
+    kind_option_defaults(d->opts, d->n_opts, l);
+    char buf[128], *sig[MAX_WORDS];
+    int n_sig = signature_words(d->signature, buf, sizeof buf, sig, MAX_WORDS);
+    int n_pos = d->n_inputs > 1 ? d->n_inputs : 0; /* positional input names */
+    bool form = t->n >= 1 + n_sig + n_pos;
+    for (int i = 0; form && i < n_sig; i++)
+        form = is_number_word(sig[i]) || strcmp(t->w[1 + i], sig[i]) == 0;
+    for (int i = 0; form && i < n_pos; i++) {
+        const char *w = t->w[1 + n_sig + i];
+        form = strcmp(w, "=") != 0 && (2 + n_sig + i >= t->n || strcmp(t->w[2 + n_sig + i], "="));
+    }
+    static const char *const in_words[] = {"", " A", " A B", " A B C"}; /* by n_pos */
+    if (!form) {
+        err_at(c, e, "bad value '%s' for layer %s: expected %s%s%s%s, then options", e->value,
+               e->key, d->name, *d->signature ? " " : "", d->signature, in_words[n_pos]);
+        return false;
+    }
+    bool ok = true;
+    for (int i = 0, a = 0; i < n_sig; i++) {
+        if (!is_number_word(sig[i]))
+            continue;
+        const kind_arg *arg = &d->args[a++];
+        void *field = (char *)l + arg->offset;
+        ok = (arg->min == KIND_ARG_REAL
+                  ? parse_real(c, e, t->w[1 + i], arg->name, ANY, field)
+                  : parse_int(c, e, t->w[1 + i], arg->name, arg->min, field)) &&
+             ok;
+    }
+    for (int i = 0; i < n_pos; i++) {
+        if (strlen(t->w[1 + n_sig + i]) >= LAYER_NAME_MAX) {
+            err_at(c, e, "%s: the input name '%s' is too long", e->key, t->w[1 + n_sig + i]);
+            return false;
+        }
+        strcpy(ln->in[i], t->w[1 + n_sig + i]);
+    }
+    int first = 1 + n_sig + n_pos;
+    char from[LAYER_NAME_MAX] = "";
+    if (!take_graph_option(c, e, t, first, "from", from, sizeof from) ||
+        !take_graph_option(c, e, t, first, "weight", ln->tied, sizeof ln->tied))
+        return false;
+    if (*from && n_pos) {
+        err_at(c, e, "%s takes its %d inputs by position (%s%s), not from=", d->name, n_pos,
+               d->name, in_words[n_pos]);
+        return false;
+    }
+    if (*from)
+        strcpy(ln->in[0], from);
+    const char *vals[LAYER_MAX_OPTS];
+    if (!kind_option_names(c, e, t, first, d->name, d->opts, d->n_opts, vals))
+        return false;
+    return kind_option_values(c, e, d->name, d->opts, d->n_opts, vals, l) && ok;
+}
+
+/* Index of the layer named `name` among layers[0..n), or -1. */
+static int layer_index(const case_config *cfg, int n, const char *name)
+{
+    for (int j = 0; j < n; j++)
+        if (strcmp(cfg->layers[j].name, name) == 0)
+            return j;
+    return -1;
+}
+
+/* A name layer i reads, into an index of an earlier layer or LAYER_INPUT; -2 after an
+ * error (with a "did you mean" among the names it could read). */
+static int resolve_name(parse_ctx *c, entry *e, int i, const char *name)
+{
+    const case_config *cfg = c->cfg;
+    if (strcmp(name, "input") == 0)
+        return LAYER_INPUT;
+    int j = layer_index(cfg, cfg->n_layers, name);
+    if (j >= 0 && j < i)
+        return j;
+    if (j >= i) {
+        err_at(c, e,
+               "%s = %s: layer '%s' is defined below this line (line %d); a layer reads only "
+               "the input and the layers above it",
+               e->key, e->value, name, cfg->layers[j].line);
+        return -2;
+    }
+    const char *names[CASE_MAX_LAYERS + 1] = {"input"};
+    for (int k = 0; k < i; k++)
+        names[k + 1] = cfg->layers[k].name;
+    char *h = hint(name, names, i + 1, "it can read");
+    err_at(c, e, "%s = %s: no layer named '%s'; %s", e->key, e->value, name, h);
+    free(h);
+    return -2;
+}
+
+/* `weight=LAYER.weight`: the earlier layer whose weight layer i shares, of the same shape */
+static bool resolve_tied(parse_ctx *c, entry *e, int i, const char *tied)
+{
+    layer_spec *l = &c->cfg->layers[i];
+    layer_param mine[LAYER_MAX_PARAMS], theirs[LAYER_MAX_PARAMS];
+    int n = layer_def_of(l->kind)->params(l, mine);
+    if (n == 0 || strcmp(mine[0].name, "weight") != 0) {
+        err_at(c, e, "%s = %s: %s has no weight to share", e->key, e->value,
+               layer_def_of(l->kind)->name);
+        return false;
+    }
+    const char *dot = strrchr(tied, '.');
+    if (!dot || strcmp(dot + 1, "weight") != 0) {
+        err_at(c, e, "%s = %s: bad value '%s' for weight: expected LAYER.weight", e->key, e->value,
+               tied);
+        return false;
+    }
+    char name[LAYER_NAME_MAX + 8];
+    snprintf(name, sizeof name, "%.*s", (int)(dot - tied), tied);
+    int j = resolve_name(c, e, i, name);
+    if (j == LAYER_INPUT) {
+        err_at(c, e, "%s = %s: the input has no weight", e->key, e->value);
+        return false;
+    }
+    if (j < 0)
+        return false;
+    const layer_spec *o = &c->cfg->layers[j];
+    int m = layer_def_of(o->kind)->params(o, theirs);
+    bool same = m > 0 && strcmp(theirs[0].name, "weight") == 0 && theirs[0].ndim == mine[0].ndim;
+    for (int d = 0; same && d < mine[0].ndim; d++)
+        same = theirs[0].shape[d] == mine[0].shape[d];
+    if (!same) {
+        err_at(c, e, "%s = %s: %s.weight is not of this layer's weight's shape", e->key, e->value,
+               name);
+        return false;
+    }
+    if (o->tied >= 0) {
+        err_at(c, e, "%s = %s: %s.weight is %s.weight: name that layer", e->key, e->value, name,
+               c->cfg->layers[o->tied].name);
+        return false;
+    }
+    l->tied = j;
+    return true;
+}
+
+/* Every layer's inputs and tied weight, once all are read: the names given, else the
+ * previous layer's output (the input, for the first). */
+static void resolve_graph(parse_ctx *c, const layer_names *names)
+{
+    case_config *cfg = c->cfg;
+    for (int i = 0; i < cfg->n_layers; i++) {
+        layer_spec *l = &cfg->layers[i];
+        entry *e = names[i].e;
+        for (int k = 0; k < l->n_inputs; k++) {
+            int j = names[i].in[k][0] ? resolve_name(c, e, i, names[i].in[k])
+                                      : i - 1; /* LAYER_INPUT for the first */
+            if (j == -2) {
+                c->model_ok = false;
+                break;
+            }
+            l->inputs[k] = j;
+        }
+        if (names[i].tied[0] && !resolve_tied(c, e, i, names[i].tied))
+            c->model_ok = false;
+    }
+}
+
+void parse_model_section(parse_ctx *c)
+{
+    case_config *cfg = c->cfg;
+    c->model_ok = true;
+    layer_names *names = calloc(CASE_MAX_LAYERS, sizeof *names);
+    if (!names) {
+        report(c, 0, NULL, "out of memory reading [model]");
+        c->model_ok = false;
+        return;
+    }
+    for (int i = 0; i < c->n_entries; i++) {
+        entry *e = &c->entries[i];
+        if (e->sec != SEC_MODEL)
+            continue;
+        if (!need_value(c, e)) {
+            c->model_ok = false;
+            continue;
+        }
+        if (!valid_layer_name(e->key)) {
+            err_at(c, e,
+                   "bad layer name '%s': expected [A-Za-z_][A-Za-z0-9_]*, at most %d "
+                   "characters",
+                   e->key, LAYER_NAME_MAX - 1);
+            c->model_ok = false;
+            continue;
+        }
+        if (strcmp(e->key, "input") == 0) {
+            err_at(c, e,
+                   "'input' is a reserved name (the model's input, which from=input "
+                   "reads): name the layer otherwise");
+            c->model_ok = false;
+            continue;
+        }
+        if (cfg->n_layers == CASE_MAX_LAYERS) {
+            err_at(c, e, "too many layers (at most %d)", CASE_MAX_LAYERS);
+            c->model_ok = false;
+            continue;
+        }
+        layer_names *ln = &names[cfg->n_layers];
+        layer_spec *l = &cfg->layers[cfg->n_layers];
+        ln->e = e;
+        c->layer_entry[cfg->n_layers++] = e;
+        *l = (layer_spec){.line = e->line, .tied = -1};
+        strcpy(l->name, e->key);
+        words t;
+        if (!split_words(c, e, &t)) {
+            c->model_ok = false;
+            continue;
+        }
+        c->model_ok = parse_layer_words(c, e, &t, l, ln) && c->model_ok;
+        free(t.buf);
+    }
+    if (c->model_ok)
+        resolve_graph(c, names);
+    free(names);
+}
+
+void key_loss(parse_ctx *c, entry *e)
+{
+    const char *kinds[LOSS_KIND_COUNT], *vals[LAYER_MAX_OPTS];
+    for (int i = 0; i < LOSS_KIND_COUNT; i++)
+        kinds[i] = loss_def_of((loss_kind)i)->name;
+    words t;
+    if (!split_words(c, e, &t))
+        return;
+    int k = parse_choice(c, e, t.w[0], "loss", kinds, LOSS_KIND_COUNT);
+    const loss_def *d = k >= 0 ? loss_def_of((loss_kind)k) : NULL;
+    if (d && kind_option_names(c, e, &t, 1, d->name, d->opts, d->n_opts, vals)) {
+        c->cfg->loss = (loss_kind)k;
+        kind_option_defaults(d->opts, d->n_opts, c->cfg);
+        kind_option_values(c, e, d->name, d->opts, d->n_opts, vals, c->cfg);
+    }
+    free(t.buf);
+}

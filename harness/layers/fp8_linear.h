@@ -1,0 +1,82 @@
+/*
+ * fp8_linear.h: the linear layers [fp8] chooses, run as Transformer Engine's te.Linear under
+ * fp8_autocast (transformer_engine/pytorch/module/linear.py, _Linear.forward and backward),
+ * and the per-layer, per-tensor scaling state that lives across steps.
+ *
+ * Forward of layer L (x [M, I] with M the input's leading dims, w [O, I]):
+ *   x is cast to the autocast dtype as TE's cast_if_needed(inp, activation_dtype) does, then
+ *   quantized to E4M3 ("L.input@float8_e4m3fn"); the weight is quantized from the parameter
+ *   itself, float32 (TE's get_weight_workspace(tensor=weight, quantizer=...) takes the module's
+ *   parameter, not an autocast copy, and quantizes it with quantizer.quantize(tensor,
+ *   dtype=workspace_dtype), that dtype only the copy's nominal one: module/base.py)
+ *   ("L.weight@float8_e4m3fn"); the bias is cast to the
+ *   autocast dtype; y = fp8_gemm(xq, wq) * scale_inv_x * scale_inv_w + b with fast
+ *   accumulation, in the surrounding dtype (the autocast dtype, else float32).
+ * Backward (dy in y's dtype):
+ *   the bias gradient from dy unquantized (TE's fused bgrad_quantize); dy quantized
+ *   ("L.out.grad@float8_e5m2" under hybrid, "@float8_e4m3fn" under e4m3) with its transposed
+ *   copy; dgrad dx = dyq [M, O] x wq^T-copy [I, O] and wgrad dw = dyq^T-copy [O, M] x
+ *   xq^T-copy [I, M], both TN as cuBLASLt's FP8 kernels take them, split accumulation (no
+ *   fast_accum), in the activation dtype; dw then goes to the parameter cast into its dtype
+ *   ("L.weight.grad@bfloat16" -> "L.weight.grad"), as autograd casts a gradient to its
+ *   input's dtype.
+ * Scales: delayed scaling uses each tensor's state.scale, computed from its amax history
+ * before this quantization, and records the amax into the history's row 0; the forward
+ * tensors' states are updated when the forward ends (TE's reduce_and_update_fp8_tensors
+ * (forward=True) at fp8_autocast's exit), the gradients' when the backward ends
+ * (forward=False, queued by the backward of the first fp8 module): per micro-batch under
+ * accumulation, as TE's autocast region is a micro-batch's forward. Current scaling takes
+ * each quantization's scale from its own amax. Every quantization writes one row of fp8.csv.
+ * MXFP8 (recipe = mxfp8, the CPU only: MXFP8BlockScaling in transformer_engine/common/recipe/
+ * __init__.py, MXFP8Quantizer in transformer_engine/pytorch/tensor/mxfp8_tensor.py): every
+ * operand is quantized twice, as TE makes an MXFP8 tensor's row-wise and column-wise data,
+ * each with one E8M0 scale per 32 values along the reduction dimension of the GEMM that reads
+ * it (backend.h's fp8_block_quantize): the row-wise copies "L.input@float8_e4m3fn" [M, I],
+ * "L.weight@float8_e4m3fn" [O, I], "L.out.grad@<F8>" [M, O], blocks along the last dim; the
+ * column-wise copies, stored transposed as the `.t` copies are but quantized on their own
+ * blocks (so not the row-wise bytes transposed), "L.input@float8_e4m3fn.colwise" [I, M],
+ * "L.weight@float8_e4m3fn.colwise" [I, O], "L.out.grad@<F8>.colwise" [O, M], blocks along
+ * their last dim. y = xq . wq^T (row-wise both), dx = dyq . wt^T (the gradient's row-wise,
+ * the weight's column-wise), dw = dyt . xt^T (both column-wise), through fp8_block_gemm, which
+ * applies the block scales (no scale_inv). fp8.csv has a row per copy ("L.input",
+ * "L.input.colwise", ...): amax the tensor's max |x|, scale the multiplier of the block that
+ * holds it (2^-(e - 127) for the copy's largest E8M0 e: its smallest block multiplier).
+ */
+#ifndef AMPSCOPE_FP8_LINEAR_H
+#define AMPSCOPE_FP8_LINEAR_H
+
+#include <stdio.h>
+
+#include "ops/fp8_recipe.h"
+#include "autograd/run.h"
+
+/* one fp8 layer's scaling state: delayed scaling's per tensor (unused under current), and
+ * the scale inverses of its last forward's quantized copies, which its backward's GEMMs take */
+typedef struct fp8_layer_state {
+    fp8_delayed input, weight, grad;
+    float input_scale_inv, weight_scale_inv;
+    /* MXFP8: the E8M0 block scales of the last forward's column-wise copies (host memory) */
+    uint8_t *input_colwise_e8m0, *weight_colwise_e8m0;
+} fp8_layer_state;
+
+typedef struct fp8_state {
+    fp8_layer_state layer[CASE_MAX_LAYERS]; /* by layer index; those [fp8] chose */
+    FILE *csv;                              /* fp8.csv; NULL: rows not written (dry runs) */
+} fp8_state;
+
+/* r->fp8 for a case with [fp8] enabled (nothing otherwise), csv its fp8.csv (may be NULL);
+ * ends the run when the backend has no float8 GEMMs (for mxfp8: no block-scaled ones, which
+ * only the CPU backend has) or memory runs out */
+void fp8_begin(run *r, FILE *csv);
+/* frees r->fp8 (NULL does nothing) */
+void fp8_free(run *r);
+/* whether layer l runs as te.Linear */
+bool fp8_linear_chosen(const run *r, const layer_spec *l);
+/* te.Linear's forward of layer l: a new reference to L.out */
+tensor *fp8_linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, tensor *b);
+/* delayed scaling: the forward tensors' (input, weight) states updated after a forward,
+ * the gradients' after a backward; nothing under current scaling or without [fp8] */
+void fp8_forward_done(run *r);
+void fp8_backward_done(run *r);
+
+#endif
