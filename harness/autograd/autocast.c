@@ -1,93 +1,8 @@
-/* autocast.c: autocast's policy table, gathered from the layers' and losses' definitions
- * and the few ops of its own, and the casts it makes (see autocast.h). GradScaler.scale's
- * `loss * scale` is mul's entry (layers/mul.c). */
+/* autocast.c: the casts autocast makes (see autocast.h), under the policy of the op's table
+ * entry. */
 #include "autocast.h"
 
 #include <string.h>
-
-#include "layers/layer.h"
-
-/* The ops that are no layer's or loss's: the layers' and losses' own entries are in their
- * definitions (layers/layer.h). */
-static const autocast_op other_ops[] = {
-    {"mean", AUTOCAST_NONE, "not listed: runs in its input's dtype"},
-};
-
-/* Calls visit on every entry: by policy (autocast dtype, float32, input dtype), and within
- * one policy the layers' in kind order, then the losses', then the others; stops when it
- * returns true and returns that entry. */
-static const autocast_op *each_op(bool (*visit)(const autocast_op *op, void *ctx), void *ctx)
-{
-    static const autocast_policy order[] = {AUTOCAST_LOWER, AUTOCAST_FP32, AUTOCAST_NONE};
-    for (int p = 0; p < COUNT_OF(order); p++) {
-        for (int k = 0; k < LAYER_KIND_COUNT; k++) {
-            const layer_def *d = layer_def_of((layer_kind)k);
-            for (int i = 0; i < d->n_autocast; i++)
-                if (d->autocast[i].policy == order[p] && visit(&d->autocast[i], ctx))
-                    return &d->autocast[i];
-        }
-        for (int k = 0; k < LOSS_KIND_COUNT; k++) {
-            const loss_def *d = loss_def_of((loss_kind)k);
-            for (int i = 0; i < d->n_autocast; i++)
-                if (d->autocast[i].policy == order[p] && visit(&d->autocast[i], ctx))
-                    return &d->autocast[i];
-        }
-        for (int i = 0; i < COUNT_OF(other_ops); i++)
-            if (other_ops[i].policy == order[p] && visit(&other_ops[i], ctx))
-                return &other_ops[i];
-    }
-    return NULL;
-}
-
-static const char *policy_words(autocast_policy p)
-{
-    switch (p) {
-    case AUTOCAST_LOWER:
-        return "autocast dtype";
-    case AUTOCAST_FP32:
-        return "float32";
-    case AUTOCAST_NONE:
-        return "input dtype";
-    }
-    return "?";
-}
-
-static bool same_op(const autocast_op *op, void *name) { return strcmp(op->op, name) == 0; }
-
-autocast_policy autocast_policy_of(const char *op)
-{
-    const autocast_op *e = each_op(same_op, (void *)op);
-    return e ? e->policy : AUTOCAST_NONE;
-}
-
-/* the op column as wide as its widest name */
-static bool widest_op(const autocast_op *op, void *width)
-{
-    int n = (int)strlen(op->op);
-    if (n > *(int *)width)
-        *(int *)width = n;
-    return false;
-}
-
-typedef struct print_ctx {
-    FILE *f;
-    int width;
-} print_ctx;
-
-static bool print_op(const autocast_op *op, void *p)
-{
-    const print_ctx *c = p;
-    fprintf(c->f, "%-*s %-15s %s\n", c->width, op->op, policy_words(op->policy), op->pytorch_list);
-    return false;
-}
-
-void autocast_print_table(FILE *f)
-{
-    print_ctx c = {f, 12};
-    each_op(widest_op, &c.width);
-    fprintf(f, "%-*s %-15s %s\n", c.width, "op", "runs in", "PyTorch (CUDA autocast)");
-    each_op(print_op, &c);
-}
 
 static void cast_backward(run *r, node *n)
 {
@@ -143,21 +58,26 @@ static tensor *cast_activation(run *r, tensor *src, dtype dt)
     return cast_named(r, src, dt, MEM_ACTIVATIONS, name);
 }
 
-tensor *autocast_arg(run *r, const char *op, tensor *t)
+tensor *autocast_arg(run *r, const autocast_op *op, tensor *t)
 {
-    autocast_policy p = autocast_policy_of(op);
+    autocast_policy p = op->policy;
     bool floating = t->dtype != DTYPE_INT64;
+    if (r->autocast && p == AUTOCAST_BANNED)
+        run_fail(r,
+                 "%s is unsafe to autocast: autocast_mode.cpp's banned list refuses it under "
+                 "autocast (%s)",
+                 op->op, op->pytorch_list);
     dtype want = t->dtype;
-    if (r->autocast && floating && p == AUTOCAST_LOWER)
+    if (r->autocast && floating && p == AUTOCAST_LOWER_PRECISION_FP)
         want = r->autocast_dtype;
-    else if (r->autocast && floating && p == AUTOCAST_FP32)
+    else if (r->autocast && floating && autocast_policy_is_fp32(p))
         want = DTYPE_FLOAT32;
     if (want == t->dtype) {
         tensor_retain(t);
         return t;
     }
-    bool cacheable =
-        p == AUTOCAST_LOWER && t->is_leaf && t->requires_grad && t->dtype == DTYPE_FLOAT32;
+    bool cacheable = p == AUTOCAST_LOWER_PRECISION_FP && t->is_leaf && t->requires_grad &&
+                     t->dtype == DTYPE_FLOAT32;
     if (!cacheable)
         return cast_activation(r, t, want);
     for (int i = 0; i < r->n_cache; i++)

@@ -18,13 +18,13 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "autograd/autocast.h"
 #include "results/compare.h"
 #include "distributed/distributed.h"
 #include "core/format.h"
 #include "core/interrupt.h"
 #include "core/libenv.h"
 #include "matrix.h"
+#include "ops.h"
 #include "report/report.h"
 #include "ops/selftest.h"
 #include "results/results.h"
@@ -41,7 +41,7 @@ static const char usage[] =
     "       ampscope check CASE... [--json] [--set S.K=V]...   validate case files\n"
     "       ampscope compare CASE... [--out DIR]   memory by category against baselines\n"
     "       ampscope selftest [--device cuda]   every op on the device against the CPU\n"
-    "       ampscope ops                     print the autocast policy table\n"
+    "       ampscope ops [--json]            print every op with its ATen ops and autocast policy\n"
     "       ampscope formats [--json]        print the number formats' table\n"
     "       ampscope --help | --version\n"
     "run options:\n"
@@ -526,6 +526,19 @@ static int cmd_run(const cli *c)
     return status;
 }
 
+/* `ampscope ops|formats [--json]`: the table, or the JSON list */
+static int print_listing(int argc, char **argv, void (*table)(FILE *), void (*json)(FILE *))
+{
+    bool as_json = argc > 2 && strcmp(argv[2], "--json") == 0;
+    if (argc > 2 + as_json) {
+        char what[64];
+        snprintf(what, sizeof what, "%s takes only --json, not '%%s'", argv[1]);
+        return bad_usage(what, argv[2 + as_json]);
+    }
+    (as_json ? json : table)(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     /* OpenMP and OpenBLAS read their settings when they load: set, then start again */
@@ -541,20 +554,10 @@ int main(int argc, char **argv)
         printf("ampscope %s\n", AMPSCOPE_VERSION);
         return 0;
     }
-    if (strcmp(argv[1], "ops") == 0) {
-        autocast_print_table(stdout);
-        return 0;
-    }
-    if (strcmp(argv[1], "formats") == 0) {
-        int json = argc > 2 && strcmp(argv[2], "--json") == 0;
-        if (argc > 2 + json)
-            return bad_usage("formats takes only --json, not '%s'", argv[2 + json]);
-        if (json)
-            format_print_json(stdout);
-        else
-            format_print_table(stdout);
-        return 0;
-    }
+    if (strcmp(argv[1], "ops") == 0)
+        return print_listing(argc, argv, ops_print_table, ops_print_json);
+    if (strcmp(argv[1], "formats") == 0)
+        return print_listing(argc, argv, format_print_table, format_print_json);
     static const struct {
         const char *name;
         int (*fn)(const cli *c);

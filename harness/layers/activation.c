@@ -75,7 +75,7 @@ static int gelu_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op gelu_autocast[] = {
-    {"gelu", AUTOCAST_NONE, ACT_FALLTHROUGH},
+    {"gelu", AUTOCAST_NONE, ACT_FALLTHROUGH, {"gelu", "gelu_backward"}},
 };
 
 const layer_def gelu_def = {
@@ -168,9 +168,12 @@ static int tanh_describe(const layer_spec *l, char *buf, size_t len)
     return snprintf(buf, len, "tanh");
 }
 
-static const autocast_op silu_autocast[] = {{"silu", AUTOCAST_NONE, ACT_FALLTHROUGH}};
-static const autocast_op sigmoid_autocast[] = {{"sigmoid", AUTOCAST_NONE, ACT_FALLTHROUGH}};
-static const autocast_op tanh_autocast[] = {{"tanh", AUTOCAST_NONE, ACT_FALLTHROUGH}};
+static const autocast_op silu_autocast[] = {
+    {"silu", AUTOCAST_NONE, ACT_FALLTHROUGH, {"silu", "silu_backward"}}};
+static const autocast_op sigmoid_autocast[] = {
+    {"sigmoid", AUTOCAST_NONE, ACT_FALLTHROUGH, {"sigmoid", "sigmoid_backward"}}};
+static const autocast_op tanh_autocast[] = {
+    {"tanh", AUTOCAST_NONE, ACT_FALLTHROUGH, {"tanh", "tanh_backward"}}};
 
 /* the one-input, no-option kinds' definitions */
 #define ACT_DEF(kind)                                                                              \

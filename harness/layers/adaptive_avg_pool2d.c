@@ -55,7 +55,10 @@ static int adaptive_avg_pool2d_describe(const layer_spec *l, char *buf, size_t l
 }
 
 static const autocast_op adaptive_avg_pool2d_autocast[] = {
-    {"adaptive_avg_pool2d", AUTOCAST_NONE, "not listed: mean over H, W in its input's dtype"},
+    {"adaptive_avg_pool2d",
+     AUTOCAST_NONE,
+     "not listed: mean over H, W in its input's dtype",
+     {"adaptive_avg_pool2d", "mean.dim"}},
 };
 
 const layer_def adaptive_avg_pool2d_def = {

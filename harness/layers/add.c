@@ -54,9 +54,11 @@ static int add_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op add_autocast[] = {
-    {"add", AUTOCAST_NONE,
+    {"add",
+     AUTOCAST_NONE,
      "not listed (autocast_mode.cpp's fallthrough): type promotion, float32 + float16 is "
-     "float32"},
+     "float32",
+     {"add.Tensor"}},
 };
 
 const layer_def add_def = {

@@ -68,7 +68,10 @@ static const kind_opt avg_pool2d_opts[] = {
     {"divisor_override", KIND_OPT_REFUSED, .refusal = "divisor_override is not supported"},
 };
 static const autocast_op avg_pool2d_autocast[] = {
-    {"avg_pool2d", AUTOCAST_NONE, "not listed: runs in its input's dtype"},
+    {"avg_pool2d",
+     AUTOCAST_NONE,
+     "not listed: runs in its input's dtype",
+     {"avg_pool2d", "avg_pool2d_backward"}},
 };
 
 const layer_def avg_pool2d_def = {

@@ -177,8 +177,10 @@ static const kind_opt batch_norm2d_opts[] = {
      .refusal = "track_running_stats is not supported (batch_norm2d layers keep running stats)"},
 };
 static const autocast_op batch_norm2d_autocast[] = {
-    {"batch_norm", AUTOCAST_NONE,
-     "not listed: fallthrough; its input's dtype (cuDNN takes half x with float32 w)"},
+    {"batch_norm",
+     AUTOCAST_NONE,
+     "not listed: fallthrough; its input's dtype (cuDNN takes half x with float32 w)",
+     {"batch_norm", "native_batch_norm", "native_batch_norm_backward"}},
 };
 
 const layer_def batch_norm2d_def = {

@@ -24,9 +24,9 @@ static void bce_backward(run *r, node *n)
 
 static tensor *bce_forward(run *r, const case_config *cfg, tensor *logits, tensor *target)
 {
-    (void)cfg;
-    tensor *xa = autocast_arg(r, "binary_cross_entropy_with_logits", logits);
-    tensor *ta = autocast_arg(r, "binary_cross_entropy_with_logits", target);
+    const autocast_op *ac = loss_def_of(cfg->loss)->autocast;
+    tensor *xa = autocast_arg(r, ac, logits);
+    tensor *ta = autocast_arg(r, ac, target);
     tensor *elem = run_tensor_like(r, xa, "bce_with_logits.out", ta->dtype, MEM_ACTIVATIONS);
     run_check(r, r->be->bce_logits_forward(r->be, xa, ta, elem, NULL)); /* not observed */
     tensor *loss = run_tensor(r, "loss", ta->dtype, 0, NULL, MEM_ACTIVATIONS);
@@ -45,8 +45,10 @@ static tensor *bce_forward(run *r, const case_config *cfg, tensor *logits, tenso
 }
 
 static const autocast_op bce_autocast[] = {
-    {"binary_cross_entropy_with_logits", AUTOCAST_FP32,
-     "fp32: KERNEL_CUDA(binary_cross_entropy_with_logits, fp32)"},
+    {"binary_cross_entropy_with_logits",
+     AUTOCAST_FP32,
+     "fp32: KERNEL_CUDA(binary_cross_entropy_with_logits, fp32)",
+     {"binary_cross_entropy_with_logits"}},
 };
 
 const loss_def bce_with_logits_def = {

@@ -58,8 +58,10 @@ static int causal_mask_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op causal_mask_autocast[] = {
-    {"causal_mask", AUTOCAST_NONE,
-     "not listed: masked_fill; autocast_mode.cpp's fallthrough runs it in its input's dtype"},
+    {"causal_mask",
+     AUTOCAST_NONE,
+     "not listed: masked_fill; autocast_mode.cpp's fallthrough runs it in its input's dtype",
+     {"masked_fill.Scalar"}},
 };
 
 const layer_def causal_mask_def = {

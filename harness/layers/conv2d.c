@@ -36,9 +36,10 @@ static void conv2d_backward(run *r, node *n)
 static tensor *conv2d_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
 {
     tensor *x = in[0], *w = params[0], *b = l->bias ? params[1] : NULL;
-    tensor *xa = autocast_arg(r, "conv2d", x);
-    tensor *wa = autocast_arg(r, "conv2d", w);
-    tensor *ba = b ? autocast_arg(r, "conv2d", b) : NULL;
+    const autocast_op *ac = layer_def_of(l->kind)->autocast;
+    tensor *xa = autocast_arg(r, ac, x);
+    tensor *wa = autocast_arg(r, ac, w);
+    tensor *ba = b ? autocast_arg(r, ac, b) : NULL;
     if (ba && ba->dtype != xa->dtype)
         run_fail(r, "Input type (%s) and bias type (%s) should be the same",
                  type_meta_name(xa->dtype), type_meta_name(ba->dtype));
@@ -151,7 +152,10 @@ static const kind_opt conv2d_opts[] = {
      .refusal = "groups is not supported (conv2d layers have groups=1)"},
 };
 static const autocast_op conv2d_autocast[] = {
-    {"conv2d", AUTOCAST_LOWER, "lower_precision_fp: KERNEL_CUDA(conv2d, lower_precision_fp)"},
+    {"conv2d",
+     AUTOCAST_LOWER_PRECISION_FP,
+     "lower_precision_fp: KERNEL_CUDA(conv2d, lower_precision_fp)",
+     {"conv2d", "convolution_backward"}},
 };
 
 const layer_def conv2d_def = {

@@ -68,8 +68,10 @@ static int dropout_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op dropout_autocast[] = {
-    {"dropout", AUTOCAST_NONE,
-     "not listed: autocast_mode.cpp's fallthrough runs it in its input's dtype"},
+    {"dropout",
+     AUTOCAST_NONE,
+     "not listed: autocast_mode.cpp's fallthrough runs it in its input's dtype",
+     {"native_dropout", "native_dropout_backward"}},
 };
 
 const layer_def dropout_def = {

@@ -86,8 +86,10 @@ static const kind_opt embedding_opts[] = {
     {"padding_idx", KIND_OPT_INT, offsetof(layer_spec, opt_int[0]), .min = 0, .def = PADDING_NONE},
 };
 static const autocast_op embedding_autocast[] = {
-    {"embedding", AUTOCAST_NONE,
-     "not listed (autocast_mode.cpp's fallthrough): runs in the weight's dtype"},
+    {"embedding",
+     AUTOCAST_NONE,
+     "not listed (autocast_mode.cpp's fallthrough): runs in the weight's dtype",
+     {"embedding", "embedding_dense_backward"}},
 };
 
 const layer_def embedding_def = {

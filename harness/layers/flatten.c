@@ -47,7 +47,10 @@ static int flatten_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op flatten_autocast[] = {
-    {"flatten", AUTOCAST_NONE, "not listed: a view, keeps its input's dtype"},
+    {"flatten",
+     AUTOCAST_NONE,
+     "not listed: a view, keeps its input's dtype",
+     {"flatten.using_ints", "view"}},
 };
 
 const layer_def flatten_def = {

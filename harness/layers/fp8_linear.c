@@ -245,8 +245,9 @@ tensor *fp8_linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, te
     backend *be = r->be;
     fp8_layer_state *s = &r->fp8->layer[l - r->cfg->layers];
     /* TE: inputmat = cast_if_needed(inp, activation_dtype); bias likewise */
-    tensor *xa = autocast_arg(r, "linear", x);
-    tensor *ba = b ? autocast_arg(r, "linear", b) : NULL;
+    const autocast_op *ac = layer_def_of(l->kind)->autocast; /* linear's */
+    tensor *xa = autocast_arg(r, ac, x);
+    tensor *ba = b ? autocast_arg(r, ac, b) : NULL;
     int64_t in = l->in, out = l->out, rows = xa->numel / in;
     char name[TENSOR_NAME_MAX + 32], what[TENSOR_NAME_MAX];
     dtype e4m3 = DTYPE_FLOAT8_E4M3FN;

@@ -119,11 +119,16 @@ static const kind_arg split_heads_args[] = {
     {"heads", "heads", offsetof(layer_spec, opt_int[0]), 1},
 };
 static const autocast_op split_heads_autocast[] = {
-    {"split_heads", AUTOCAST_NONE, "not listed (view + transpose): keeps its input's dtype"},
+    {"split_heads",
+     AUTOCAST_NONE,
+     "not listed (view + transpose): keeps its input's dtype",
+     {"view", "transpose.int", "clone"}},
 };
 static const autocast_op merge_heads_autocast[] = {
-    {"merge_heads", AUTOCAST_NONE,
-     "not listed (transpose + contiguous + view): keeps its input's dtype"},
+    {"merge_heads",
+     AUTOCAST_NONE,
+     "not listed (transpose + contiguous + view): keeps its input's dtype",
+     {"transpose.int", "clone", "view"}},
 };
 
 const layer_def split_heads_def = {

@@ -47,9 +47,9 @@ static void mean_backward(run *r, node *n)
 
 static tensor *l1_forward(run *r, const case_config *cfg, tensor *pred, tensor *target)
 {
-    (void)cfg;
-    tensor *pa = autocast_arg(r, "l1_loss", pred);
-    tensor *ta = autocast_arg(r, "l1_loss", target);
+    const autocast_op *ac = loss_def_of(cfg->loss)->autocast;
+    tensor *pa = autocast_arg(r, ac, pred);
+    tensor *ta = autocast_arg(r, ac, target);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     tensor *diff =
@@ -79,7 +79,10 @@ static tensor *l1_forward(run *r, const case_config *cfg, tensor *pred, tensor *
 }
 
 static const autocast_op l1_autocast[] = {
-    {"l1_loss", AUTOCAST_FP32, "fp32: KERNEL_CUDA(l1_loss, fp32)"},
+    {"l1_loss",
+     AUTOCAST_FP32,
+     "fp32: KERNEL_CUDA(l1_loss, fp32)",
+     {"l1_loss", "sub.Tensor", "abs", "mean"}},
 };
 
 const loss_def l1_def = {

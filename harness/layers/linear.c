@@ -63,9 +63,10 @@ static tensor *linear_forward(run *r, const layer_spec *l, tensor *const *in, te
     tensor *x = in[0], *w = params[0], *b = l->bias ? params[1] : NULL;
     if (fp8_linear_chosen(r, l))
         return fp8_linear_forward(r, l, x, w, b);
-    tensor *xa = autocast_arg(r, "linear", x);
-    tensor *wa = autocast_arg(r, "linear", w);
-    tensor *ba = b ? autocast_arg(r, "linear", b) : NULL;
+    const autocast_op *ac = layer_def_of(l->kind)->autocast;
+    tensor *xa = autocast_arg(r, ac, x);
+    tensor *wa = autocast_arg(r, ac, w);
+    tensor *ba = b ? autocast_arg(r, ac, b) : NULL;
     /* ADDMM_META and mm's meta function in aten/src/ATen/native/LinearAlgebra.cpp */
     if (ba && ba->dtype != wa->dtype)
         run_fail(r, "self and mat2 must have the same dtype, but got %s and %s",
@@ -145,7 +146,10 @@ static const kind_opt linear_opts[] = {
     {"bias", KIND_OPT_BOOL, offsetof(layer_spec, bias), .def = 1},
 };
 static const autocast_op linear_autocast[] = {
-    {"linear", AUTOCAST_LOWER, "lower_precision_fp: KERNEL_CUDA(linear, lower_precision_fp)"},
+    {"linear",
+     AUTOCAST_LOWER_PRECISION_FP,
+     "lower_precision_fp: KERNEL_CUDA(linear, lower_precision_fp)",
+     {"linear"}},
 };
 
 const layer_def linear_def = {

@@ -65,7 +65,10 @@ static const kind_opt max_pool2d_opts[] = {
      .refusal = "ceil_mode is not supported (max_pool2d layers floor)"},
 };
 static const autocast_op max_pool2d_autocast[] = {
-    {"max_pool2d", AUTOCAST_NONE, "not listed: runs in its input's dtype"},
+    {"max_pool2d",
+     AUTOCAST_NONE,
+     "not listed: runs in its input's dtype",
+     {"max_pool2d", "max_pool2d_with_indices", "max_pool2d_with_indices_backward"}},
 };
 
 const layer_def max_pool2d_def = {

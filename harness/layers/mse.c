@@ -54,10 +54,11 @@ static tensor *mean_forward(run *r, tensor *x, const char *name)
     return y;
 }
 
-static tensor *mse_loss_forward(run *r, tensor *pred, tensor *target, bool reduction_none)
+static tensor *mse_loss_forward(run *r, const autocast_op *ac, tensor *pred, tensor *target,
+                                bool reduction_none)
 {
-    tensor *pa = autocast_arg(r, "mse_loss", pred);
-    tensor *ta = autocast_arg(r, "mse_loss", target);
+    tensor *pa = autocast_arg(r, ac, pred);
+    tensor *ta = autocast_arg(r, ac, target);
     dtype dt = promote(pa->dtype, ta->dtype);
     tensor *elem = run_tensor_like(r, pa, "mse.out", dt, MEM_ACTIVATIONS);
     round_stats st;
@@ -87,7 +88,7 @@ static tensor *mse_loss_forward(run *r, tensor *pred, tensor *target, bool reduc
 static tensor *mse_forward(run *r, const case_config *cfg, tensor *pred, tensor *target)
 {
     bool none = cfg->loss_reduction == REDUCTION_NONE;
-    tensor *loss = mse_loss_forward(r, pred, target, none);
+    tensor *loss = mse_loss_forward(r, loss_def_of(cfg->loss)->autocast, pred, target, none);
     if (none) {
         tensor *mean = mean_forward(r, loss, "loss");
         tensor_release(&r->pool, loss);
@@ -101,7 +102,10 @@ static const kind_opt mse_opts[] = {
      .choices = reduction_names, .n_choices = REDUCTION_COUNT},
 };
 static const autocast_op mse_autocast[] = {
-    {"mse_loss", AUTOCAST_FP32, "fp32: KERNEL_CUDA(mse_loss, fp32)"},
+    {"mse_loss",
+     AUTOCAST_FP32,
+     "fp32: KERNEL_CUDA(mse_loss, fp32)",
+     {"mse_loss", "mse_loss_backward"}},
 };
 
 const loss_def mse_def = {

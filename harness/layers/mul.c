@@ -56,9 +56,11 @@ static int mul_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op mul_autocast[] = {
-    {"mul", AUTOCAST_NONE,
+    {"mul",
+     AUTOCAST_NONE,
      "not listed (autocast_mode.cpp's fallthrough): type promotion, float32 * float16 is "
-     "float32"},
+     "float32",
+     {"mul.Tensor"}},
 };
 
 const layer_def mul_def = {

@@ -5,12 +5,13 @@
  */
 #include "norm.h"
 
-tensor *norm_run(run *r, const layer_spec *l, const char *op, backward_fn backward,
-                 const norm_geom *g, tensor *x, tensor *w, tensor *b, norm_stats_dtype stats)
+tensor *norm_run(run *r, const layer_spec *l, backward_fn backward, const norm_geom *g, tensor *x,
+                 tensor *w, tensor *b, norm_stats_dtype stats)
 {
-    tensor *xa = autocast_arg(r, op, x);
-    tensor *wa = w ? autocast_arg(r, op, w) : NULL;
-    tensor *ba = b ? autocast_arg(r, op, b) : NULL;
+    const autocast_op *ac = layer_def_of(l->kind)->autocast;
+    tensor *xa = autocast_arg(r, ac, x);
+    tensor *wa = w ? autocast_arg(r, ac, w) : NULL;
+    tensor *ba = b ? autocast_arg(r, ac, b) : NULL;
     const tensor *p = wa && wa->dtype != xa->dtype ? wa : ba && ba->dtype != xa->dtype ? ba : NULL;
     if (p)
         run_fail(r, "expected scalar type %s but found %s", scalar_type_name(xa->dtype),
@@ -28,7 +29,7 @@ tensor *norm_run(run *r, const layer_spec *l, const char *op, backward_fn backwa
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->norm_forward(r->be, g, xa, wa, ba, y, mean, rstd, stp));
     tensor *args[3] = {xa, wa, ba};
-    node *n = tape_record(r, op, backward, y, args, 3);
+    node *n = tape_record(r, ac->op, backward, y, args, 3);
     tape_save(n, 0, xa);
     tape_save(n, 1, mean);
     tape_save(n, 2, rstd);

@@ -101,8 +101,10 @@ static const kind_arg position_embedding_args[] = {
     {"embedding_dim", "out", offsetof(layer_spec, out), 1},
 };
 static const autocast_op position_embedding_autocast[] = {
-    {"position_embedding", AUTOCAST_NONE,
-     "not listed (add's fallthrough in autocast_mode.cpp): type promotion"},
+    {"position_embedding",
+     AUTOCAST_NONE,
+     "not listed (add's fallthrough in autocast_mode.cpp): type promotion",
+     {"add.Tensor", "slice.Tensor"}},
 };
 
 const layer_def position_embedding_def = {

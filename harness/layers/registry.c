@@ -127,9 +127,14 @@ static const char *autocast_problem(const autocast_op *ops, int n)
 {
     if (!ops || n < 1)
         return "has no autocast entry";
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!ops[i].op || !ops[i].pytorch_list)
             return "has an autocast entry without its op or PyTorch list";
+        if (!autocast_policy_name(ops[i].policy))
+            return "has an autocast entry without its policy (autocast_policy.h)";
+        if (!ops[i].aten[0])
+            return "has an autocast entry without its ATen op";
+    }
     return NULL;
 }
 

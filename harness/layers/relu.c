@@ -32,7 +32,10 @@ static int relu_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op relu_autocast[] = {
-    {"relu", AUTOCAST_NONE, "not listed: runs in its input's dtype"},
+    {"relu",
+     AUTOCAST_NONE,
+     "not listed: runs in its input's dtype",
+     {"relu", "threshold_backward"}},
 };
 
 const layer_def relu_def = {

@@ -41,8 +41,10 @@ static const kind_arg scale_args[] = {
     {"factor", "factor", offsetof(layer_spec, opt_real[0]), KIND_ARG_REAL},
 };
 static const autocast_op scale_autocast[] = {
-    {"scale", AUTOCAST_NONE,
-     "not listed (mul's fallthrough): a Python float does not promote, x's dtype"},
+    {"scale",
+     AUTOCAST_NONE,
+     "not listed (mul's fallthrough): a Python float does not promote, x's dtype",
+     {"mul.Scalar"}},
 };
 
 const layer_def scale_def = {

@@ -133,8 +133,9 @@ static tensor *as_float32(run *r, tensor *t)
 static tensor *sdpa_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
 {
     (void)params;
-    tensor *qa = autocast_arg(r, OP_NAME, in[0]), *ka = autocast_arg(r, OP_NAME, in[1]),
-           *va = autocast_arg(r, OP_NAME, in[2]);
+    const autocast_op *ac = layer_def_of(l->kind)->autocast;
+    tensor *qa = autocast_arg(r, ac, in[0]), *ka = autocast_arg(r, ac, in[1]),
+           *va = autocast_arg(r, ac, in[2]);
     if (qa->dtype != ka->dtype || qa->dtype != va->dtype) /* PyTorch 2.15's message */
         run_fail(r,
                  "Expected query, key, and value to have the same dtype, but got query.dtype: "
@@ -239,8 +240,10 @@ static const kind_opt sdpa_opts[] = {
     {"scale", KIND_OPT_REAL, offsetof(layer_spec, SDPA_SCALE), .range = POSITIVE, .real_def = 0},
 };
 static const autocast_op sdpa_autocast[] = {
-    {OP_NAME, AUTOCAST_LOWER,
-     "lower_precision_fp: KERNEL_CUDA(scaled_dot_product_attention, lower_precision_fp)"},
+    {OP_NAME,
+     AUTOCAST_LOWER_PRECISION_FP,
+     "lower_precision_fp: KERNEL_CUDA(scaled_dot_product_attention, lower_precision_fp)",
+     {"scaled_dot_product_attention", "_scaled_dot_product_attention_math"}},
 };
 
 const layer_def scaled_dot_product_attention_def = {

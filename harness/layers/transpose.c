@@ -102,7 +102,10 @@ static const kind_arg transpose_args[] = {
     {"dim1", "dim1", offsetof(layer_spec, opt_int[1]), INT64_MIN + 1},
 };
 static const autocast_op transpose_autocast[] = {
-    {"transpose", AUTOCAST_NONE, "not listed (a view): keeps its input's dtype"},
+    {"transpose",
+     AUTOCAST_NONE,
+     "not listed (a view): keeps its input's dtype",
+     {"transpose.int", "clone"}},
 };
 
 const layer_def transpose_def = {

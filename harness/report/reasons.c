@@ -98,7 +98,7 @@ static void put_layer_reason(FILE *f, const case_config *cfg, const case_files *
 {
     const layer_def *d = layer_def_of(cfg->layers[i].kind);
     const autocast_op *a = d->n_autocast > 0 ? &d->autocast[0] : NULL;
-    if (a && a->policy == AUTOCAST_FP32) {
+    if (a && autocast_policy_is_fp32(a->policy)) {
         fprintf(f, "`%s` is float32 because %s runs in float32 under autocast (%s)", name, a->op,
                 a->pytorch_list);
         return;
@@ -157,7 +157,7 @@ static bool put_reason(FILE *f, const case_config *cfg, const case_files *c, int
         return false;
     if (!cfg->loss_in_autocast)
         fprintf(f, "`%s` is float32: the loss runs outside autocast, on its float32 input", name);
-    else if (a->policy == AUTOCAST_FP32)
+    else if (autocast_policy_is_fp32(a->policy))
         fprintf(f, "`%s` is float32 because %s's %s runs in float32 under autocast (%s)", name,
                 loss_def_of(cfg->loss)->name, a->op, a->pytorch_list);
     else
