@@ -377,7 +377,7 @@ struct f32_op {
 };
 
 /* ---- the ops: cuda_<op> for every op of backend.h's list, each in the file named after its
- * concern (round.cu, relu.cu, linear.cu, conv2d.cu, loss.cu, scaler.cu, optim.cu) ---- */
+ * concern (round.cu, pointwise.cu, linear.cu, conv2d.cu, loss.cu, scaler.cu, optim.cu) ---- */
 #define CUDA_OP_DECL(name, params) int cuda_##name params;
 BACKEND_OPS(CUDA_OP_DECL)
 #undef CUDA_OP_DECL

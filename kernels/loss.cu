@@ -12,8 +12,6 @@
 #include "ops/loss_math.h"
 #include "cuda.cuh"
 
-static __device__ inline float exp_f32(float v) { return (float)exp((double)v); }
-
 __global__ void log_softmax_kernel(const void *x, dtype x_dt, void *y, dtype y_dt, int64_t rows,
                                    int64_t cols, dev_stats *out)
 {

@@ -145,6 +145,8 @@ run *test_run_open(void)
     r->pool = (tensor_pool){.be = r->be, .account = &r->account};
     r->obs = calloc(1, sizeof *r->obs);
     cr_assert_not_null(r->obs);
+    r->cfg = calloc(1, sizeof *r->cfg); /* a case of defaults (seed 0) */
+    cr_assert_not_null(r->cfg);
     return r;
 }
 
@@ -154,6 +156,7 @@ void test_run_close(run *r)
     tensor_pool_clear(&r->pool);
     observe_free(r->obs);
     free(r->obs);
+    free((case_config *)r->cfg);
     r->be->close(r->be);
     free(r);
 }

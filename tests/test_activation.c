@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/activation_math.h"
 #include "core/rng.h"
 #include "helpers.h"
 #include "case/load.h"
@@ -44,21 +43,25 @@ static bool close_fd(double got, double want)
 
 static bool is(const char *a, const char *b) { return strcmp(a, b) == 0; }
 
-static gelu_approximate approx_of(const char *variant)
+/* the pointwise row of an elementwise op, and its parameters (gelu's variant) */
+static bool row_named(const char *op, const char *variant, pw_op *row, pw_params *p)
 {
-    return is(variant, "tanh") ? GELU_TANH : GELU_NONE;
+    *p = (pw_params){.choice = {is(variant, "tanh") ? GELU_TANH : GELU_NONE}};
+    for (int k = 0; k < PW_OP_COUNT; k++)
+        if (is(pw_rows[k].name, op)) {
+            *row = (pw_op)k;
+            return true;
+        }
+    return false;
 }
 
 static int op_forward(backend *be, const char *op, const char *variant, const tensor *x, tensor *y)
 {
-    if (is(op, "gelu"))
-        return be->gelu_forward(be, x, approx_of(variant), y, NULL);
-    if (is(op, "silu"))
-        return be->silu_forward(be, x, y, NULL);
-    if (is(op, "sigmoid"))
-        return be->sigmoid_forward(be, x, y, NULL);
-    if (is(op, "tanh"))
-        return be->tanh_forward(be, x, y, NULL);
+    pw_op row;
+    pw_params p;
+    const tensor *xs[PW_MAX_ARITY] = {x};
+    if (row_named(op, variant, &row, &p))
+        return be->pointwise_forward(be, row, &p, xs, y, NULL);
     if (is(op, "softmax"))
         return be->softmax_forward(be, x, y, NULL);
     if (is(op, "log_softmax"))
@@ -73,14 +76,13 @@ static int op_forward(backend *be, const char *op, const char *variant, const te
 static int op_backward(backend *be, const char *op, const char *variant, const tensor *dy,
                        const tensor *x, const tensor *y, tensor *dx)
 {
-    if (is(op, "gelu"))
-        return be->gelu_backward(be, dy, x, approx_of(variant), dx, NULL);
-    if (is(op, "silu"))
-        return be->silu_backward(be, dy, x, dx, NULL);
-    if (is(op, "sigmoid"))
-        return be->sigmoid_backward(be, dy, y, dx, NULL);
-    if (is(op, "tanh"))
-        return be->tanh_backward(be, dy, y, dx, NULL);
+    pw_op row;
+    pw_params p;
+    if (row_named(op, variant, &row, &p)) {
+        const tensor *xs[PW_MAX_ARITY] = {pw_rows[row].backward & PW_SAVE_A ? x : NULL};
+        return be->pointwise_backward(be, row, &p, 0, dy, xs,
+                                      pw_rows[row].backward & PW_SAVE_OUT ? y : NULL, dx, NULL);
+    }
     if (is(op, "softmax"))
         return be->softmax_backward(be, dy, y, dx, NULL);
     if (is(op, "log_softmax"))
@@ -244,8 +246,12 @@ Test(activation, dropout_backward_matches_finite_differences_of_its_mask)
             tensor *dy = env_tensor(&env, "dy", DTYPE_FLOAT32, 2, shapes[s], r);
             tensor *y = env_zeros(&env, "y", DTYPE_FLOAT32, 2, shapes[s]);
             tensor *dx = env_zeros(&env, "dx", DTYPE_FLOAT32, 2, shapes[s]);
-            cr_assert_eq(env.be->dropout_forward(env.be, tx, ps[k], 99, y, NULL), 0);
-            cr_assert_eq(env.be->dropout_backward(env.be, dy, ps[k], 99, dx, NULL), 0);
+            pw_params p = {.real = {ps[k]}, .seed = 99};
+            const tensor *xs[PW_MAX_ARITY] = {tx}, *none[PW_MAX_ARITY] = {NULL};
+            cr_assert_eq(env.be->pointwise_forward(env.be, PW_OP_dropout, &p, xs, y, NULL), 0);
+            cr_assert_eq(
+                env.be->pointwise_backward(env.be, PW_OP_dropout, &p, 0, dy, none, NULL, dx, NULL),
+                0);
             double scale = 1 / (1 - ps[k]);
             for (int64_t i = 0; i < n; i++) {
                 /* the forward's own mask: y is x * scale or 0 */
@@ -280,8 +286,10 @@ Test(activation, dropout_keeps_one_minus_p_of_the_values_and_a_seed_draws_its_ow
     tensor *b = env_zeros(&env, "b", DTYPE_FLOAT16, 1, shape);
     const double ps[3] = {0.1, 0.5, 0.9};
     for (int k = 0; k < 3; k++) {
-        cr_assert_eq(env.be->dropout_forward(env.be, x, ps[k], 7, a, NULL), 0);
-        cr_assert_eq(env.be->dropout_forward(env.be, x, ps[k], 8, b, NULL), 0);
+        pw_params p7 = {.real = {ps[k]}, .seed = 7}, p8 = {.real = {ps[k]}, .seed = 8};
+        const tensor *xs[PW_MAX_ARITY] = {x};
+        cr_assert_eq(env.be->pointwise_forward(env.be, PW_OP_dropout, &p7, xs, a, NULL), 0);
+        cr_assert_eq(env.be->pointwise_forward(env.be, PW_OP_dropout, &p8, xs, b, NULL), 0);
         float scale = round_to(1.0f / (float)(1.0 - ps[k]), DTYPE_FLOAT16);
         int64_t kept = 0, same = 0;
         for (int i = 0; i < N; i++) {
@@ -420,7 +428,7 @@ Test(activation, case_files_read_the_options_and_refuse_what_pytorch_would)
     cr_assert_eq(
         load_model("fc = linear 16 -> 8\nact = gelu approximate=tanh\n", "", &cfg, err, sizeof err),
         0, "%s", err);
-    cr_expect_eq(cfg.layers[1].kind, LAYER_GELU);
+    cr_expect_eq(cfg.layers[1].kind, LAYER_ROW(gelu));
     cr_expect_eq(cfg.layers[1].opt_choice[0], GELU_TANH);
     cr_assert_eq(load_model("fc = linear 16 -> 8\nact = gelu\n", "", &cfg, err, sizeof err), 0);
     cr_expect_eq(cfg.layers[1].opt_choice[0], GELU_NONE, "approximate='none' is the default");
@@ -446,7 +454,7 @@ Test(activation, dropout_p_is_a_real_option_with_a_default_a_range_and_json)
     char err[1024];
     cr_assert_eq(load_model("fc = linear 16 -> 8\ndrop = dropout\n", "", &cfg, err, sizeof err), 0,
                  "%s", err);
-    cr_expect_eq(cfg.layers[1].kind, LAYER_DROPOUT);
+    cr_expect_eq(cfg.layers[1].kind, LAYER_ROW(dropout));
     cr_expect_eq(cfg.layers[1].opt_real[0], 0.5, "nn.Dropout's default p");
     cr_assert_eq(
         load_model("fc = linear 16 -> 8\ndrop = dropout p=0.125\n", "", &cfg, err, sizeof err), 0,

@@ -40,13 +40,13 @@ Test(backend, every_open_path_fills_its_table)
 Test(backend, an_op_left_empty_is_named)
 {
     backend t = cpu_table();
-    t.relu_backward = NULL;
+    t.pointwise_backward = NULL;
     char err[512] = "";
     cr_assert_neq(backend_check(&t, err, sizeof err), 0);
     cr_expect(strstr(err, "cpu backend") != NULL, "got: %s", err);
-    cr_expect(strstr(err, ": relu_backward") != NULL, "got: %s", err);
-    /* relu_forward, filled, is not named */
-    cr_expect(strstr(err, "relu_forward") == NULL, "got: %s", err);
+    cr_expect(strstr(err, ": pointwise_backward") != NULL, "got: %s", err);
+    /* pointwise_forward, filled, is not named */
+    cr_expect(strstr(err, "pointwise_forward") == NULL, "got: %s", err);
 }
 
 Test(backend, every_function_left_empty_is_named)
@@ -69,20 +69,20 @@ Test(backend, op_names_are_the_list)
     cr_expect_str_eq(backend_op_name(BACKEND_OP_COUNT), "(no such op)");
 }
 
-static bool no_bfloat16_relu(const backend *be, backend_op op, dtype dt)
+static bool no_bfloat16_pointwise(const backend *be, backend_op op, dtype dt)
 {
     (void)be;
     return !(dt == DTYPE_BFLOAT16 &&
-             (op == BACKEND_OP_relu_forward || op == BACKEND_OP_relu_backward));
+             (op == BACKEND_OP_pointwise_forward || op == BACKEND_OP_pointwise_backward));
 }
 
 Test(backend, supports_asks_the_table)
 {
     backend t = cpu_table();
-    cr_expect(backend_supports(&t, BACKEND_OP_relu_forward, DTYPE_BFLOAT16)); /* no callback */
-    t.supports = no_bfloat16_relu;
-    cr_expect_not(backend_supports(&t, BACKEND_OP_relu_forward, DTYPE_BFLOAT16));
-    cr_expect(backend_supports(&t, BACKEND_OP_relu_forward, DTYPE_FLOAT16));
+    cr_expect(backend_supports(&t, BACKEND_OP_pointwise_forward, DTYPE_BFLOAT16)); /* none */
+    t.supports = no_bfloat16_pointwise;
+    cr_expect_not(backend_supports(&t, BACKEND_OP_pointwise_forward, DTYPE_BFLOAT16));
+    cr_expect(backend_supports(&t, BACKEND_OP_pointwise_forward, DTYPE_FLOAT16));
     cr_expect(backend_supports(&t, BACKEND_OP_cast, DTYPE_BFLOAT16));
 }
 
@@ -143,6 +143,17 @@ Test(backend, a_library_of_another_abi_is_refused)
     cr_expect(strstr(err, "was opened") == NULL, "its open ran: %s", err);
 }
 
+Test(backend, a_library_built_with_other_pointwise_rows_is_refused)
+{
+    char err[1024] = "", want[1024];
+    backend *be = backend_cuda_load(NULL, TEST_LIB_DIR "/other-rows", err, sizeof err);
+    cr_assert_null(be);
+    snprintf(want, sizeof want, "was built with the rows \"relu \"; this binary has \"%s\"",
+             BACKEND_ROW_NAMES);
+    cr_expect(strstr(err, want) != NULL, "got: %s", err);
+    cr_expect(strstr(err, "was opened") == NULL, "its open ran: %s", err);
+}
+
 Test(backend, a_library_without_an_abi_is_refused)
 {
     char err[1024] = "";
@@ -185,10 +196,10 @@ Test(backend, a_case_the_backend_cannot_run_names_the_op)
     cr_assert_not_null(mkdtemp(dir));
     train_options opt = {.quiet = true};
     case_result res;
-    be->supports = no_bfloat16_relu;
+    be->supports = no_bfloat16_pointwise;
     cr_expect_eq(train_case(&cfg, be, &opt, dir, &res), 0);
     cr_expect_not(res.ok);
-    cr_expect_str_eq(res.error, "the cpu backend cannot run relu_forward on bfloat16 tensors");
+    cr_expect_str_eq(res.error, "the cpu backend cannot run pointwise_forward on bfloat16 tensors");
     be->supports = NULL;
     cr_expect_eq(train_case(&cfg, be, &opt, dir, &res), 0);
     cr_expect(res.ok, "%s", res.error);

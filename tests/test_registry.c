@@ -54,7 +54,7 @@ Test(registry, every_kind_is_complete_and_named_once)
     cr_expect_eq(loss_defs_check(all_losses, LOSS_KIND_COUNT, err, sizeof err), 0, "%s", err);
     /* the names case files use, in the order "expected ..." lists them */
     cr_expect_str_eq(all_layers[LAYER_LINEAR]->name, "linear");
-    cr_expect_str_eq(all_layers[LAYER_RELU]->name, "relu");
+    cr_expect_str_eq(all_layers[LAYER_ROW(relu)]->name, "relu");
     cr_expect_str_eq(all_layers[LAYER_CONV2D]->name, "conv2d");
     cr_expect_str_eq(all_layers[LAYER_FLATTEN]->name, "flatten");
     cr_expect_str_eq(all_losses[LOSS_CROSS_ENTROPY]->name, "cross_entropy");
@@ -93,21 +93,21 @@ Test(registry, the_check_catches_a_kind_left_half_done)
     d = *all_layers[LAYER_CONV2D];
     d.params = NULL;
     expect_caught(LAYER_CONV2D, &d, "has no params rule");
-    d = *all_layers[LAYER_RELU];
+    d = *all_layers[LAYER_ROW(relu)];
     d.n_autocast = 0;
-    expect_caught(LAYER_RELU, &d, "(relu) has no autocast entry");
+    expect_caught(LAYER_ROW(relu), &d, "(relu) has no autocast entry");
     /* an entry without its policy (AUTOCAST_UNSET) or its ATen op */
-    autocast_op ac = all_layers[LAYER_RELU]->autocast[0];
+    autocast_op ac = all_layers[LAYER_ROW(relu)]->autocast[0];
     ac.policy = AUTOCAST_UNSET;
-    d = *all_layers[LAYER_RELU];
+    d = *all_layers[LAYER_ROW(relu)];
     d.autocast = &ac;
-    expect_caught(LAYER_RELU, &d, "(relu) has an autocast entry without its policy");
-    ac = all_layers[LAYER_RELU]->autocast[0];
+    expect_caught(LAYER_ROW(relu), &d, "(relu) has an autocast entry without its policy");
+    ac = all_layers[LAYER_ROW(relu)]->autocast[0];
     ac.aten[0] = NULL;
-    expect_caught(LAYER_RELU, &d, "(relu) has an autocast entry without its ATen op");
-    d = *all_layers[LAYER_RELU];
+    expect_caught(LAYER_ROW(relu), &d, "(relu) has an autocast entry without its ATen op");
+    d = *all_layers[LAYER_ROW(relu)];
     d.name = NULL;
-    expect_caught(LAYER_RELU, &d, "has no name");
+    expect_caught(LAYER_ROW(relu), &d, "has no name");
     d = *all_layers[LAYER_LINEAR];
     d.n_args = 1; /* "IN -> OUT" reads two numbers */
     expect_caught(LAYER_LINEAR, &d, "numbers are not its args");
@@ -119,7 +119,7 @@ Test(registry, the_check_catches_a_kind_left_half_done)
     expect_caught(LAYER_FLATTEN, &d, "the name of another kind");
     char err[256] = "";
     cr_expect_eq(check_with(LAYER_FLATTEN, NULL, err, sizeof err), -1);
-    cr_expect(strstr(err, "layer kind 3") && strstr(err, "no definition"), "%s", err);
+    cr_expect(strstr(err, "layer kind 2") && strstr(err, "no definition"), "%s", err);
     /* a choice option without its choices */
     kind_opt opt = {.name = "mode", .type = KIND_OPT_CHOICE};
     d = *all_layers[LAYER_FLATTEN];
@@ -163,7 +163,7 @@ Test(registry, descriptions_are_the_model_line_of_report_md)
     l = spec(LAYER_CONV2D, 3, 16, false);
     layer_describe(&l, buf, sizeof buf);
     cr_expect_str_eq(buf, "x = conv2d 3 → 16, kernel 3, stride 2, padding 1 (no bias)");
-    l = spec(LAYER_RELU, 0, 0, true);
+    l = spec(LAYER_ROW(relu), 0, 0, true);
     layer_describe(&l, buf, sizeof buf);
     cr_expect_str_eq(buf, "x = relu");
     l = spec(LAYER_FLATTEN, 0, 0, true);
@@ -259,7 +259,7 @@ Test(registry, shape_and_params_rules)
     l.bias = false;
     cr_assert_eq(linear_def.params(&l, ps), 1);
     cr_expect(ps[0].ndim == 2 && ps[0].shape[0] == 5 && ps[0].shape[1] == 10 && ps[0].fan_in == 10);
-    cr_expect_eq(relu_def.params(&l, ps), 0);
+    cr_expect_eq(pointwise_defs[PW_OP_relu].params(&l, ps), 0);
     /* only a linear first layer implies the input shape */
     cr_expect(linear_def.input_shape(&l, &out) && out.ndim == 1 && out.dim[0] == 10);
     cr_expect_not(conv2d_def.input_shape(&c, &out));

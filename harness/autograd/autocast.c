@@ -94,6 +94,55 @@ tensor *autocast_arg(run *r, const autocast_op *op, tensor *t)
     return y;
 }
 
+void autocast_args(run *r, const autocast_op *op, tensor *const *in, int n, tensor **out)
+{
+    if (!r->autocast || op->policy != AUTOCAST_PROMOTE) {
+        for (int k = 0; k < n; k++)
+            out[k] = autocast_arg(r, op, in[k]);
+        return;
+    }
+    dtype want = r->autocast_dtype; /* autocast_mode.h's promote_type and prioritize */
+    for (int k = 0; k < n; k++) {
+        dtype next = in[k]->dtype;
+        if (next == DTYPE_INT64)
+            continue;
+        if (want == DTYPE_FLOAT32 || next == DTYPE_FLOAT32)
+            want = DTYPE_FLOAT32;
+        else if (next != want)
+            run_fail(r,
+                     "Unexpected floating ScalarType in at::autocast::prioritize (%s: %s "
+                     "under %s autocast)",
+                     op->op, dtype_name(next), dtype_name(r->autocast_dtype));
+    }
+    for (int k = 0; k < n; k++) {
+        if (in[k]->dtype == want || in[k]->dtype == DTYPE_INT64) {
+            tensor_retain(in[k]);
+            out[k] = in[k];
+        } else {
+            out[k] = cast_activation(r, in[k], want);
+        }
+    }
+}
+
+dtype autocast_output_dtype(const run *r, const autocast_op *op, tensor *const *args, int n,
+                            dtype_reason *why)
+{
+    dtype dt = DTYPE_INT64;
+    bool mixed = false;
+    for (int k = 0; k < n; k++) {
+        if (args[k]->dtype == DTYPE_INT64)
+            continue;
+        mixed |= dt != DTYPE_INT64 && args[k]->dtype != dt;
+        dt = dt == DTYPE_INT64 ? args[k]->dtype : promote_types(dt, args[k]->dtype);
+    }
+    dtype_reason reason = mixed ? DTYPE_REASON_PROMOTION : DTYPE_REASON_INPUT;
+    if (r->autocast && op->policy != AUTOCAST_NONE)
+        reason = DTYPE_REASON_AUTOCAST;
+    if (why)
+        *why = reason;
+    return dt;
+}
+
 void autocast_exit(run *r)
 {
     for (int i = 0; i < r->n_cache; i++)

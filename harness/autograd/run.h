@@ -45,7 +45,9 @@ typedef struct node {
     tensor out;                     /* metadata copy of the output */
     tensor *grad;                   /* gradient of the output while backward holds it */
     conv2d_geom geom;
-    double scalar; /* mul: the factor; mse: alpha */
+    double scalar; /* the GradScaler's scale; mse: alpha */
+    pw_op row;     /* a pointwise row's node (layers/pointwise.c): the row and its parameters */
+    pw_params pw;
     int64_t index; /* embedding: padding_idx (-1: none) */
     /* gradients of its output: how many consumers record one, how many have arrived */
     int uses, arrived;

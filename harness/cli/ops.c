@@ -16,6 +16,7 @@ typedef struct op_entry {
     const char *owner_key; /* "layer" or "loss" for a kind's entry, else NULL */
     const char *owner;     /* that kind's name */
     const autocast_op *ac;
+    const pw_row *row; /* a pointwise row's */
 } op_entry;
 
 /* The ops that are no layer's or loss's entry. */
@@ -23,21 +24,25 @@ static const autocast_op own_ops[] = {
     {"mean", AUTOCAST_NONE, "not listed: runs in its input's dtype", {"mean", "mean.dim"}},
 };
 
-/* Calls visit on every op: the harness's own, then the layers' entries in kind order, then
- * the losses'. */
+/* Calls visit on every op: the pointwise rows (with their kinds' autocast entries), the
+ * harness's own, then the other layers' entries in kind order, then the losses'. */
 static void each_op(void (*visit)(const op_entry *e, void *ctx), void *ctx)
 {
+    for (int op = 0; op < PW_OP_COUNT; op++)
+        visit(&(op_entry){"pointwise", NULL, NULL, layer_def_of(LAYER_POINTWISE + op)->autocast,
+                          &pw_rows[op]},
+              ctx);
     for (int i = 0; i < COUNT_OF(own_ops); i++)
-        visit(&(op_entry){"reduction", NULL, NULL, &own_ops[i]}, ctx);
-    for (int k = 0; k < LAYER_KIND_COUNT; k++) {
+        visit(&(op_entry){"reduction", NULL, NULL, &own_ops[i], NULL}, ctx);
+    for (int k = 0; k < LAYER_POINTWISE; k++) {
         const layer_def *d = layer_def_of((layer_kind)k);
         for (int i = 0; i < d->n_autocast; i++)
-            visit(&(op_entry){"layer", "layer", d->name, &d->autocast[i]}, ctx);
+            visit(&(op_entry){"layer", "layer", d->name, &d->autocast[i], NULL}, ctx);
     }
     for (int k = 0; k < LOSS_KIND_COUNT; k++) {
         const loss_def *d = loss_def_of((loss_kind)k);
         for (int i = 0; i < d->n_autocast; i++)
-            visit(&(op_entry){"loss", "loss", d->name, &d->autocast[i]}, ctx);
+            visit(&(op_entry){"loss", "loss", d->name, &d->autocast[i], NULL}, ctx);
     }
 }
 
@@ -62,6 +67,13 @@ static const char *runs_in(autocast_policy p)
         break;
     }
     return "?"; /* the start-up checks refuse an entry without a policy */
+}
+
+/* the policy's word (every entry has one: the start-up checks refuse an entry without) */
+static const char *policy_word(autocast_policy p)
+{
+    const char *w = autocast_policy_name(p);
+    return w ? w : "unset";
 }
 
 typedef struct table_ctx {
@@ -110,11 +122,23 @@ static void json_row(const op_entry *e, void *p)
         fputs(i ? ", " : "", f);
         json_string(f, e->ac->aten[i]);
     }
-    fprintf(f, "], \"policy\": \"%s\", \"kind\": \"%s\"", autocast_policy_name(e->ac->policy),
-            e->kind);
+    fprintf(f, "], \"policy\": \"%s\", \"kind\": \"%s\"", policy_word(e->ac->policy), e->kind);
     if (e->owner_key) {
         fprintf(f, ", \"%s\": ", e->owner_key);
         json_string(f, e->owner);
+    }
+    if (e->row) { /* its operands, and what its backward keeps, in derivatives.yaml's names */
+        static const char *const saved[PW_MAX_ARITY] = {"self", "other", "third"};
+        fprintf(f, ", \"arity\": %d, \"saves\": [", e->row->arity);
+        const char *sep = "";
+        for (int k = 0; k < e->row->arity && k < PW_MAX_ARITY; k++)
+            if (e->row->backward & PW_SAVES(k)) {
+                fprintf(f, "%s\"%s\"", sep, saved[k]);
+                sep = ", ";
+            }
+        if (e->row->backward & PW_SAVE_OUT)
+            fprintf(f, "%s\"result\"", sep);
+        fputc(']', f);
     }
     fputs(", \"pytorch\": ", f);
     json_string(f, e->ac->pytorch_list);

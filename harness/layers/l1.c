@@ -11,11 +11,6 @@
  */
 #include "layer.h"
 
-static dtype promote(dtype a, dtype b)
-{
-    return a == b ? a : DTYPE_FLOAT32; /* float16 with bfloat16 also promotes to float32 */
-}
-
 /* SubBackward0: the gradient as it is for the input (the engine casts it to the input's
  * dtype); the target needs none */
 static void sub_backward(run *r, node *n)
@@ -53,7 +48,7 @@ static tensor *l1_forward(run *r, const case_config *cfg, tensor *pred, tensor *
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     tensor *diff =
-        run_tensor_like(r, pa, "l1.diff", promote(pa->dtype, ta->dtype), MEM_ACTIVATIONS);
+        run_tensor_like(r, pa, "l1.diff", promote_types(pa->dtype, ta->dtype), MEM_ACTIVATIONS);
     run_check(r, r->be->sub_forward(r->be, pa, ta, diff, stp));
     tensor *in[2] = {pa, ta};
     tape_record(r, "sub", sub_backward, diff, in, 2);

@@ -11,11 +11,6 @@
  */
 #include "layer.h"
 
-static dtype promote(dtype a, dtype b)
-{
-    return a == b ? a : DTYPE_FLOAT32; /* float16 with bfloat16 also promotes to float32 */
-}
-
 static void mse_backward(run *r, node *n)
 {
     tensor *dx = node_grad_tensor(r, n, 0);
@@ -59,7 +54,7 @@ static tensor *mse_loss_forward(run *r, const autocast_op *ac, tensor *pred, ten
 {
     tensor *pa = autocast_arg(r, ac, pred);
     tensor *ta = autocast_arg(r, ac, target);
-    dtype dt = promote(pa->dtype, ta->dtype);
+    dtype dt = promote_types(pa->dtype, ta->dtype);
     tensor *elem = run_tensor_like(r, pa, "mse.out", dt, MEM_ACTIVATIONS);
     round_stats st;
     round_stats *stp = run_stats(r, &st);

@@ -58,7 +58,8 @@ static tensor *position_embedding_forward(run *r, const layer_spec *l, tensor *c
     tensor *y = run_tensor_like(r, x, name, promote_types(x->dtype, w->dtype), MEM_ACTIVATIONS);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->add(r->be, x, &rows, y, stp));
+    const tensor *terms[2] = {x, &rows}; /* the add row; rows [T, C] repeat over the batch */
+    run_check(r, r->be->pointwise_forward(r->be, PW_OP_add, &(pw_params){0}, terms, y, stp));
     tensor *args[2] = {x, w};
     tape_record(r, "position_embedding", position_embedding_backward, y, args, 2);
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);

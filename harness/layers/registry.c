@@ -11,18 +11,12 @@
 
 static const layer_def *const layer_defs[] = {
     [LAYER_LINEAR] = &linear_def,
-    [LAYER_RELU] = &relu_def,
     [LAYER_CONV2D] = &conv2d_def,
     [LAYER_FLATTEN] = &flatten_def,
-    /* activations */
-    [LAYER_GELU] = &gelu_def,
-    [LAYER_SILU] = &silu_def,
-    [LAYER_SIGMOID] = &sigmoid_def,
-    [LAYER_TANH] = &tanh_def,
+    /* softmax and the causal mask */
     [LAYER_SOFTMAX] = &softmax_def,
     [LAYER_LOG_SOFTMAX] = &log_softmax_def,
     [LAYER_CAUSAL_MASK] = &causal_mask_def,
-    [LAYER_DROPOUT] = &dropout_def,
     /* scaled_dot_product_attention */
     [LAYER_SCALED_DOT_PRODUCT_ATTENTION] = &scaled_dot_product_attention_def,
     /* normalization and pooling */
@@ -34,14 +28,15 @@ static const layer_def *const layer_defs[] = {
     [LAYER_ADAPTIVE_AVG_POOL2D] = &adaptive_avg_pool2d_def,
     /* graph models */
     [LAYER_EMBEDDING] = &embedding_def,
-    [LAYER_ADD] = &add_def,
-    [LAYER_MUL] = &mul_def,
-    [LAYER_SCALE] = &scale_def,
     [LAYER_POSITION_EMBEDDING] = &position_embedding_def,
     [LAYER_MATMUL] = &matmul_def,
     [LAYER_TRANSPOSE] = &transpose_def,
     [LAYER_SPLIT_HEADS] = &split_heads_def,
     [LAYER_MERGE_HEADS] = &merge_heads_def,
+/* the pointwise rows' kinds */
+#define ROW_KIND(name, ...) [LAYER_POINTWISE + PW_OP_##name] = &pointwise_defs[PW_OP_##name],
+    POINTWISE_OPS(ROW_KIND)
+#undef ROW_KIND
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
@@ -248,8 +243,6 @@ bool shape_same(const layer_spec *l, const layer_shape *in, layer_shape *out, sh
 bool no_input_shape(const layer_spec *l, layer_shape *in) { return false; }
 
 int no_params(const layer_spec *l, layer_param *out) { return 0; }
-
-dtype promote_types(dtype a, dtype b) { return a == b ? a : DTYPE_FLOAT32; }
 
 void layer_out_name(const layer_spec *l, char *buf, size_t len)
 {

@@ -5,20 +5,23 @@
  * the counts of their rounding.
  *
  * Comparison rules:
- *  - exact ops (cast, mul_scalar, fill, observe, relu, nll_loss backward, mse, mean
- *    backward, unscale, optimizer steps, causal_fill, dropout): every element has the same bits (two NaNs are
- *    equal whatever their payloads), the counts and histograms are equal, found_inf and
- *    lost updates are equal.
+ *  - exact ops (cast, mul_scalar, fill, observe, every pointwise row, nll_loss backward,
+ *    mse, mean backward, unscale, optimizer steps, causal_fill): every element has the same
+ *    bits (two NaNs are equal whatever their payloads), the counts and histograms are equal,
+ *    found_inf and lost updates are equal. The pointwise rows (pointwise.h: every row, in
+ *    every dtype, a row of several operands at five broadcast patterns, at two parameter
+ *    sets) run one formula source on both sides; their erf, tanh and exp are each side's
+ *    double function rounded to float32, which differ only where a double result within an
+ *    ulp or two of double lies that close to a float32 rounding boundary (about 2^-28 of
+ *    the values).
  *  - summation-order ops (linear, channel_sum, conv2d, log_softmax, softmax, nll_loss
  *    forward, mean forward), whose pre-rounding values differ with the order of a float32
- *    (or double) sum, and the activations gelu, silu, sigmoid and tanh, whose erf, tanh and
- *    exp come from each side's own math library (correctly rounded to float32 but for a
- *    last-bit difference): an element passes when it is equal, at most 1 ulp of the output dtype away, or
- *    within |a - b| <= 1e-5 * max(|a|, |b|) + 1e-6 * (the largest finite |ref| of the
- *    tensor) (the absolute term covers outputs near zero after cancellation); each count
- *    (zeros, underflow, subnormal, overflow, nan) may differ by at most s = (elements that
- *    differ) + numel / 100 + 1, the histograms by at most 2 s in L1 distance (an element
- *    moved from one bin to another), amax and amin_nonzero by the element rule.
+ *    (or double) sum: an element passes when it is equal, at most 1 ulp of the output dtype away,
+ * or within |a - b| <= 1e-5 * max(|a|, |b|) + 1e-6 * (the largest finite |ref| of the tensor) (the
+ * absolute term covers outputs near zero after cancellation); each count (zeros, underflow,
+ * subnormal, overflow, nan) may differ by at most s = (elements that differ) + numel / 100 + 1, the
+ * histograms by at most 2 s in L1 distance (an element moved from one bin to another), amax and
+ * amin_nonzero by the element rule.
  *  - exact-count checks (linear and conv2d, then the GEMMs again with the device under
  *    test in --gpu-math native): operands 0 or +-a power of two, so every output is exact in
  *    any summation order and lands in float32's subnormal range or on float16's / bfloat16's
