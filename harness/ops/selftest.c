@@ -1754,6 +1754,59 @@ static void check_fp8_quantize(selftest *c)
             }
 }
 
+/* MXFP8's block quantization (row-wise and column-wise, its E8M0 scales and saturated
+ * count) and block GEMM, exact: "SKIP" where the device under test runs no MXFP8 */
+static void check_fp8_block(selftest *c, round_stats *st)
+{
+    if (!backend_supports(c->s[1].be, BACKEND_OP_fp8_block_quantize, DTYPE_FLOAT8_E4M3FN) ||
+        !backend_supports(c->s[1].be, BACKEND_OP_fp8_block_gemm, DTYPE_FLOAT8_E4M3FN)) {
+        fprintf(c->out, "SKIP fp8_block_quantize, fp8_block_gemm (the %s backend runs no MXFP8)\n",
+                c->s[1].be->name);
+        return;
+    }
+    const int64_t M = 32, N = 16, K = 64, as[2] = {M, K}, bs[2] = {N, K}, ys[2] = {M, N};
+    for (int a = 0; a < 3; a++)
+        for (int colwise = 0; colwise < 2; colwise++) {
+            const int64_t qs[2] = {colwise ? K : M, colwise ? M : K};
+            pair x = make_random(c, "x", float_dtypes[a], 2, as, GEN_NORMAL, 8.0f);
+            pair q = make(c, "q", DTYPE_FLOAT8_E4M3FN, 2, qs, NULL);
+            uint8_t e8m0[2][M * K / 32];
+            int64_t n[2] = {-1, -1};
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->fp8_block_quantize(c->s[i].be, x.t[i], colwise, q.t[i], e8m0[i],
+                                                     &n[i], &st[i]));
+            if (ready(c) && memcmp(e8m0[0], e8m0[1], sizeof e8m0[0]) != 0)
+                differ(c, "the blocks' E8M0 scales differ");
+            if (ready(c) && n[0] != n[1])
+                differ(c, "saturated %lld vs %lld", (long long)n[0], (long long)n[1]);
+            compare(c, "q", q, st, EXACT);
+            report(c, "fp8_block_quantize", "x %s, %s", dtype_name(float_dtypes[a]),
+                   colwise ? "column-wise" : "row-wise");
+        }
+    for (int o = 0; o < 3; o++) {
+        pair x = make_random(c, "x", DTYPE_FLOAT32, 2, as, GEN_NORMAL, 1.0f);
+        pair w = make_random(c, "w", DTYPE_FLOAT32, 2, bs, GEN_NORMAL, 1.0f);
+        pair xq = make(c, "xq", DTYPE_FLOAT8_E4M3FN, 2, as, NULL);
+        pair wq = make(c, "wq", DTYPE_FLOAT8_E4M3FN, 2, bs, NULL);
+        pair bias = make_random(c, "bias", float_dtypes[o], 1, &N, GEN_NORMAL, 1.0f);
+        pair y = make(c, "y", float_dtypes[o], 2, ys, NULL);
+        uint8_t xe[M * K / 32], we[N * K / 32];
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++) {
+            backend *be = c->s[i].be;
+            int64_t n;
+            op_rc(c, i, be->fp8_block_quantize(be, x.t[i], false, xq.t[i], xe, &n, NULL));
+            op_rc(c, i, be->fp8_block_quantize(be, w.t[i], false, wq.t[i], we, &n, NULL));
+            op_rc(c, i,
+                  be->fp8_block_gemm(be, xq.t[i], xe, wq.t[i], we, bias.t[i], y.t[i], &st[i]));
+        }
+        compare(c, "y", y, st, EXACT);
+        report(c, "fp8_block_gemm", "-> %s, bias", dtype_name(float_dtypes[o]));
+    }
+}
+
 /* max |dut - ref| / max |ref| over y's elements (float32 outputs) */
 static double largest_relative(selftest *c, pair y)
 {
@@ -1881,6 +1934,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     /* float8 */
     check_fp8_quantize(c);
     check_fp8_gemm(c, st);
+    check_fp8_block(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

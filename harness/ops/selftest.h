@@ -35,7 +35,9 @@
  *    largest difference of the device's GEMM (K = 4096) from the reference's float32
  *    accumulation, relative to the largest |y|, with cuBLASLt's FAST_ACCUM off and on
  *    ("MEASURE fp8_gemm ..." lines). "SKIP fp8_gemm" where the device has no float8 GEMMs
- *    (compute capability below 8.9).
+ *    (compute capability below 8.9). MXFP8's fp8_block_quantize (row- and column-wise,
+ *    its E8M0 scales) and fp8_block_gemm exact; "SKIP" where the device runs no MXFP8.
+ * Every op of the table is called by some check (tests/test_selftest.c counts them).
  * Every check also fails when a side still counts workspace after the op returned.
  * Prints one line per check, "PASS op what" or "FAIL op what (details)", then
  * "selftest: N passed, M failed".
