@@ -104,7 +104,7 @@ TEST_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(TEST_SRC))
 CUDA_SRC    := $(wildcard kernels/*.cu)
 CUDA_OBJ    := $(patsubst %.cu,build/cuda/%.o,$(CUDA_SRC))
 CUDA_C_OBJ  := build/cuda/harness/core/stats.o build/cuda/harness/core/dtype.o build/cuda/harness/core/format.o \
-               build/cuda/harness/core/memory.o build/cuda/harness/ops/pointwise.o
+               build/cuda/harness/core/memory.o build/cuda/harness/ops/pointwise.o build/cuda/harness/ops/reduce.o
 CUDA_LIB    := lib/libampscope_cuda.so
 AMPSCOPE    := bin/ampscope$(if $(filter 1,$(SAN)),-san)
 TESTS_BIN   := bin/tests$(if $(filter 1,$(SAN)),-san)

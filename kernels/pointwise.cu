@@ -35,7 +35,7 @@ static pw_operands operands_of(const tensor *out, const tensor *const *x, int ar
 
 template <class Row> struct pw_forward_op {
     pw_operands x;
-    pw_params p;
+    op_params p;
     dtype dt;
     __device__ float operator()(int64_t i) const { return Row::forward(x, p, i, dt); }
 };
@@ -44,7 +44,7 @@ template <class Formula> struct pw_backward_op {
     const void *dy, *y;
     dtype dy_dt, y_dt;
     pw_operands x;
-    pw_params p;
+    op_params p;
     dtype dt;
     __device__ float operator()(int64_t i) const { return Formula::run(*this, i); }
 };
@@ -53,7 +53,7 @@ template <class Formula> struct pw_backward_op {
 #define PW_ARG(j, arity) ((arity) > (j) ? x.load(j, i) : 0.0f)
 #define PW_ROW(name, arity, ...)                                                                   \
     struct pw_row_##name {                                                                         \
-        static __device__ float forward(const pw_operands &x, const pw_params &p, int64_t i,       \
+        static __device__ float forward(const pw_operands &x, const op_params &p, int64_t i,       \
                                         dtype dt)                                                  \
         {                                                                                          \
             return pw_##name##_forward(PW_ARG(0, arity), PW_ARG(1, arity), PW_ARG(2, arity), &p,   \
@@ -85,7 +85,7 @@ POINTWISE_OPS(PW_FORMULAS)
     abort();
 }
 
-int cuda_pointwise_forward(backend *be, pw_op op, const pw_params *p, const tensor *const *x,
+int cuda_pointwise_forward(backend *be, pw_op op, const op_params *p, const tensor *const *x,
                            tensor *y, round_stats *st)
 {
     pw_operands o = operands_of(y, x, pw_rows[op].arity);
@@ -101,7 +101,7 @@ int cuda_pointwise_forward(backend *be, pw_op op, const pw_params *p, const tens
     no_such_row(op, 0);
 }
 
-int cuda_pointwise_backward(backend *be, pw_op op, const pw_params *p, int k, const tensor *dy,
+int cuda_pointwise_backward(backend *be, pw_op op, const op_params *p, int k, const tensor *dy,
                             const tensor *const *x, const tensor *y, tensor *dx, round_stats *st)
 {
     pw_operands o = operands_of(dy, x, pw_rows[op].arity);

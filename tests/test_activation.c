@@ -167,7 +167,7 @@ Test(activation, dropout_backward_matches_finite_differences_of_its_mask)
             tensor *dy = env_tensor(&env, "dy", DTYPE_FLOAT32, 2, shapes[s], r);
             tensor *y = env_zeros(&env, "y", DTYPE_FLOAT32, 2, shapes[s]);
             tensor *dx = env_zeros(&env, "dx", DTYPE_FLOAT32, 2, shapes[s]);
-            pw_params p = {.real = {ps[k]}, .seed = 99};
+            op_params p = {.real = {ps[k]}, .seed = 99};
             const tensor *xs[PW_MAX_ARITY] = {tx}, *none[PW_MAX_ARITY] = {NULL};
             cr_assert_eq(env.be->pointwise_forward(env.be, PW_OP_dropout, &p, xs, y, NULL), 0);
             cr_assert_eq(
@@ -207,7 +207,7 @@ Test(activation, dropout_keeps_one_minus_p_of_the_values_and_a_seed_draws_its_ow
     tensor *b = env_zeros(&env, "b", DTYPE_FLOAT16, 1, shape);
     const double ps[3] = {0.1, 0.5, 0.9};
     for (int k = 0; k < 3; k++) {
-        pw_params p7 = {.real = {ps[k]}, .seed = 7}, p8 = {.real = {ps[k]}, .seed = 8};
+        op_params p7 = {.real = {ps[k]}, .seed = 7}, p8 = {.real = {ps[k]}, .seed = 8};
         const tensor *xs[PW_MAX_ARITY] = {x};
         cr_assert_eq(env.be->pointwise_forward(env.be, PW_OP_dropout, &p7, xs, a, NULL), 0);
         cr_assert_eq(env.be->pointwise_forward(env.be, PW_OP_dropout, &p8, xs, b, NULL), 0);
@@ -235,15 +235,6 @@ Test(activation, dropout_keeps_one_minus_p_of_the_values_and_a_seed_draws_its_ow
 }
 
 /* ---- PyTorch's values ---- */
-
-static dtype dtype_named(const char *s)
-{
-    for (int d = 0; d < DTYPE_COUNT; d++)
-        if (is(dtype_name((dtype)d), s))
-            return (dtype)d;
-    cr_assert_fail("no dtype %s", s);
-    return DTYPE_FLOAT32;
-}
 
 /* float32 noise, or one unit in the last place of a half output */
 static bool close_ref(double got, double want, dtype dt)

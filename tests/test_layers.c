@@ -95,7 +95,7 @@ Test(layers, linear_backward_matches_finite_differences)
     tensor *db = env_zeros(&e, "db", DTYPE_FLOAT32, 1, bs);
     cr_assert_eq(e.be->linear_backward_input(e.be, dy, tw, dx, NULL), 0);
     cr_assert_eq(e.be->linear_backward_weight(e.be, dy, tx, dw, NULL), 0);
-    cr_assert_eq(e.be->channel_sum(e.be, dy, LB, 1, db, NULL), 0);
+    cr_assert_eq(reduce_channel_sum(e.be, dy, LB, 1, db, NULL), 0);
     double *in[3] = {widen(x, LB * LI), widen(w, LO * LI), widen(bias, LO)};
     double want[MAXN];
     fd_grad(linear_loss, NULL, in, 0, LB * LI, want);
@@ -179,7 +179,7 @@ static void check_conv(int64_t stride, int64_t padding, int64_t dilation)
     cr_assert_eq(e.be->conv2d_forward(e.be, &g, tx, tw, tb, y, NULL), 0);
     cr_assert_eq(e.be->conv2d_backward_input(e.be, &g, dy, tw, dx, NULL), 0);
     cr_assert_eq(e.be->conv2d_backward_weight(e.be, &g, dy, tx, dw, NULL), 0);
-    cr_assert_eq(e.be->channel_sum(e.be, dy, g.n, g.h_out * g.w_out, db, NULL), 0);
+    cr_assert_eq(reduce_channel_sum(e.be, dy, g.n, g.h_out * g.w_out, db, NULL), 0);
     double *in[3] = {widen(x, nx), widen(w, nw), widen(bias, 4)};
     double L = 0, want[MAXN];
     for (int k = 0; k < ny; k++)
@@ -298,10 +298,12 @@ Test(layers, log_softmax_nll_mse_mean_backward_match_finite_differences)
     fd_grad(mse_mean_loss, NULL, in, 0, RN, want);
     expect_close("mse(reduction=mean) dx", dx, want);
     cr_assert_eq(e.be->mse_forward(e.be, ta, tb, y, NULL), 0);
-    cr_assert_eq(e.be->mean_forward(e.be, y, loss, NULL), 0);
+    cr_assert_eq(reduce_all(e.be, RD_OP_mean, y, loss, NULL), 0);
     cr_expect(fabs(tensor_at(loss, 0) - mse_mean_loss((const double *const *)in, NULL)) < 1e-5);
 
-    cr_assert_eq(e.be->mean_backward(e.be, d1, dx, NULL), 0);
+    cr_assert_eq(e.be->reduce_backward(e.be, RD_OP_mean, &(op_params){.seed = 0}, d1, NULL, NULL,
+                                       (1u << dx->ndim) - 1, dx, NULL),
+                 0);
     fd_grad(mean_loss, NULL, in, 0, RN, want);
     expect_close("mean dx", dx, want);
     env_close(&e);

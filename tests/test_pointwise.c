@@ -36,7 +36,7 @@
 
 #define MAXN 256
 
-static double forward64(pw_op op, double a, double b, double c, const pw_params *p, int64_t i)
+static double forward64(pw_op op, double a, double b, double c, const op_params *p, int64_t i)
 {
     switch (op) {
 #define PW_F64(name, ...)                                                                          \
@@ -51,7 +51,7 @@ static double forward64(pw_op op, double a, double b, double c, const pw_params 
     return 0;
 }
 
-static double backward64(pw_op op, int k, double g, const double *v, double y, const pw_params *p,
+static double backward64(pw_op op, int k, double g, const double *v, double y, const op_params *p,
                          int64_t i)
 {
     switch (op) {
@@ -90,7 +90,7 @@ typedef struct fd_state {
     bcast_view v;
     double x[PW_MAX_ARITY][MAXN]; /* the operands (float32 values) */
     double r[MAXN];               /* dL/dy */
-    pw_params p;
+    op_params p;
 } fd_state;
 
 static double loss64(const fd_state *s)
@@ -144,7 +144,7 @@ static void consumer_backward(run *r, node *n)
  * the gradients. A bare run, closed by the caller. */
 static run *row_run(pw_op op, const layer_spec *l, dtype dt, const int *nd,
                     const int64_t (*shape)[TENSOR_MAX_DIMS], float *const *x, const float *dy,
-                    tensor **in, tensor **y, pw_params *p)
+                    tensor **in, tensor **y, op_params *p)
 {
     run *r = test_run_open();
     cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
@@ -189,7 +189,7 @@ static void check_case(const fd_case *fc, rng *g)
 
     /* the harness: the row's layer forward on float32 leaves, then backward with dL/dy = R */
     layer_spec l = {.name = "y", .kind = LAYER_POINTWISE + fc->op};
-    for (int j = 0; j < PW_MAX_PARAMS; j++) {
+    for (int j = 0; j < OP_MAX_PARAMS; j++) {
         l.opt_real[j] = fc->set ? 0.5 : 0.125;
         l.opt_choice[j] = fc->set;
     }
@@ -276,18 +276,6 @@ Test(pointwise, every_row_s_backward_matches_float64_finite_differences)
 
 #define REFERENCE "tests/references/pointwise.csv"
 
-/* the space-separated values of a field into v; how many */
-static int64_t parse_values(const char *text, float *v)
-{
-    int64_t n = 0;
-    for (char *end; *text && n < MAXN; text = end) {
-        v[n++] = strtof(text, &end);
-        if (end == text)
-            break;
-    }
-    return n;
-}
-
 /* "3x7/7" into shapes */
 static int parse_shapes(const char *text, int *nd, int64_t (*shape)[TENSOR_MAX_DIMS])
 {
@@ -320,37 +308,15 @@ static void parse_params(const char *text, layer_spec *l)
     }
 }
 
-static dtype dtype_named(const char *s)
-{
-    for (int d = 0; d < DTYPE_COUNT; d++)
-        if (strcmp(dtype_name((dtype)d), s) == 0)
-            return (dtype)d;
-    cr_assert_fail("no dtype %s", s);
-    return DTYPE_FLOAT32;
-}
-
-/* The harness's value got of dtype dt agrees with PyTorch's want: in float32 within float32
- * noise (PyTorch's CPU erf, exp and tanh against the correctly rounded ones, plus 1e-6 where
- * an expression cancels, as gelu's 1 + erf(x / sqrt(2)) for negative x); a half value bit
- * for bit, or when it is a rounding of a value within float32 noise of PyTorch's own before
- * its rounding (pre): |got - pre| at most half a unit in the last place of dt plus 8 units of
- * float32's, plus 2^-20 of the operands' largest magnitude (the absolute error a cancelling
- * expression and its derivative carry: gelu's 1 + erf or 1 + tanh for x < -2, where the last
- * bit of erf or tanh is all that is left). Both noises are the libraries' last bits: where
- * pre lies that close to a rounding boundary of dt, either side of it is right. */
+/* reference_agrees (helpers.h) with float32 noise for PyTorch's CPU erf, exp and tanh
+ * against the correctly rounded ones: in float32 2e-6 relative; in a half dtype 8 units of
+ * float32's at pre, plus 2^-20 of the operands' largest magnitude (the absolute error a
+ * cancelling expression and its derivative carry: gelu's 1 + erf or 1 + tanh for x < -2,
+ * where the last bit of erf or tanh is all that is left) */
 static bool agrees(float got, float want, float pre, dtype dt, float amax)
 {
-    if (isnan(want) || isnan(got))
-        return isnan(want) && isnan(got);
-    if (dt == DTYPE_FLOAT32)
-        return fabsf(got - want) <= 2e-6f * fabsf(want) + 1e-6f;
-    if (got == want)
-        return true;
-    const format_info *f = format_of(dt);
-    int e;
-    frexpf(fmaxf(fabsf(pre), f->smallest_normal), &e);
-    float ulp = ldexpf(1.0f, e - 1 - f->mantissa_bits);
-    return fabsf(got - pre) <= 0.5f * ulp + 8 * ldexpf(fabsf(pre), -23) + ldexpf(amax, -20);
+    return reference_agrees(got, want, pre, dt, 2e-6f,
+                            8 * ldexpf(fabsf(pre), -23) + ldexpf(amax, -20));
 }
 
 static void expect_tensor(const char *what, const tensor *t, const float *want, const float *pre,
@@ -416,7 +382,7 @@ Test(pointwise, every_row_matches_pytorch)
                 strcmp(g[c_dt], f[c_dt]) || strcmp(g[c_sh], f[c_sh]))
                 break;
             int t = tensor_slot(g[c_t]);
-            count[t] = parse_values(g[c_v], vals[t]);
+            count[t] = parse_floats(g[c_v], vals[t], MAXN);
             has[t] = true;
         }
         cr_assert(has[T_DY] && has[T_Y], "%s line %d: a group without dy or y", REFERENCE, r0 + 2);
@@ -429,7 +395,7 @@ Test(pointwise, every_row_matches_pytorch)
         dtype dt = dtype_named(f[c_dt]);
         float *xs[PW_MAX_ARITY] = {vals[T_A], vals[T_A + 1], vals[T_A + 2]};
         tensor *in[PW_MAX_ARITY] = {NULL, NULL, NULL}, *y;
-        pw_params p;
+        op_params p;
         run *r = row_run((pw_op)op, &l, dt, nd, shape, xs, vals[T_DY], in, &y, &p);
         char what[256];
         snprintf(what, sizeof what, "%s (%s) %s %s: y", f[c_row], f[c_par], f[c_dt], f[c_sh]);

@@ -47,7 +47,9 @@ typedef struct node {
     conv2d_geom geom;
     double scalar; /* the GradScaler's scale; mse: alpha */
     pw_op row;     /* a pointwise row's node (layers/pointwise.c): the row and its parameters */
-    pw_params pw;
+    op_params pw;
+    rd_op reduction; /* a reduction's node (reduce_record, layers/layer.h): the row and the */
+    unsigned dims;   /* dims of its input it reduces */
     int64_t index; /* embedding: padding_idx (-1: none) */
     /* gradients of its output: how many consumers record one, how many have arrived */
     int uses, arrived;

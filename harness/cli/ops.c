@@ -19,21 +19,21 @@ typedef struct op_entry {
     const pw_row *row; /* a pointwise row's */
 } op_entry;
 
-/* The ops that are no layer's or loss's entry. */
-static const autocast_op own_ops[] = {
-    {"mean", AUTOCAST_NONE, "not listed: runs in its input's dtype", {"mean", "mean.dim"}},
-};
-
 /* Calls visit on every op: the pointwise rows (with their kinds' autocast entries), the
- * harness's own, then the other layers' entries in kind order, then the losses'. */
+ * reduction rows, then the other layers' entries in kind order, then the losses'. */
 static void each_op(void (*visit)(const op_entry *e, void *ctx), void *ctx)
 {
     for (int op = 0; op < PW_OP_COUNT; op++)
         visit(&(op_entry){"pointwise", NULL, NULL, layer_def_of(LAYER_POINTWISE + op)->autocast,
                           &pw_rows[op]},
               ctx);
-    for (int i = 0; i < COUNT_OF(own_ops); i++)
-        visit(&(op_entry){"reduction", NULL, NULL, &own_ops[i], NULL}, ctx);
+    for (int op = 0; op < RD_OP_COUNT; op++) {
+        const rd_row *row = &rd_rows[op];
+        autocast_op ac = {row->name, row->policy, autocast_policy_list(row->policy), {NULL}};
+        for (int i = 0; i < RD_MAX_ATEN && i < AUTOCAST_MAX_ATEN; i++)
+            ac.aten[i] = row->aten[i];
+        visit(&(op_entry){"reduction", NULL, NULL, &ac, NULL}, ctx);
+    }
     for (int k = 0; k < LAYER_POINTWISE; k++) {
         const layer_def *d = layer_def_of((layer_kind)k);
         for (int i = 0; i < d->n_autocast; i++)

@@ -65,7 +65,7 @@ static void batch_norm2d_backward(run *r, node *n)
     if (node_needs_grad(n, 2)) {
         tensor *db = node_grad_tensor(r, n, 2);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, be->channel_sum(be, dy, g.n, g.inner, db, stp));
+        run_check(r, reduce_channel_sum(be, dy, g.n, g.inner, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
 }

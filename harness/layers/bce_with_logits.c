@@ -32,7 +32,7 @@ static tensor *bce_forward(run *r, const case_config *cfg, tensor *logits, tenso
     tensor *loss = run_tensor(r, "loss", ta->dtype, 0, NULL, MEM_ACTIVATIONS);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->mean_forward(r->be, elem, loss, stp)); /* apply_loss_reduction */
+    run_check(r, reduce_all(r->be, RD_OP_mean, elem, loss, stp)); /* apply_loss_reduction */
     tensor_release(&r->pool, elem);
     tensor *in[2] = {xa, ta};
     node *n = tape_record(r, "binary_cross_entropy_with_logits", bce_backward, loss, in, 2);

@@ -28,7 +28,7 @@ static void conv2d_backward(run *r, node *n)
     if (node_needs_grad(n, 2)) {
         tensor *db = node_grad_tensor(r, n, 2);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, be->channel_sum(be, dy, n->geom.n, n->geom.h_out * n->geom.w_out, db, stp));
+        run_check(r, reduce_channel_sum(be, dy, n->geom.n, n->geom.h_out * n->geom.w_out, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
 }

@@ -184,7 +184,7 @@ static void fp8_linear_backward(run *r, node *n)
     if (node_needs_grad(n, 2)) { /* from dy itself, before it is quantized */
         tensor *db = node_grad_tensor(r, n, 2);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, be->channel_sum(be, dy, rows, 1, db, stp));
+        run_check(r, reduce_channel_sum(be, dy, rows, 1, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
     bool dgrad = node_needs_grad(n, 0), wgrad = node_needs_grad(n, 1);

@@ -31,15 +31,6 @@ static void abs_backward(run *r, node *n)
     node_give_grad(r, n, 0, dx, stp);
 }
 
-static void mean_backward(run *r, node *n)
-{
-    tensor *dx = node_grad_tensor(r, n, 0);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->mean_backward(r->be, n->grad, dx, stp));
-    node_give_grad(r, n, 0, dx, stp);
-}
-
 static tensor *l1_forward(run *r, const case_config *cfg, tensor *pred, tensor *target)
 {
     const autocast_op *ac = loss_def_of(cfg->loss)->autocast;
@@ -64,11 +55,8 @@ static tensor *l1_forward(run *r, const case_config *cfg, tensor *pred, tensor *
     observe_tensor(r->obs, abs, ROLE_ACTIVATION, stp);
     tensor_release(&r->pool, diff);
 
-    tensor *loss = run_tensor(r, "loss", abs->dtype, 0, NULL, MEM_ACTIVATIONS);
-    stp = run_stats(r, &st);
-    run_check(r, r->be->mean_forward(r->be, abs, loss, stp));
-    tape_record(r, "mean", mean_backward, loss, &abs, 1);
-    observe_tensor(r->obs, loss, ROLE_LOSS, stp);
+    tensor *loss =
+        reduce_record(r, RD_OP_mean, abs, (1u << abs->ndim) - 1, "loss", 0, NULL, ROLE_LOSS);
     tensor_release(&r->pool, abs);
     return loss;
 }

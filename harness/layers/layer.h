@@ -222,6 +222,11 @@ void layer_out_name(const layer_spec *l, char *buf, size_t len);
  * observed as it is), else g cast into the input's dtype, as autograd's engine casts each
  * gradient to its input's dtype (validate_outputs in torch/csrc/autograd/engine.cpp). */
 void give_grad_as_is(run *r, node *n, int i, tensor *g);
+/* A reduction row's node: y = row op of x over the dims `dims` sets, a new tensor `name` of
+ * shape [ndim, shape] (the kept dims' values) in x's dtype, observed with `role`; its
+ * backward is the row's (reduce_backward), saving what the row reads. */
+tensor *reduce_record(run *r, rd_op op, tensor *x, unsigned dims, const char *name, int ndim,
+                      const int64_t *shape, tensor_role role);
 /* t's metadata with another shape of the same numel (no memory: a stack copy) */
 tensor reshaped(const tensor *t, int ndim, const int64_t *shape);
 /* a new tensor `name`: x with dims d1 and d2 swapped, copied (transpose.c) */

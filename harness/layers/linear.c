@@ -53,7 +53,7 @@ static void linear_backward(run *r, node *n)
     if (node_needs_grad(n, 2)) {
         tensor *db = node_grad_tensor(r, n, 2);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, be->channel_sum(be, dy, dy->numel / db->numel, 1, db, stp));
+        run_check(r, reduce_channel_sum(be, dy, dy->numel / db->numel, 1, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
 }

@@ -29,26 +29,6 @@ static void mse_backward(run *r, node *n)
     node_give_grad(r, n, 0, dx, stp);
 }
 
-static void mean_backward(run *r, node *n)
-{
-    tensor *dx = node_grad_tensor(r, n, 0);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->mean_backward(r->be, n->grad, dx, stp));
-    node_give_grad(r, n, 0, dx, stp);
-}
-
-static tensor *mean_forward(run *r, tensor *x, const char *name)
-{
-    tensor *y = run_tensor(r, name, x->dtype, 0, NULL, MEM_ACTIVATIONS);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->mean_forward(r->be, x, y, stp));
-    tape_record(r, "mean", mean_backward, y, &x, 1);
-    observe_tensor(r->obs, y, ROLE_LOSS, stp);
-    return y;
-}
-
 static tensor *mse_loss_forward(run *r, const autocast_op *ac, tensor *pred, tensor *target,
                                 bool reduction_none)
 {
@@ -63,7 +43,7 @@ static tensor *mse_loss_forward(run *r, const autocast_op *ac, tensor *pred, ten
     if (!reduction_none) { /* apply_loss_reduction: the elementwise loss, then its mean */
         out = run_tensor(r, "loss", dt, 0, NULL, MEM_ACTIVATIONS);
         stp = run_stats(r, &st);
-        run_check(r, r->be->mean_forward(r->be, elem, out, stp));
+        run_check(r, reduce_all(r->be, RD_OP_mean, elem, out, stp));
         tensor_release(&r->pool, elem);
     }
     tensor *in[2] = {pa, ta};
@@ -85,7 +65,8 @@ static tensor *mse_forward(run *r, const case_config *cfg, tensor *pred, tensor 
     bool none = cfg->loss_reduction == REDUCTION_NONE;
     tensor *loss = mse_loss_forward(r, loss_def_of(cfg->loss)->autocast, pred, target, none);
     if (none) {
-        tensor *mean = mean_forward(r, loss, "loss");
+        tensor *mean =
+            reduce_record(r, RD_OP_mean, loss, (1u << loss->ndim) - 1, "loss", 0, NULL, ROLE_LOSS);
         tensor_release(&r->pool, loss);
         loss = mean;
     }

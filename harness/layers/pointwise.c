@@ -42,24 +42,12 @@
      .choices = (const char *const[]){PW_EXPAND words},                                            \
      .n_choices = COUNT_OF(((const char *const[]){PW_EXPAND words}))},
 
-/* what `ampscope ops` says of a row's policy */
-#define PW_LIST_AUTOCAST_LOWER_PRECISION_FP "lower_precision_fp: AT_FORALL_LOWER_PRECISION_FP"
-#define PW_LIST_AUTOCAST_FP32 "fp32: AT_FORALL_FP32"
-#define PW_LIST_AUTOCAST_FP32_SET_OPT_DTYPE "fp32_set_opt_dtype: AT_FORALL_FP32_SET_OPT_DTYPE"
-#define PW_LIST_AUTOCAST_FP32_APPEND_DTYPE                                                         \
-    "fp32_append_dtype: AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE"
-#define PW_LIST_AUTOCAST_PROMOTE "promote: AT_FORALL_PROMOTE"
-#define PW_LIST_AUTOCAST_BANNED "banned: autocast_mode.cpp refuses it under autocast"
-#define PW_LIST_AUTOCAST_NONE                                                                      \
-    "not listed: autocast_mode.cpp's fallthrough runs it in its inputs' dtype (type "              \
-    "promotion where they differ)"
-
 /* each row's arrays, ended by an empty entry (a row may have none) */
 #define PW_TABLES(name, arity, backward, policy, signature, args, opts, aten)                      \
     static const kind_arg pw_##name##_args[] = {PW_EXPAND args{NULL, NULL, 0, 0}};                 \
     static const kind_opt pw_##name##_opts[] = {PW_EXPAND opts{NULL}};                             \
     static const autocast_op pw_##name##_autocast[] = {                                            \
-        {#name, policy, PW_LIST_##policy, {PW_EXPAND aten}}};
+        {#name, policy, AUTOCAST_LIST(policy), {PW_EXPAND aten}}};
 POINTWISE_OPS(PW_TABLES)
 
 static tensor *pointwise_forward(run *r, const layer_spec *l, tensor *const *in,
@@ -163,10 +151,10 @@ static int pointwise_describe(const layer_spec *l, char *buf, size_t len)
 /* ---- forward and backward ---- */
 
 /* The call's scalars: the row's slots of the layer's numbers and options, and its seed */
-static pw_params pointwise_params(const run *r, const layer_spec *l, const char *out_name)
+static op_params pointwise_params(const run *r, const layer_spec *l, const char *out_name)
 {
-    pw_params p = {.seed = 0};
-    for (int s = 0; s < PW_MAX_PARAMS; s++) {
+    op_params p = {.seed = 0};
+    for (int s = 0; s < OP_MAX_PARAMS; s++) {
         p.real[s] = l->opt_real[s];
         p.choice[s] = l->opt_choice[s];
     }
@@ -178,36 +166,17 @@ static pw_params pointwise_params(const run *r, const layer_spec *l, const char 
     return p;
 }
 
-/* g summed over the dims where `to` (a shape g's broadcasts to) has 1 or nothing, into to:
- * the [outer, kept, inner] view of g whose kept dims are to's */
+/* g summed into to over the dims where to (a shape that broadcasts to g's) has 1 or nothing:
+ * at::sum_to, the sum row over those dims */
 static void sum_to(run *r, const tensor *g, tensor *to, round_stats *st)
 {
+    unsigned dims = 0;
     int off = g->ndim - to->ndim;
-    int first = -1, last = -1;
-    for (int j = 0; j < g->ndim; j++) {
-        bool kept = j >= off && to->shape[j - off] == g->shape[j] && g->shape[j] != 1;
-        if (kept && first < 0)
-            first = j;
-        if (kept)
-            last = j;
-    }
-    int64_t outer = 1, inner = 1;
-    for (int j = 0; j < g->ndim; j++) {
-        bool reduced = j < off || to->shape[j - off] != g->shape[j];
-        if (j < first || first < 0)
-            outer *= g->shape[j];
-        else if (j > last)
-            inner *= g->shape[j];
-        else if (reduced)
-            run_fail(r,
-                     "%s: a gradient summed over dims between the dims it keeps is not "
-                     "supported yet",
-                     to->name);
-    }
-    tensor view = *to;
-    view.ndim = 1;
-    view.shape[0] = to->numel;
-    run_check(r, r->be->channel_sum(r->be, g, outer, inner, &view, st));
+    for (int j = 0; j < g->ndim; j++)
+        if (j < off || to->shape[j - off] != g->shape[j])
+            dims |= 1u << j;
+    const op_params none = {.seed = 0};
+    run_check(r, r->be->reduce_forward(r->be, RD_OP_sum, &none, g, dims, to, st));
 }
 
 /* operand k's gradient (see the file's comment) */
@@ -276,7 +245,7 @@ static tensor *pointwise_forward(run *r, const layer_spec *l, tensor *const *in,
     layer_out_name(l, name, sizeof name);
     tensor *y = run_tensor(r, name, autocast_output_dtype(r, ac, args, row->arity, NULL), nd, shape,
                            MEM_ACTIVATIONS);
-    pw_params p = pointwise_params(r, l, name);
+    op_params p = pointwise_params(r, l, name);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->pointwise_forward(r->be, op, &p, (const tensor *const *)args, y, stp));

@@ -35,11 +35,11 @@ static void position_embedding_backward(run *r, node *n)
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->fill(r->be, dw, 0.0f));
     if (dy->dtype == dw->dtype) {
-        run_check(r, r->be->channel_sum(r->be, dy, b, 1, &head, stp));
+        run_check(r, reduce_channel_sum(r->be, dy, b, 1, &head, stp));
     } else {
         int64_t shape[2] = {t, c};
         tensor *sum = run_tensor(r, dw->name, dy->dtype, 2, shape, MEM_GRADS);
-        run_check(r, r->be->channel_sum(r->be, dy, b, 1, sum, NULL));
+        run_check(r, reduce_channel_sum(r->be, dy, b, 1, sum, NULL));
         run_check(r, r->be->cast(r->be, sum, &head, stp));
         tensor_release(&r->pool, sum);
     }
@@ -59,7 +59,7 @@ static tensor *position_embedding_forward(run *r, const layer_spec *l, tensor *c
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     const tensor *terms[2] = {x, &rows}; /* the add row; rows [T, C] repeat over the batch */
-    run_check(r, r->be->pointwise_forward(r->be, PW_OP_add, &(pw_params){0}, terms, y, stp));
+    run_check(r, r->be->pointwise_forward(r->be, PW_OP_add, &(op_params){0}, terms, y, stp));
     tensor *args[2] = {x, w};
     tape_record(r, "position_embedding", position_embedding_backward, y, args, 2);
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);

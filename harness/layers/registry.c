@@ -258,6 +258,38 @@ tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int
     return v;
 }
 
+static void reduce_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    const op_params none = {.seed = 0};
+    run_check(r, r->be->reduce_backward(r->be, n->reduction, &none, n->grad, n->saved[0],
+                                        n->saved[1], n->dims, dx, stp));
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+tensor *reduce_record(run *r, rd_op op, tensor *x, unsigned dims, const char *name, int ndim,
+                      const int64_t *shape, tensor_role role)
+{
+    tensor *y = run_tensor(r, name, x->dtype, ndim, shape, MEM_ACTIVATIONS);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    const op_params none = {.seed = 0};
+    run_check(r, r->be->reduce_forward(r->be, op, &none, x, dims, y, stp));
+    node *n = tape_record(r, rd_rows[op].name, reduce_backward, y, &x, 1);
+    if (n) {
+        n->reduction = op;
+        n->dims = dims;
+        if (rd_rows[op].backward & RD_SAVE_X)
+            tape_save(n, 0, x);
+        if (rd_rows[op].backward & RD_SAVE_OUT)
+            tape_save(n, 1, y);
+    }
+    observe_tensor(r->obs, y, role, stp);
+    return y;
+}
+
 void give_grad_as_is(run *r, node *n, int i, tensor *g)
 {
     round_stats st;

@@ -61,6 +61,44 @@ static inline const char *autocast_policy_name(autocast_policy p)
     return NULL;
 }
 
+/* Where autocast_mode.h lists an op of each policy (the table's words for a row's entry):
+ * AUTOCAST_LIST(AUTOCAST_NONE) in a constant, autocast_policy_list(p) at run time */
+#define AUTOCAST_LOWER_PRECISION_FP_LIST "lower_precision_fp: AT_FORALL_LOWER_PRECISION_FP"
+#define AUTOCAST_FP32_LIST "fp32: AT_FORALL_FP32"
+#define AUTOCAST_FP32_SET_OPT_DTYPE_LIST "fp32_set_opt_dtype: AT_FORALL_FP32_SET_OPT_DTYPE"
+#define AUTOCAST_FP32_APPEND_DTYPE_LIST                                                            \
+    "fp32_append_dtype: AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE"
+#define AUTOCAST_PROMOTE_LIST "promote: AT_FORALL_PROMOTE"
+#define AUTOCAST_BANNED_LIST "banned: autocast_mode.cpp refuses it under autocast"
+#define AUTOCAST_NONE_LIST                                                                         \
+    "not listed: autocast_mode.cpp's fallthrough runs it in its inputs' dtype (type promotion "    \
+    "where they differ)"
+#define AUTOCAST_LIST(policy) policy##_LIST
+
+static inline const char *autocast_policy_list(autocast_policy p)
+{
+    switch (p) {
+    case AUTOCAST_LOWER_PRECISION_FP:
+        return AUTOCAST_LOWER_PRECISION_FP_LIST;
+    case AUTOCAST_FP32:
+        return AUTOCAST_FP32_LIST;
+    case AUTOCAST_FP32_SET_OPT_DTYPE:
+        return AUTOCAST_FP32_SET_OPT_DTYPE_LIST;
+    case AUTOCAST_FP32_APPEND_DTYPE:
+        return AUTOCAST_FP32_APPEND_DTYPE_LIST;
+    case AUTOCAST_PROMOTE:
+        return AUTOCAST_PROMOTE_LIST;
+    case AUTOCAST_BANNED:
+        return AUTOCAST_BANNED_LIST;
+    case AUTOCAST_NONE:
+        return AUTOCAST_NONE_LIST;
+    case AUTOCAST_UNSET:
+    case AUTOCAST_POLICY_COUNT:
+        break;
+    }
+    return NULL;
+}
+
 /* Whether the policy makes the op's floating result float32 under autocast (the three fp32
  * lists) */
 static inline bool autocast_policy_is_fp32(autocast_policy p)

@@ -28,10 +28,11 @@
  * refuses one whose BACKEND_ABI_VERSION or sizeof(struct backend) differs from the
  * binary's, before anything in it runs. Bump BACKEND_ABI_VERSION with every change to
  * struct backend or to a type its functions take (tensor, round_stats, conv2d_geom,
- * sdpa_geom, norm_geom, pw_op, pw_params, optim_*, mem_account, backend_values_fn): a field or
- * op added, removed, reordered, retyped or given another meaning. The size catches only some
- * of these; the version all. The rows a library was built with (pw_op's values) are checked
- * by their names (BACKEND_ROWS_SYMBOL), so that adding a row needs no bump.
+ * sdpa_geom, norm_geom, pw_op, rd_op, op_params, optim_*, mem_account, backend_values_fn): a
+ * field or op added, removed, reordered, retyped or given another meaning. The size catches
+ * only some of these; the version all. The rows a library was built with (pw_op's and rd_op's
+ * values) are checked by their names (BACKEND_ROWS_SYMBOL), so that adding a row needs no
+ * bump.
  */
 #ifndef AMPSCOPE_BACKEND_H
 #define AMPSCOPE_BACKEND_H
@@ -44,6 +45,7 @@
 #include "tensor.h"
 #include "optim_math.h"
 #include "pointwise.h"
+#include "reduce.h"
 
 typedef struct conv2d_geom {
     int64_t n, c_in, h_in, w_in; /* input  [N, C_in, H_in, W_in] */
@@ -114,210 +116,212 @@ typedef void *(*backend_values_fn)(void *ctx);
     X(void, close, (backend *be))
 
 /* X(name, parameters): the ops. Each returns 0, or non-zero with a message in be->err. */
-#define BACKEND_OPS(X)                                                                             \
-    /* ---- elementwise ---- */                                                                    \
-    /* dst = round(src) into dst->dtype (same numel) */                                            \
-    X(cast, (backend * be, const tensor *src, tensor *dst, round_stats *st))                       \
-    /* dst = round(float(src) * s); src and dst may be the same tensor */                          \
-    X(mul_scalar, (backend * be, const tensor *src, float s, tensor *dst, round_stats *st))        \
-    X(fill, (backend * be, tensor * dst, float value))                                             \
-    /* counts of t as it is (a rounding of each value to itself) */                                \
-    X(observe, (backend * be, const tensor *t, round_stats *st))                                   \
-    /* ---- the pointwise rows (pointwise.h; cpu/pointwise.c, kernels/pointwise.cu) ---- */        \
-    /* y = row op's forward of x[0..arity), each operand broadcast to y's shape (broadcast.h),     \
-     * computed in float32 opmath and rounded once into y's dtype */                               \
-    X(pointwise_forward, (backend * be, pw_op op, const pw_params *p, const tensor *const *x,      \
-                          tensor *y, round_stats *st))                                             \
-    /* dx = row op's backward formula k, the gradient of operand k in dy's (the output's)          \
-     * shape: from dy, the saved operands x[0..arity) (NULL where the row saves none; each         \
-     * broadcast to dy's shape) and the saved result y (NULL when not saved), rounded once         \
-     * into dx's dtype (the formula rounds where the row's kernel does) */                         \
-    X(pointwise_backward, (backend * be, pw_op op, const pw_params *p, int k, const tensor *dy,    \
-                           const tensor *const *x, const tensor *y, tensor *dx, round_stats *st))  \
-    /* ---- matrix products ---- */                                                                \
-    /* y[B,O] = x[B,I] w[O,I]^T (+ b[O]) */                                                        \
-    X(linear_forward, (backend * be, const tensor *x, const tensor *w, const tensor *b, tensor *y, \
-                       round_stats *st))                                                           \
-    /* dx[B,I] = dy[B,O] w[O,I] */                                                                 \
-    X(linear_backward_input,                                                                       \
-      (backend * be, const tensor *dy, const tensor *w, tensor *dx, round_stats *st))              \
-    /* dw[O,I] = dy[B,O]^T x[B,I] */                                                               \
-    X(linear_backward_weight,                                                                      \
-      (backend * be, const tensor *dy, const tensor *x, tensor *dw, round_stats *st))              \
-    /* db[C] = sum of dy viewed as [outer, C, inner] over outer and inner */                       \
-    X(channel_sum,                                                                                 \
-      (backend * be, const tensor *dy, int64_t outer, int64_t inner, tensor *db, round_stats *st)) \
-    X(conv2d_forward, (backend * be, const conv2d_geom *g, const tensor *x, const tensor *w,       \
-                       const tensor *b, tensor *y, round_stats *st))                               \
-    X(conv2d_backward_input, (backend * be, const conv2d_geom *g, const tensor *dy,                \
-                              const tensor *w, tensor *dx, round_stats *st))                       \
-    X(conv2d_backward_weight, (backend * be, const conv2d_geom *g, const tensor *dy,               \
-                               const tensor *x, tensor *dw, round_stats *st))                      \
-    /* ---- losses (rows are over the last dim) ---- */                                            \
-    X(log_softmax_forward, (backend * be, const tensor *x, tensor *y, round_stats *st))            \
-    /* dx = dy - exp(y) * sum(dy) per row */                                                       \
-    X(log_softmax_backward,                                                                        \
-      (backend * be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st))              \
-    /* loss = -mean_i logp[i, target[i]]; target int64 */                                          \
-    X(nll_loss_forward,                                                                            \
-      (backend * be, const tensor *logp, const tensor *target, tensor *loss, round_stats *st))     \
-    /* dlogp[i, target[i]] = -dloss / B, 0 elsewhere */                                            \
-    X(nll_loss_backward,                                                                           \
-      (backend * be, const tensor *dloss, const tensor *target, tensor *dlogp, round_stats *st))   \
-    /* y = (a - b)^2 elementwise, in y's dtype as loss_math.h rounds it */                         \
-    X(mse_forward, (backend * be, const tensor *a, const tensor *b, tensor *y, round_stats *st))   \
-    /* da = alpha * (a - b) * dy; dy has a's numel or is a scalar broadcast */                     \
-    X(mse_backward, (backend * be, const tensor *dy, const tensor *a, const tensor *b,             \
-                     double alpha, tensor *da, round_stats *st))                                   \
-    /* y (one element) = sum(x) / numel */                                                         \
-    X(mean_forward, (backend * be, const tensor *x, tensor *y, round_stats *st))                   \
-    /* dx = float(dy) * (1.0f / numel), every element */                                           \
-    X(mean_backward, (backend * be, const tensor *dy, tensor *dx, round_stats *st))                \
-    /* ---- GradScaler and optimizers ---- */                                                      \
-    /* *found_inf |= any element of g is inf or NaN; then g = round(float(g) * inv_scale) */       \
-    X(unscale, (backend * be, tensor * g, float inv_scale, int *found_inf, round_stats *st))       \
-    X(optimizer_step, (backend * be, const optim_config *cfg, const optim_hyper *h,                \
-                       optim_tensors *t, optim_result *out))                                       \
-    /* ---- softmax and the causal mask (rows are over the last dim) ---- */                       \
-    /* y = softmax(x) per row, y in x's dtype or float32 (half_to_float) */                        \
-    X(softmax_forward, (backend * be, const tensor *x, tensor *y, round_stats *st))                \
-    /* t = dy * y rounded to dy's dtype, dx = t - y * sum(t) per row; dx may have another          \
-     * dtype than dy and y */                                                                      \
-    X(softmax_backward,                                                                            \
-      (backend * be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st))              \
-    /* dst = src, with value where column > row of the last two dims (masked_fill of the           \
-     * strict upper triangle); src and dst of one dtype */                                         \
-    X(causal_fill, (backend * be, const tensor *src, float value, tensor *dst, round_stats *st))   \
-    /* ---- losses bce_with_logits and l1 (loss_math.h) ---- */                                    \
-    /* y = (1 - t) * x - log_sigmoid(x) elementwise: log_sigmoid rounded into x's dtype, the       \
-     * rest after each op into y's (t's) dtype */                                                  \
-    X(bce_logits_forward,                                                                          \
-      (backend * be, const tensor *x, const tensor *t, tensor *y, round_stats *st))                \
-    /* dx = (sigmoid(x) - t) * dy / numel, rounded into dx's (x's) dtype after each op; dy one     \
-     * element */                                                                                  \
-    X(bce_logits_backward, (backend * be, const tensor *dy, const tensor *x, const tensor *t,      \
-                            tensor *dx, round_stats *st))                                          \
-    /* y = a - b elementwise (same numel) */                                                       \
-    X(sub_forward, (backend * be, const tensor *a, const tensor *b, tensor *y, round_stats *st))   \
-    X(abs_forward, (backend * be, const tensor *x, tensor *y, round_stats *st))                    \
-    /* dx = dy * sgn(x), sgn(0) = sgn(NaN) = 0 */                                                  \
-    X(abs_backward,                                                                                \
-      (backend * be, const tensor *dy, const tensor *x, tensor *dx, round_stats *st))              \
-    /* ---- scaled_dot_product_attention (sdpa_math.h; q and k arrive scaled) ---- */              \
-    /* p = _safe_softmax(q k^T + causal mask) over the keys */                                     \
-    X(sdpa_probs_forward, (backend * be, const sdpa_geom *g, const tensor *q, const tensor *k,     \
-                           tensor *p, round_stats *st))                                            \
-    /* ds = p * (dp - rowsum(dp * p)); dq = ds k, dk = ds^T q (uncounted: callers observe) */      \
-    X(sdpa_probs_backward, (backend * be, const sdpa_geom *g, const tensor *dp, const tensor *q,   \
-                            const tensor *k, const tensor *p, tensor *dq, tensor *dk))             \
-    /* out = p v */                                                                                \
-    X(sdpa_value_forward, (backend * be, const sdpa_geom *g, const tensor *p, const tensor *v,     \
-                           tensor *out, round_stats *st))                                          \
-    /* dp = dout v^T, dv = p^T dout (uncounted: callers observe) */                                \
-    X(sdpa_value_backward, (backend * be, const sdpa_geom *g, const tensor *dout, const tensor *p, \
-                            const tensor *v, tensor *dp, tensor *dv))                              \
-    /* ---- normalization (cpu/norm.c, kernels/norm.cu) ---- */                                    \
-    /* mean and rstd [n * groups] (float32 sums, rstd = 1 / sqrt(biased var + eps), stored         \
-     * in their tensors' dtype), then y from the stored mean and rstd as g->form says; w           \
-     * and b may be NULL (no affine: 1 and 0); st counts y's rounding */                           \
-    X(norm_forward, (backend * be, const norm_geom *g, const tensor *x, const tensor *w,           \
-                     const tensor *b, tensor *y, tensor *mean, tensor *rstd, round_stats *st))     \
-    /* dx = rstd * (w dy - mean(w dy) - xhat mean(w dy xhat)) per (n, group), xhat =               \
-     * (x - mean) * rstd; w may be NULL */                                                         \
-    X(norm_backward_input,                                                                         \
-      (backend * be, const norm_geom *g, const tensor *dy, const tensor *x, const tensor *mean,    \
-       const tensor *rstd, const tensor *w, tensor *dx, round_stats *st))                          \
-    /* dw[c] = sum of dy * xhat over n and inner (db is channel_sum) */                            \
-    X(norm_backward_weight, (backend * be, const norm_geom *g, const tensor *dy, const tensor *x,  \
-                             const tensor *mean, const tensor *rstd, tensor *dw, round_stats *st)) \
-    /* batch_norm in training mode, x [N, C, HW] as g = {N, C, 1, HW}: each channel's mean         \
-     * and invstd = 1 / sqrt(biased var + eps) over N and HW (float32 Welford sums, stored in      \
-     * their tensors' dtype), and the running stats updated in place, r = (1 - momentum) r +       \
-     * momentum s with the unbiased variance, rounded into their dtype (counted in st_mean,        \
-     * st_var) */                                                                                  \
-    X(batch_norm_stats, (backend * be, const norm_geom *g, const tensor *x, float momentum,        \
-                         tensor *mean, tensor *invstd, tensor *running_mean, tensor *running_var,  \
-                         round_stats *st_mean, round_stats *st_var))                               \
-    /* y = w * (x - mean) * invstd + b per channel; w and b may be NULL */                         \
-    X(batch_norm_forward,                                                                          \
-      (backend * be, const norm_geom *g, const tensor *x, const tensor *mean,                      \
-       const tensor *invstd, const tensor *w, const tensor *b, tensor *y, round_stats *st))        \
-    /* dx = (dy - sum(dy) / M - (x - mean) * sum(dy (x - mean)) / M * invstd^2) * invstd * w       \
-     * per channel, M = N * HW; w may be NULL */                                                   \
-    X(batch_norm_backward_input,                                                                   \
-      (backend * be, const norm_geom *g, const tensor *dy, const tensor *x, const tensor *mean,    \
-       const tensor *invstd, const tensor *w, tensor *dx, round_stats *st))                        \
-    /* dw[c] = sum(dy (x - mean)) * invstd (db is channel_sum) */                                  \
-    X(batch_norm_backward_weight,                                                                  \
-      (backend * be, const norm_geom *g, const tensor *dy, const tensor *x, const tensor *mean,    \
-       const tensor *invstd, tensor *dw, round_stats *st))                                         \
-    /* ---- pooling (cpu/pool.c, kernels/pool.cu): NCHW, g's c_in = c_out, dilation 1 ---- */      \
-    /* y = the max of each window (NaN wins; padding never does), indices (int64) its              \
-     * position h * W + w in the input plane */                                                    \
-    X(max_pool2d_forward, (backend * be, const conv2d_geom *g, const tensor *x, tensor *y,         \
-                           tensor *indices, round_stats *st))                                      \
-    /* dx = the sum of dy over the windows whose max each element was */                           \
-    X(max_pool2d_backward, (backend * be, const conv2d_geom *g, const tensor *dy,                  \
-                            const tensor *indices, tensor *dx, round_stats *st))                   \
-    /* y = sum of the window's inputs / divisor: the window's size clipped to the padded           \
-     * input (count_include_pad) or to the input */                                                \
-    X(avg_pool2d_forward, (backend * be, const conv2d_geom *g, bool count_include_pad,             \
-                           const tensor *x, tensor *y, round_stats *st))                           \
-    /* dx = sum over the windows holding the element of dy / divisor */                            \
-    X(avg_pool2d_backward, (backend * be, const conv2d_geom *g, bool count_include_pad,            \
-                            const tensor *dy, tensor *dx, round_stats *st))                        \
-    /* x [N, C, H, W] -> y [N, C, 1, 1] = sum over H and W * (1 / (H W)): mean's kernel */         \
-    X(global_avg_pool_forward, (backend * be, const tensor *x, tensor *y, round_stats *st))        \
-    /* dx = dy[n, c] / (H W) at every position: mean's backward */                                 \
-    X(global_avg_pool_backward, (backend * be, const tensor *dy, tensor *dx, round_stats *st))     \
-    /* ---- graph models ---- */                                                                   \
-    /* y[n, :] = w[idx[n], :]; idx int64 [N], w [V, C], y [N, C] in w's dtype */                   \
-    X(embedding_forward,                                                                           \
-      (backend * be, const tensor *idx, const tensor *w, tensor *y, round_stats *st))              \
-    /* dw[v, :] = sum of dy[n, :] over n with idx[n] == v (none where v == padding_idx, -1:        \
-     * no padding), summed in float32 and rounded once into dw's dtype */                          \
-    X(embedding_backward, (backend * be, const tensor *dy, const tensor *idx, int64_t padding_idx, \
-                           tensor *dw, round_stats *st))                                           \
-    /* y[..., M, N] = op(a)[..., M, K] op(b)[..., K, N] over y's leading dims (a and b have        \
-     * them too): op(a) = a^T when ta (a stored [..., K, M]), op(b) = b^T when tb (b stored        \
-     * [..., N, K]); float32 products and sums, rounded once into y's dtype */                     \
-    X(matmul, (backend * be, const tensor *a, const tensor *b, bool ta, bool tb, tensor *y,        \
-               round_stats *st))                                                                   \
-    /* y = x with dims d1 and d2 swapped, as a contiguous copy (exact); y's shape is x's with      \
-     * those dims swapped */                                                                       \
-    X(transpose, (backend * be, const tensor *x, int d1, int d2, tensor *y, round_stats *st))      \
-    /* ---- float8 (cpu/fp8.c, kernels/fp8.cu): te.Linear under fp8_autocast ---- */               \
-    /* *amax = max |x| over x's values, NaNs ignored and 0 for none, as Transformer Engine's       \
-     * amax kernels take fmaxf(fabsf(v), amax) from 0 (transformer_engine/common/recipe/           \
-     * current_scaling.cu); an inf counts */                                                       \
-    X(amax, (backend * be, const tensor *x, float *amax))                                          \
-    /* q = float8(x * scale) in q's float8 dtype: saturate clamps |x * scale| above the largest    \
-     * finite to it first (*saturated counts them; NaN stays NaN), else the plain cast (NaN or     \
-     * inf, fp8_quantize.h); qt, when not NULL, is the transposed copy of the 2-D view [rows,      \
-     * cols] (cols x's last dim), [cols, rows], as TE's cast_transpose makes it; st counts q */    \
-    X(fp8_quantize, (backend * be, const tensor *x, float scale, bool saturate, tensor *q,         \
-                     tensor *qt, int64_t *saturated, round_stats *st))                             \
-    /* y[M,N] = round(sum_k a[m,k] b[n,k] * (scale_inv_a * scale_inv_b) (+ bias[n])): a [M,K]      \
-     * and b [N,K] float8 (TN, K the last dim of both), float32 products (exact) and sums;         \
-     * fast_accum asks cuBLASLt for CUBLASLT_MATMUL_DESC_FAST_ACCUM (the CPU always accumulates    \
-     * in float32 and ignores it); E5M2 x E5M2 is refused (non-zero, be->err) */                   \
-    X(fp8_gemm,                                                                                    \
-      (backend * be, const tensor *a, const tensor *b, float scale_inv_a, float scale_inv_b,       \
-       const tensor *bias, bool fast_accum, tensor *y, round_stats *st))                           \
-    /* ---- MXFP8 (cpu/fp8_block.c; the CPU only: kernels/fp8.cu refuses both) ---- */             \
-    /* x viewed as [rows, cols] (cols its last dim), or its transpose [cols, rows] when            \
-     * colwise: q = float8(v * 2^-(e-127)) per block of 32 consecutive values along the last       \
-     * dim of that view (a multiple of 32), e = the block's E8M0 exponent (fp8_recipe.h's          \
-     * fp8_e8m0_te of its amax), saturating (*saturated counts the clamped); e8m0 (host            \
-     * memory) gets one byte per block, row-major; q has the view's shape; st counts q */          \
-    X(fp8_block_quantize, (backend * be, const tensor *x, bool colwise, tensor *q, uint8_t *e8m0,  \
-                           int64_t *saturated, round_stats *st))                                   \
-    /* y[M,N] = round(sum_k A[m,k] B[n,k] (+ bias[n])), A = a's float8 values times their          \
-     * blocks' 2^(e-127) (a_e8m0: M*K/32 bytes), B likewise (b [N,K], b_e8m0): TN, K a multiple    \
-     * of 32, float32 products and sums; non-zero (be->err) when a product could fall below        \
-     * float32's normal range (its float32 product would not be exact) or an operand's value       \
-     * times its block's scale leaves float32's range */                                           \
-    X(fp8_block_gemm, (backend * be, const tensor *a, const uint8_t *a_e8m0, const tensor *b,      \
+#define BACKEND_OPS(X)                                                                           \
+    /* ---- elementwise ---- */                                                                  \
+    /* dst = round(src) into dst->dtype (same numel) */                                          \
+    X(cast, (backend *be, const tensor *src, tensor *dst, round_stats *st))                      \
+    /* dst = round(float(src) * s); src and dst may be the same tensor */                        \
+    X(mul_scalar, (backend *be, const tensor *src, float s, tensor *dst, round_stats *st))       \
+    X(fill, (backend *be, tensor *dst, float value))                                             \
+    /* counts of t as it is (a rounding of each value to itself) */                              \
+    X(observe, (backend *be, const tensor *t, round_stats *st))                                  \
+    /* ---- the pointwise rows (pointwise.h; cpu/pointwise.c, kernels/pointwise.cu) ---- */     \
+    /* y = row op's forward of x[0..arity), each operand broadcast to y's shape (broadcast.h),   \
+     * computed in float32 opmath and rounded once into y's dtype */                             \
+    X(pointwise_forward, (backend *be, pw_op op, const op_params *p, const tensor *const *x,     \
+                          tensor *y, round_stats *st))                                           \
+    /* dx = row op's backward formula k, the gradient of operand k in dy's (the output's)        \
+     * shape: from dy, the saved operands x[0..arity) (NULL where the row saves none; each       \
+     * broadcast to dy's shape) and the saved result y (NULL when not saved), rounded once       \
+     * into dx's dtype (the formula rounds where the row's kernel does) */                       \
+    X(pointwise_backward, (backend *be, pw_op op, const op_params *p, int k, const tensor *dy,   \
+                           const tensor *const *x, const tensor *y, tensor *dx,                  \
+                           round_stats *st))                                                     \
+    /* ---- the reduction rows (reduce.h; cpu/reduce.c, kernels/reduce.cu) ---- */               \
+    /* y = row op's reduction of x over the dims whose bits `dims` sets (y: the kept dims'       \
+     * values in order, any shape of that numel), in reduce.h's order with the row's float32    \
+     * accumulators, projected and rounded once into y's dtype */                                \
+    X(reduce_forward, (backend *be, rd_op op, const op_params *p, const tensor *x,               \
+                       unsigned dims, tensor *y, round_stats *st))                               \
+    /* dx (x's shape) = row op's backward at every element of x, from dy (y's numel), and x     \
+     * and y where the row reads them (else NULL), rounded once into dx's dtype */               \
+    X(reduce_backward, (backend *be, rd_op op, const op_params *p, const tensor *dy,            \
+                        const tensor *x, const tensor *y, unsigned dims, tensor *dx,             \
+                        round_stats *st))                                                        \
+    /* ---- matrix products ---- */                                                              \
+    /* y[B,O] = x[B,I] w[O,I]^T (+ b[O]) */                                                      \
+    X(linear_forward, (backend *be, const tensor *x, const tensor *w, const tensor *b,           \
+                       tensor *y, round_stats *st))                                              \
+    /* dx[B,I] = dy[B,O] w[O,I] */                                                               \
+    X(linear_backward_input, (backend *be, const tensor *dy, const tensor *w, tensor *dx,        \
+                              round_stats *st))                                                  \
+    /* dw[O,I] = dy[B,O]^T x[B,I] */                                                             \
+    X(linear_backward_weight, (backend *be, const tensor *dy, const tensor *x, tensor *dw,       \
+                               round_stats *st))                                                 \
+    X(conv2d_forward, (backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,      \
+                       const tensor *b, tensor *y, round_stats *st))                             \
+    X(conv2d_backward_input, (backend *be, const conv2d_geom *g, const tensor *dy,               \
+                              const tensor *w, tensor *dx, round_stats *st))                     \
+    X(conv2d_backward_weight, (backend *be, const conv2d_geom *g, const tensor *dy,              \
+                               const tensor *x, tensor *dw, round_stats *st))                    \
+    /* ---- losses (rows are over the last dim) ---- */                                          \
+    X(log_softmax_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))           \
+    /* dx = dy - exp(y) * sum(dy) per row */                                                     \
+    X(log_softmax_backward, (backend *be, const tensor *dy, const tensor *y, tensor *dx,         \
+                             round_stats *st))                                                   \
+    /* loss = -mean_i logp[i, target[i]]; target int64 */                                        \
+    X(nll_loss_forward, (backend *be, const tensor *logp, const tensor *target, tensor *loss,    \
+                         round_stats *st))                                                       \
+    /* dlogp[i, target[i]] = -dloss / B, 0 elsewhere */                                          \
+    X(nll_loss_backward, (backend *be, const tensor *dloss, const tensor *target,                \
+                          tensor *dlogp, round_stats *st))                                       \
+    /* y = (a - b)^2 elementwise, in y's dtype as loss_math.h rounds it */                       \
+    X(mse_forward, (backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st))  \
+    /* da = alpha * (a - b) * dy; dy has a's numel or is a scalar broadcast */                   \
+    X(mse_backward, (backend *be, const tensor *dy, const tensor *a, const tensor *b,            \
+                     double alpha, tensor *da, round_stats *st))                                 \
+    /* ---- GradScaler and optimizers ---- */                                                    \
+    /* *found_inf |= any element of g is inf or NaN; then g = round(float(g) * inv_scale) */     \
+    X(unscale, (backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st))       \
+    X(optimizer_step, (backend *be, const optim_config *cfg, const optim_hyper *h,               \
+                       optim_tensors *t, optim_result *out))                             \
+    /* ---- softmax and the causal mask (rows are over the last dim) ---- */                    \
+    /* y = softmax(x) per row, y in x's dtype or float32 (half_to_float) */                      \
+    X(softmax_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))               \
+    /* t = dy * y rounded to dy's dtype, dx = t - y * sum(t) per row; dx may have another      \
+     * dtype than dy and y */                                                                   \
+    X(softmax_backward, (backend *be, const tensor *dy, const tensor *y, tensor *dx,             \
+                         round_stats *st))                                                       \
+    /* dst = src, with value where column > row of the last two dims (masked_fill of the       \
+     * strict upper triangle); src and dst of one dtype */                                       \
+    X(causal_fill, (backend *be, const tensor *src, float value, tensor *dst, round_stats *st))  \
+    /* ---- losses bce_with_logits and l1 (loss_math.h) ---- */                                  \
+    /* y = (1 - t) * x - log_sigmoid(x) elementwise: log_sigmoid rounded into x's dtype, the   \
+     * rest after each op into y's (t's) dtype */                                                \
+    X(bce_logits_forward, (backend *be, const tensor *x, const tensor *t, tensor *y,             \
+                           round_stats *st))                                                     \
+    /* dx = (sigmoid(x) - t) * dy / numel, rounded into dx's (x's) dtype after each op; dy one  \
+     * element */                                                                                \
+    X(bce_logits_backward, (backend *be, const tensor *dy, const tensor *x, const tensor *t,     \
+                            tensor *dx, round_stats *st))                                        \
+    /* y = a - b elementwise (same numel) */                                                     \
+    X(sub_forward, (backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st))  \
+    X(abs_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))                   \
+    /* dx = dy * sgn(x), sgn(0) = sgn(NaN) = 0 */                                                \
+    X(abs_backward, (backend *be, const tensor *dy, const tensor *x, tensor *dx,                 \
+                     round_stats *st))                                                           \
+    /* ---- scaled_dot_product_attention (sdpa_math.h; q and k arrive scaled) ---- */            \
+    /* p = _safe_softmax(q k^T + causal mask) over the keys */                                   \
+    X(sdpa_probs_forward, (backend *be, const sdpa_geom *g, const tensor *q, const tensor *k,    \
+                           tensor *p, round_stats *st))                                          \
+    /* ds = p * (dp - rowsum(dp * p)); dq = ds k, dk = ds^T q (uncounted: callers observe) */     \
+    X(sdpa_probs_backward, (backend *be, const sdpa_geom *g, const tensor *dp, const tensor *q,  \
+                            const tensor *k, const tensor *p, tensor *dq, tensor *dk))           \
+    /* out = p v */                                                                              \
+    X(sdpa_value_forward, (backend *be, const sdpa_geom *g, const tensor *p, const tensor *v,    \
+                           tensor *out, round_stats *st))                                        \
+    /* dp = dout v^T, dv = p^T dout (uncounted: callers observe) */                              \
+    X(sdpa_value_backward, (backend *be, const sdpa_geom *g, const tensor *dout,                 \
+                            const tensor *p, const tensor *v, tensor *dp, tensor *dv))        \
+    /* ---- normalization (cpu/norm.c, kernels/norm.cu) ---- */                                \
+    /* mean and rstd [n * groups] (float32 sums, rstd = 1 / sqrt(biased var + eps), stored    \
+     * in their tensors' dtype), then y from the stored mean and rstd as g->form says; w      \
+     * and b may be NULL (no affine: 1 and 0); st counts y's rounding */                      \
+    X(norm_forward, (backend *be, const norm_geom *g, const tensor *x, const tensor *w,         \
+                     const tensor *b, tensor *y, tensor *mean, tensor *rstd, round_stats *st))  \
+    /* dx = rstd * (w dy - mean(w dy) - xhat mean(w dy xhat)) per (n, group), xhat =          \
+     * (x - mean) * rstd; w may be NULL */                                                    \
+    X(norm_backward_input, (backend *be, const norm_geom *g, const tensor *dy, const tensor *x, \
+                            const tensor *mean, const tensor *rstd, const tensor *w,           \
+                            tensor *dx, round_stats *st))                                      \
+    /* dw[c] = sum of dy * xhat over n and inner (db is reduce_channel_sum) */                \
+    X(norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,                \
+                             const tensor *x, const tensor *mean, const tensor *rstd,          \
+                             tensor *dw, round_stats *st))                                     \
+    /* batch_norm in training mode, x [N, C, HW] as g = {N, C, 1, HW}: each channel's mean   \
+     * and invstd = 1 / sqrt(biased var + eps) over N and HW (float32 Welford sums, stored in  \
+     * their tensors' dtype), and the running stats updated in place, r = (1 - momentum) r +  \
+     * momentum s with the unbiased variance, rounded into their dtype (counted in st_mean,   \
+     * st_var) */                                                                              \
+    X(batch_norm_stats, (backend *be, const norm_geom *g, const tensor *x, float momentum,     \
+                         tensor *mean, tensor *invstd, tensor *running_mean,                   \
+                         tensor *running_var, round_stats *st_mean, round_stats *st_var))      \
+    /* y = w * (x - mean) * invstd + b per channel; w and b may be NULL */                    \
+    X(batch_norm_forward, (backend *be, const norm_geom *g, const tensor *x, const tensor *mean, \
+                           const tensor *invstd, const tensor *w, const tensor *b, tensor *y,  \
+                           round_stats *st))                                                   \
+    /* dx = (dy - sum(dy) / M - (x - mean) * sum(dy (x - mean)) / M * invstd^2) * invstd * w  \
+     * per channel, M = N * HW; w may be NULL */                                               \
+    X(batch_norm_backward_input, (backend *be, const norm_geom *g, const tensor *dy,           \
+                                  const tensor *x, const tensor *mean, const tensor *invstd,   \
+                                  const tensor *w, tensor *dx, round_stats *st))               \
+    /* dw[c] = sum(dy (x - mean)) * invstd (db is reduce_channel_sum) */                      \
+    X(batch_norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,          \
+                                   const tensor *x, const tensor *mean, const tensor *invstd,  \
+                                   tensor *dw, round_stats *st))                               \
+    /* ---- pooling (cpu/pool.c, kernels/pool.cu): NCHW, g's c_in = c_out, dilation 1 ---- */ \
+    /* y = the max of each window (NaN wins; padding never does), indices (int64) its         \
+     * position h * W + w in the input plane */                                               \
+    X(max_pool2d_forward, (backend *be, const conv2d_geom *g, const tensor *x, tensor *y,      \
+                           tensor *indices, round_stats *st))                                  \
+    /* dx = the sum of dy over the windows whose max each element was */                     \
+    X(max_pool2d_backward, (backend *be, const conv2d_geom *g, const tensor *dy,               \
+                            const tensor *indices, tensor *dx, round_stats *st))               \
+    /* y = sum of the window's inputs / divisor: the window's size clipped to the padded     \
+     * input (count_include_pad) or to the input */                                           \
+    X(avg_pool2d_forward, (backend *be, const conv2d_geom *g, bool count_include_pad,          \
+                           const tensor *x, tensor *y, round_stats *st))                      \
+    /* dx = sum over the windows holding the element of dy / divisor */                      \
+    X(avg_pool2d_backward, (backend *be, const conv2d_geom *g, bool count_include_pad,         \
+                            const tensor *dy, tensor *dx, round_stats *st))                   \
+    /* ---- graph models ---- */                                                                 \
+    /* y[n, :] = w[idx[n], :]; idx int64 [N], w [V, C], y [N, C] in w's dtype */                 \
+    X(embedding_forward, (backend *be, const tensor *idx, const tensor *w, tensor *y,            \
+                          round_stats *st))                                                      \
+    /* dw[v, :] = sum of dy[n, :] over n with idx[n] == v (none where v == padding_idx, -1:      \
+     * no padding), summed in float32 and rounded once into dw's dtype */                        \
+    X(embedding_backward, (backend *be, const tensor *dy, const tensor *idx,                     \
+                           int64_t padding_idx, tensor *dw, round_stats *st))                    \
+    /* y[..., M, N] = op(a)[..., M, K] op(b)[..., K, N] over y's leading dims (a and b have      \
+     * them too): op(a) = a^T when ta (a stored [..., K, M]), op(b) = b^T when tb (b stored      \
+     * [..., N, K]); float32 products and sums, rounded once into y's dtype */                   \
+    X(matmul, (backend *be, const tensor *a, const tensor *b, bool ta, bool tb, tensor *y,       \
+               round_stats *st))                                                                 \
+    /* y = x with dims d1 and d2 swapped, as a contiguous copy (exact); y's shape is x's with    \
+     * those dims swapped */                                                                     \
+    X(transpose, (backend *be, const tensor *x, int d1, int d2, tensor *y, round_stats *st))    \
+    /* ---- float8 (cpu/fp8.c, kernels/fp8.cu): te.Linear under fp8_autocast ---- */             \
+    /* *amax = max |x| over x's values, NaNs ignored and 0 for none, as Transformer Engine's     \
+     * amax kernels take fmaxf(fabsf(v), amax) from 0 (transformer_engine/common/recipe/        \
+     * current_scaling.cu); an inf counts */                                                     \
+    X(amax, (backend *be, const tensor *x, float *amax))                                         \
+    /* q = float8(x * scale) in q's float8 dtype: saturate clamps |x * scale| above the largest  \
+     * finite to it first (*saturated counts them; NaN stays NaN), else the plain cast (NaN or  \
+     * inf, fp8_quantize.h); qt, when not NULL, is the transposed copy of the 2-D view [rows,    \
+     * cols] (cols x's last dim), [cols, rows], as TE's cast_transpose makes it; st counts q */ \
+    X(fp8_quantize, (backend *be, const tensor *x, float scale, bool saturate, tensor *q,        \
+                     tensor *qt, int64_t *saturated, round_stats *st))                           \
+    /* y[M,N] = round(sum_k a[m,k] b[n,k] * (scale_inv_a * scale_inv_b) (+ bias[n])): a [M,K]   \
+     * and b [N,K] float8 (TN, K the last dim of both), float32 products (exact) and sums;      \
+     * fast_accum asks cuBLASLt for CUBLASLT_MATMUL_DESC_FAST_ACCUM (the CPU always accumulates  \
+     * in float32 and ignores it); E5M2 x E5M2 is refused (non-zero, be->err) */                 \
+    X(fp8_gemm, (backend *be, const tensor *a, const tensor *b, float scale_inv_a,              \
+                 float scale_inv_b, const tensor *bias, bool fast_accum, tensor *y,              \
+                 round_stats *st))                                                               \
+    /* ---- MXFP8 (cpu/fp8_block.c; the CPU only: kernels/fp8.cu refuses both) ---- */          \
+    /* x viewed as [rows, cols] (cols its last dim), or its transpose [cols, rows] when         \
+     * colwise: q = float8(v * 2^-(e-127)) per block of 32 consecutive values along the last    \
+     * dim of that view (a multiple of 32), e = the block's E8M0 exponent (fp8_recipe.h's       \
+     * fp8_e8m0_te of its amax), saturating (*saturated counts the clamped); e8m0 (host         \
+     * memory) gets one byte per block, row-major; q has the view's shape; st counts q */       \
+    X(fp8_block_quantize, (backend *be, const tensor *x, bool colwise, tensor *q, uint8_t *e8m0, \
+                           int64_t *saturated, round_stats *st))                                 \
+    /* y[M,N] = round(sum_k A[m,k] B[n,k] (+ bias[n])), A = a's float8 values times their       \
+     * blocks' 2^(e-127) (a_e8m0: M*K/32 bytes), B likewise (b [N,K], b_e8m0): TN, K a multiple  \
+     * of 32, float32 products and sums; non-zero (be->err) when a product could fall below     \
+     * float32's normal range (its float32 product would not be exact) or an operand's value     \
+     * times its block's scale leaves float32's range */                                        \
+    X(fp8_block_gemm, (backend *be, const tensor *a, const uint8_t *a_e8m0, const tensor *b,     \
                        const uint8_t *b_e8m0, const tensor *bias, tensor *y, round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
@@ -357,7 +361,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 9
+#define BACKEND_ABI_VERSION 10
 
 #ifdef __cplusplus
 extern "C" {
@@ -383,7 +387,7 @@ typedef backend_abi (*backend_abi_fn)(void);
 typedef const char *(*backend_rows_fn)(void);
 #define BACKEND_ROWS_SYMBOL "ampscope_backend_rows"
 #define BACKEND_ROW_NAME(name, ...) #name " "
-#define BACKEND_ROW_NAMES POINTWISE_OPS(BACKEND_ROW_NAME)
+#define BACKEND_ROW_NAMES POINTWISE_OPS(BACKEND_ROW_NAME) "| " REDUCE_OPS(BACKEND_ROW_NAME)
 
 /* 0 when every memory function and op of be is filled; else -1 with a message in err
  * naming the backend and each one left NULL. */
@@ -392,6 +396,12 @@ int backend_check(const backend *be, char *err, int errlen);
 bool backend_supports(const backend *be, backend_op op, dtype dt);
 /* "cast", "linear_forward", ...: the op's name in the list */
 const char *backend_op_name(backend_op op);
+/* db[C] = the sum row over dy viewed as [outer, C, inner], over outer and inner (a bias's
+ * gradient): be's reduce_forward, counted into st */
+int reduce_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
+                       round_stats *st);
+/* y (one value) = row op over every element of x (a loss's mean) */
+int reduce_all(backend *be, rd_op op, const tensor *x, tensor *y, round_stats *st);
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,7 @@
  *  signature  the words after the name in a case file ("" or "S": upper-case words are
  *             the numbers of `args`, layers/layer.h's signature)
  *  args       (), or its positional numbers: PW_ARG_REAL(name, slot), a Python float read
- *             into layer_spec.opt_real[slot] and pw_params.real[slot]
+ *             into layer_spec.opt_real[slot] and op_params.real[slot]
  *  opts       (), or its name=value options: PW_OPT_REAL(name, slot, range, default) (into
  *             opt_real[slot] and real[slot]), PW_OPT_CHOICE(name, slot, default, (words))
  *             (opt_choice[slot] and choice[slot]); the range is layer.h's real_range
@@ -50,10 +50,10 @@
 #include <stdint.h>
 
 #include "autocast_policy.h"
+#include "op_params.h"
 
-#define PW_MAX_ARITY 3  /* tensor operands of a row */
-#define PW_MAX_PARAMS 4 /* real and choice parameters of a row (layer_spec's slots) */
-#define PW_MAX_ATEN 4   /* ATen op names of a row */
+#define PW_MAX_ARITY 3 /* tensor operands of a row */
+#define PW_MAX_ATEN 4  /* ATen op names of a row */
 
 /* gelu's approximate= (the order of its choices) */
 typedef enum gelu_approximate { GELU_NONE = 0, GELU_TANH } gelu_approximate;
@@ -109,14 +109,6 @@ typedef enum pw_op {
 #undef PW_OP_ENUM
         PW_OP_COUNT
 } pw_op;
-
-/* One call's scalars: the case's numbers and options in their slots, and the seed of the
- * call's random draws (the layer's: the case's seed, the output's name and the step) */
-typedef struct pw_params {
-    double real[PW_MAX_PARAMS];
-    int choice[PW_MAX_PARAMS];
-    uint64_t seed;
-} pw_params;
 
 /* A row as data (pointwise.c), for the layers, the tests and `ampscope ops`. */
 typedef struct pw_row {

@@ -48,6 +48,7 @@
 #include <stdint.h>
 
 #include "core/half.h"
+#include "op_params.h"
 
 #ifndef AMPSCOPE_POINTWISE_MATH_ONCE /* what does not depend on PW_REAL */
 #define AMPSCOPE_POINTWISE_MATH_ONCE
@@ -94,11 +95,11 @@ static inline AMP_HD float exp_f32(float v) { return (float)exp((double)v); }
 #define PW_FORWARD(op)                                                                             \
     static inline AMP_HD PW_REAL PW_FN(pw_##op##_forward)(                                         \
         PW_REAL a PW_UNUSED, PW_REAL b PW_UNUSED, PW_REAL c PW_UNUSED,                             \
-        const pw_params *p PW_UNUSED, int64_t i PW_UNUSED, dtype dt PW_UNUSED)
+        const op_params *p PW_UNUSED, int64_t i PW_UNUSED, dtype dt PW_UNUSED)
 #define PW_BACKWARD(op, k)                                                                         \
     static inline AMP_HD PW_REAL PW_FN(pw_##op##_backward_##k)(                                    \
         PW_REAL g PW_UNUSED, PW_REAL a PW_UNUSED, PW_REAL b PW_UNUSED, PW_REAL c PW_UNUSED,        \
-        PW_REAL y PW_UNUSED, const pw_params *p PW_UNUSED, int64_t i PW_UNUSED,                    \
+        PW_REAL y PW_UNUSED, const op_params *p PW_UNUSED, int64_t i PW_UNUSED,                    \
         dtype dt PW_UNUSED)
 
 /* ---- relu ---- */

@@ -443,7 +443,7 @@ static void check_rounding_ops(selftest *c, round_stats *st)
 /* ---- the pointwise rows (pointwise.h) ---- */
 
 /* a row's forward on the host, as both backends compute it (the formulas are shared) */
-static float host_forward(pw_op op, float a, float b, float c, const pw_params *p, int64_t i,
+static float host_forward(pw_op op, float a, float b, float c, const op_params *p, int64_t i,
                           dtype dt)
 {
     switch (op) {
@@ -485,7 +485,7 @@ static const dtype pw_dtypes[][PW_MAX_ARITY] = {
  * (dy and the operands random, the saved result the host's forward of them), compared
  * exactly: both backends run the same formulas in float32. */
 static void check_pointwise_case(selftest *c, round_stats *st, pw_op op,
-                                 const struct pw_pattern *pat, const dtype *dts, const pw_params *p,
+                                 const struct pw_pattern *pat, const dtype *dts, const op_params *p,
                                  const char *what)
 {
     const pw_row *row = &pw_rows[op];
@@ -565,8 +565,8 @@ static void check_pointwise(selftest *c, round_stats *st)
         for (int q = 0; q < n_pat; q++)
             for (int d = 0; d < n_dt; d++)
                 for (int set = 0; set < 2; set++) {
-                    pw_params p = {.seed = 1000 + (uint64_t)(q * 100 + d * 10 + set)};
-                    for (int s = 0; s < PW_MAX_PARAMS; s++) {
+                    op_params p = {.seed = 1000 + (uint64_t)(q * 100 + d * 10 + set)};
+                    for (int s = 0; s < OP_MAX_PARAMS; s++) {
                         p.real[s] = set ? 0.5 : 0.125;
                         p.choice[s] = set;
                     }
@@ -756,23 +756,80 @@ static void check_linear(selftest *c, round_stats *st)
     }
 }
 
-static void check_channel_sum(selftest *c, round_stats *st)
+/* ---- the reduction rows (reduce.h) ---- */
+
+/* x's shapes and reduced dims: each group pattern of reduce.h's view, one span and many */
+static const struct rd_pattern {
+    int nd;
+    int64_t shape[TENSOR_MAX_DIMS];
+    unsigned dims;
+    const char *what;
+} rd_patterns[] = {
+    {3, {4, 5, 6}, 1u << 0 | 1u << 2, "[4, 5, 6] over dims 0, 2 (a convolution's bias)"},
+    {2, {7, 11}, 1u << 0, "[7, 11] over dim 0 (a linear's bias)"},
+    {4, {3, 5, 7, 7}, 1u << 2 | 1u << 3, "[3, 5, 7, 7] over dims 2, 3 (a global pool)"},
+    {1, {70001}, 1u << 0, "[70001], every value (nine spans)"},
+    {3, {2, 3, 20000}, 1u << 0 | 1u << 2, "[2, 3, 20000] over dims 0, 2 (five spans)"},
+    {2, {20000, 33}, 1u << 0, "[20000, 33] over dim 0 (three spans, a tile's edge)"},
+    {4, {2, 3, 4, 5}, 1u << 1 | 1u << 3, "[2, 3, 4, 5] over dims 1, 3"},
+    {3, {5, 1, 3}, 1u << 1, "[5, 1, 3] over dim 1, of size 1"},
+};
+
+/* every row in every dtype at every pattern, exactly: both backends add in reduce.h's order */
+static void check_reduce(selftest *c, round_stats *st)
 {
-    static const int64_t shapes[2][3] = {{4, 5, 6}, {7, 11, 1}}; /* outer, channels, inner */
-    for (int a = 0; a < 3; a++)
-        for (int k = 0; k < 2; k++) {
-            dtype dt = float_dtypes[a];
-            const int64_t *s = shapes[k];
-            pair dy = make_random(c, "dy", dt, 3, s, GEN_NORMAL, 1.0f);
-            pair db = make(c, "db", dt, 1, &s[1], NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i,
-                      c->s[i].be->channel_sum(c->s[i].be, dy.t[i], s[0], s[2], db.t[i], &st[i]));
-            compare(c, "db", db, st, CLOSE);
-            report(c, "channel_sum", "%s [%lld, %lld, %lld]", dtype_name(dt), (long long)s[0],
-                   (long long)s[1], (long long)s[2]);
-        }
+    const op_params none = {.seed = 0};
+    for (int op = 0; op < RD_OP_COUNT; op++)
+        for (size_t q = 0; q < sizeof rd_patterns / sizeof rd_patterns[0]; q++)
+            for (int a = 0; a < 3; a++) {
+                const struct rd_pattern *pat = &rd_patterns[q];
+                dtype dt = float_dtypes[a];
+                rd_view v = rd_view_of(pat->nd, pat->shape, pat->dims);
+                int64_t n_out = v.n_out, numel = shape_numel(pat->nd, pat->shape);
+                pair x = make_random(c, "x", dt, pat->nd, pat->shape, GEN_NORMAL, 3.0f);
+                pair y = make(c, "y", dt, 1, &n_out, NULL);
+                stats_init2(st);
+                for (int i = 0; ready(c) && i < 2; i++)
+                    op_rc(c, i,
+                          c->s[i].be->reduce_forward(c->s[i].be, (rd_op)op, &none, x.t[i],
+                                                     pat->dims, y.t[i], &st[i]));
+                compare(c, "y", y, st, EXACT);
+                report(c, "reduce_forward", "%s %s, %s", rd_rows[op].name, dtype_name(dt),
+                       pat->what);
+
+                /* backward: x of small integers (amax's ties), y the reference's result */
+                float *xv = gen(c, numel, GEN_NORMAL, 1.0f);
+                for (int64_t i = 0; xv && i < numel; i++)
+                    xv[i] = (float)(int)rng_below(&c->g, 4);
+                x = make(c, "x", dt, pat->nd, pat->shape, xv);
+                free(xv);
+                y = make(c, "y", dt, 1, &n_out, NULL);
+                op_rc(c, 0,
+                      ready(c) ? c->s[0].be->reduce_forward(c->s[0].be, (rd_op)op, &none, x.t[0],
+                                                            pat->dims, y.t[0], NULL)
+                               : 0);
+                float *yv = ready(c) ? malloc(sizeof(float) * (size_t)n_out) : NULL;
+                void *yr = ready(c) ? download(c, 0, y.t[0]) : NULL;
+                for (int64_t i = 0; yv && yr && i < n_out; i++)
+                    yv[i] = load_as_float(yr, dt, i);
+                if (ready(c) && !yv)
+                    setup_failed(c, "out of host memory");
+                upload_pair(c, y, yv);
+                free(yv);
+                free(yr);
+                pair dy = make_random(c, "dy", dt, 1, &n_out, GEN_WIDE, 1.0f);
+                pair dx = make(c, "dx", dt, pat->nd, pat->shape, NULL);
+                unsigned bw = rd_rows[op].backward;
+                stats_init2(st);
+                for (int i = 0; ready(c) && i < 2; i++)
+                    op_rc(c, i,
+                          c->s[i].be->reduce_backward(
+                              c->s[i].be, (rd_op)op, &none, dy.t[i], bw & RD_SAVE_X ? x.t[i] : NULL,
+                              bw & RD_SAVE_OUT ? y.t[i] : NULL, pat->dims, dx.t[i], &st[i]));
+                compare(c, "dx", dx, st, EXACT);
+                report(c, "reduce_backward", "%s %s, %s", rd_rows[op].name, dtype_name(dt),
+                       pat->what);
+            }
 }
 
 static conv2d_geom conv_geom(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out,
@@ -1101,25 +1158,6 @@ static void check_pools(selftest *c, round_stats *st)
                 compare(c, "dx", dx, st, EXACT);
                 report(c, "avg_pool2d_backward", "%s%s", what, cip ? "" : ", padding not counted");
             }
-
-            const int64_t gs[4] = {g.n, g.c_in, 1, 1};
-            x = make_random(c, "x", dt, 4, xs, GEN_NORMAL, 1.0f);
-            y = make(c, "y", dt, 4, gs, NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i,
-                      c->s[i].be->global_avg_pool_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
-            compare(c, "y", y, st, CLOSE);
-            report(c, "global_avg_pool_forward", "%s", what);
-
-            dy = make_random(c, "dy", dt, 4, gs, GEN_NORMAL, 1.0f);
-            dx = make(c, "dx", dt, 4, xs, NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i,
-                      c->s[i].be->global_avg_pool_backward(c->s[i].be, dy.t[i], dx.t[i], &st[i]));
-            compare(c, "dx", dx, st, EXACT);
-            report(c, "global_avg_pool_backward", "%s", what);
         }
 }
 
@@ -1227,27 +1265,6 @@ static void check_losses(selftest *c, round_stats *st)
             report(c, "mse_backward", "a %s, b %s, out %s, %s dy", dtype_name(ad), dtype_name(bd),
                    dtype_name(yd), full ? "elementwise" : "scalar");
         }
-    }
-
-    static const int64_t mean_n[2] = {13 * 17, 70001}; /* one block; many blocks */
-    for (int a = 0; a < 3; a++) {
-        dtype dt = float_dtypes[a];
-        for (int k = 0; k < 2; k++) {
-            pair x = make_random(c, "x", dt, 1, &mean_n[k], GEN_NORMAL, 3.0f);
-            pair y = make(c, "y", dt, 0, scalar_shape, NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->mean_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
-            compare(c, "y", y, st, CLOSE);
-            report(c, "mean_forward", "%s [%lld]", dtype_name(dt), (long long)mean_n[k]);
-        }
-        pair dy = make_random(c, "dy", dt, 0, scalar_shape, GEN_NORMAL, 1.0f);
-        pair dx = make(c, "dx", dt, 1, &mean_n[0], NULL);
-        stats_init2(st);
-        for (int i = 0; ready(c) && i < 2; i++)
-            op_rc(c, i, c->s[i].be->mean_backward(c->s[i].be, dy.t[i], dx.t[i], &st[i]));
-        compare(c, "dx", dx, st, EXACT);
-        report(c, "mean_backward", "%s", dtype_name(dt));
     }
 }
 
@@ -1914,7 +1931,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_rounding_ops(c, st);
     check_pointwise(c, st);
     check_linear(c, st);
-    check_channel_sum(c, st);
+    check_reduce(c, st);
     check_conv2d(c, st);
     check_losses(c, st);
     check_bce_l1(c, st); /* losses bce_with_logits and l1 */

@@ -15,7 +15,7 @@ typedef struct pw_call {
     const tensor *x[PW_MAX_ARITY]; /* the operands; in a backward the saved ones (or NULL) */
     const tensor *dy, *y;          /* a backward's output gradient and saved result */
     bcast_view v;                  /* the operands against the output (dy) */
-    pw_params p;
+    op_params p;
     tensor *out;
 } pw_call;
 
@@ -68,7 +68,7 @@ static void load_operand(const pw_call *c, int k, int64_t off, int64_t n, float 
         float v[arity][CPU_CHUNK];                                                                 \
         for (int k = 0; k < (arity); k++)                                                          \
             load_operand(c, k, off, n, v[k]);                                                      \
-        const pw_params p = c->p;                                                                  \
+        const op_params p = c->p;                                                                  \
         dtype dt = c->out->dtype;                                                                  \
         for (int64_t i = 0; i < n; i++)                                                            \
             v[0][i] =                                                                              \
@@ -91,7 +91,7 @@ POINTWISE_OPS(PW_FORWARD_LOOP)
                 load_operand(c, j, off, n, v[j]);                                                  \
         if ((backward)&PW_SAVE_OUT)                                                                \
             cpu_load(c->y, off, n, y);                                                             \
-        const pw_params p = c->p;                                                                  \
+        const op_params p = c->p;                                                                  \
         dtype dt = c->out->dtype;                                                                  \
         for (int64_t i = 0; i < n; i++)                                                            \
             g[i] = pw_##name##_backward_##k(                                                       \
@@ -112,7 +112,7 @@ static const cpu_chunk_fn forward_chunks[PW_OP_COUNT] = {POINTWISE_OPS(PW_FORWAR
 static const cpu_chunk_fn backward_chunks[PW_OP_COUNT][PW_MAX_ARITY] = {
     POINTWISE_OPS(PW_BACKWARD_ENTRIES)};
 
-int cpu_pointwise_forward(backend *be, pw_op op, const pw_params *p, const tensor *const *x,
+int cpu_pointwise_forward(backend *be, pw_op op, const op_params *p, const tensor *const *x,
                           tensor *y, round_stats *st)
 {
     (void)be;
@@ -124,7 +124,7 @@ int cpu_pointwise_forward(backend *be, pw_op op, const pw_params *p, const tenso
     return 0;
 }
 
-int cpu_pointwise_backward(backend *be, pw_op op, const pw_params *p, int k, const tensor *dy,
+int cpu_pointwise_backward(backend *be, pw_op op, const op_params *p, int k, const tensor *dy,
                            const tensor *const *x, const tensor *y, tensor *dx, round_stats *st)
 {
     (void)be;
