@@ -17,7 +17,8 @@
 
 #include "cpu.h"
 
-#define RD_TILE 16          /* outputs of one work item where the innermost dim is kept */
+#define RD_TILE 32          /* outputs of one work item where the innermost dim is kept */
+#define RD_BLOCK 2048       /* values loaded at once where the innermost dim is reduced */
 #define RD_STACK_PARTS 1024 /* spans' partial results kept on the stack, at most */
 
 typedef struct rd_call {
@@ -71,12 +72,15 @@ static void load_values(const rd_call *c, int64_t base, int64_t j, int64_t n, fl
             acc[k] = rd_##op##_ident(&p);                                                          \
         int64_t j0 = s * v->span, j1 = j0 + v->span < v->R ? j0 + v->span : v->R;                  \
         int64_t base = rd_base(v, o);                                                              \
-        float buf[RD_SWEEP];                                                                       \
-        for (int64_t j = j0; j < j1; j += RD_SWEEP) {                                              \
-            int n = j1 - j < RD_SWEEP ? (int)(j1 - j) : RD_SWEEP;                                  \
+        float buf[RD_BLOCK];                                                                       \
+        for (int64_t j = j0; j < j1; j += RD_BLOCK) { /* RD_BLOCK: whole sweeps */                 \
+            int n = j1 - j < RD_BLOCK ? (int)(j1 - j) : RD_BLOCK, b = 0;                           \
             load_values(c, base, j, n, buf);                                                       \
-            for (int k = 0; k < n; k++)                                                            \
-                acc[k] = rd_##op##_reduce(acc[k], buf[k], &p);                                     \
+            for (; b + RD_SWEEP <= n; b += RD_SWEEP)                                               \
+                for (int k = 0; k < RD_SWEEP; k++)                                                 \
+                    acc[k] = rd_##op##_reduce(acc[k], buf[b + k], &p);                             \
+            for (int k = 0; b + k < n; k++)                                                        \
+                acc[k] = rd_##op##_reduce(acc[k], buf[b + k], &p);                                 \
         }                                                                                          \
         ((rd_##op##_acc *)c->part)[o * v->spans + s] = op##_lanes(acc, &p);                        \
     }                                                                                              \
@@ -84,21 +88,24 @@ static void load_values(const rd_call *c, int64_t base, int64_t j, int64_t n, fl
     {                                                                                              \
         const rd_view *v = &c->v;                                                                  \
         const op_params p = c->p;                                                                  \
-        rd_##op##_acc acc[RD_TILE][RD_SWEEP];                                                      \
-        for (int t = 0; t < RD_TILE; t++)                                                          \
-            for (int k = 0; k < RD_SWEEP; k++)                                                     \
-                acc[t][k] = rd_##op##_ident(&p);                                                   \
+        rd_##op##_acc acc[RD_SWEEP][RD_TILE]; /* [accumulator][output]: the adds vectorise */      \
+        for (int k = 0; k < RD_SWEEP; k++)                                                         \
+            for (int t = 0; t < RD_TILE; t++)                                                      \
+                acc[k][t] = rd_##op##_ident(&p);                                                   \
         int64_t j0 = s * v->span, j1 = j0 + v->span < v->R ? j0 + v->span : v->R;                  \
         int64_t base = rd_base(v, o0);                                                             \
-        float buf[RD_TILE];                                                                        \
-        for (int64_t j = j0; j < j1; j++) {                                                        \
+        float buf[RD_TILE] = {0};                                                                  \
+        for (int64_t j = j0, k = 0; j < j1; j++, k = k + 1 == RD_SWEEP ? 0 : k + 1) {              \
             cpu_load(c->x, base + value_offset(v, j), tn, buf);                                    \
-            int k = (int)((j - j0) % RD_SWEEP);                                                    \
-            for (int t = 0; t < tn; t++)                                                           \
-                acc[t][k] = rd_##op##_reduce(acc[t][k], buf[t], &p);                               \
+            for (int t = 0; t < RD_TILE; t++)                                                      \
+                acc[k][t] = rd_##op##_reduce(acc[k][t], buf[t], &p);                               \
         }                                                                                          \
-        for (int t = 0; t < tn; t++)                                                               \
-            ((rd_##op##_acc *)c->part)[(o0 + t) * v->spans + s] = op##_lanes(acc[t], &p);          \
+        for (int t = 0; t < tn; t++) {                                                             \
+            rd_##op##_acc column[RD_SWEEP];                                                        \
+            for (int k = 0; k < RD_SWEEP; k++)                                                     \
+                column[k] = acc[k][t];                                                             \
+            ((rd_##op##_acc *)c->part)[(o0 + t) * v->spans + s] = op##_lanes(column, &p);          \
+        }                                                                                          \
     }                                                                                              \
     /* output o's spans pairwise, projected */                                                     \
     static float op##_finish(const rd_call *c, int64_t o)                                          \
