@@ -125,7 +125,7 @@ void autocast_args(run *r, const autocast_op *op, tensor *const *in, int n, tens
 }
 
 dtype autocast_output_dtype(const run *r, const autocast_op *op, tensor *const *args, int n,
-                            dtype_reason *why)
+                            output_dtype_rule *why)
 {
     dtype dt = DTYPE_INT64;
     bool mixed = false;
@@ -135,9 +135,9 @@ dtype autocast_output_dtype(const run *r, const autocast_op *op, tensor *const *
         mixed |= dt != DTYPE_INT64 && args[k]->dtype != dt;
         dt = dt == DTYPE_INT64 ? args[k]->dtype : promote_types(dt, args[k]->dtype);
     }
-    dtype_reason reason = mixed ? DTYPE_REASON_PROMOTION : DTYPE_REASON_INPUT;
+    output_dtype_rule reason = mixed ? OUTPUT_DTYPE_PROMOTION : OUTPUT_DTYPE_INPUT;
     if (r->autocast && op->policy != AUTOCAST_NONE)
-        reason = DTYPE_REASON_AUTOCAST;
+        reason = OUTPUT_DTYPE_AUTOCAST;
     if (why)
         *why = reason;
     return dt;

@@ -44,17 +44,17 @@ tensor *autocast_arg(run *r, const autocast_op *op, tensor *t);
 void autocast_args(run *r, const autocast_op *op, tensor *const *in, int n, tensor **out);
 
 /* Why an op's output has its dtype: the reason a report gives for a float32 tensor. */
-typedef enum dtype_reason {
-    DTYPE_REASON_AUTOCAST,  /* the op's autocast list chose it (under autocast) */
-    DTYPE_REASON_PROMOTION, /* type promotion of operands of several dtypes */
-    DTYPE_REASON_INPUT      /* the dtype of its input(s) */
-} dtype_reason;
+typedef enum output_dtype_rule {
+    OUTPUT_DTYPE_AUTOCAST,  /* the op's autocast list chose it (under autocast) */
+    OUTPUT_DTYPE_PROMOTION, /* type promotion of operands of several dtypes */
+    OUTPUT_DTYPE_INPUT      /* the dtype of its input(s) */
+} output_dtype_rule;
 
 /* The one place that decides the dtype of an op's output: the promotion of the floating
  * operands args[0..n) as autocast_args gave them (a Python scalar takes no part), and in
  * *why (may be NULL) the reason. */
 dtype autocast_output_dtype(const run *r, const autocast_op *op, tensor *const *args, int n,
-                            dtype_reason *why);
+                            output_dtype_rule *why);
 /* An explicit cast: a new tensor "<name>@<dtype>" and its cast node (backward casts the
  * gradient back to the source dtype); cat is its memory category. */
 tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat);
