@@ -9,9 +9,9 @@
  *  - x's innermost dim kept: a work item is a span of a tile of RD_TILE neighbouring
  *    outputs, whose values at one j are contiguous, each output with its own accumulators;
  * then each output's spans combine and project, and the counting store rounds them once.
- * The spans' partial results live on the stack when few, else in scratch (workspace); the
- * projected values in scratch of one float per output, as the reductions this replaced
- * used.
+ * The projected values live in scratch of one float per output (workspace), as the
+ * reductions this replaced used, and so do one span's partial results where they are
+ * floats; more spans' partial results live on the stack when few, else in scratch.
  */
 #include <string.h>
 
@@ -136,10 +136,19 @@ int cpu_reduce_forward(backend *be, rd_op op, const op_params *p, const tensor *
     rd_call c = {.x = x, .v = rd_view_of(x->ndim, x->shape, dims), .p = *p};
     const rd_view *v = &c.v;
     int64_t parts = v->n_out * v->spans, part_floats = (parts * (int64_t)f->acc_bytes + 3) / 4;
-    float stack_parts[RD_STACK_PARTS], *heap_parts = NULL;
-    if (part_floats > RD_STACK_PARTS && !(heap_parts = cpu_scratch(be, part_floats)))
+    /* the projected values, one float per output; a float accumulator of one span per
+     * output is its own output's slot there (finish reads it before it writes it) */
+    float one, *pre = v->n_out == 1 ? &one : cpu_scratch(be, v->n_out);
+    if (!pre)
         return -1;
-    c.part = heap_parts ? heap_parts : stack_parts;
+    bool in_pre = v->spans == 1 && f->acc_bytes == sizeof(float);
+    float stack_parts[RD_STACK_PARTS], *heap_parts = NULL;
+    if (!in_pre && part_floats > RD_STACK_PARTS && !(heap_parts = cpu_scratch(be, part_floats))) {
+        if (pre != &one)
+            cpu_scratch_free(be, pre, v->n_out);
+        return -1;
+    }
+    c.part = in_pre ? (void *)pre : heap_parts ? (void *)heap_parts : (void *)stack_parts;
     if (v->inner_reduced) {
 #pragma omp parallel for schedule(dynamic, 1) if (v->n_out * v->R >= (1 << 16))
         for (int64_t w = 0; w < parts; w++)
@@ -153,11 +162,6 @@ int cpu_reduce_forward(backend *be, rd_op op, const op_params *p, const tensor *
             int64_t tn = inner - t0 < RD_TILE ? inner - t0 : RD_TILE;
             f->span_tile(&c, tile / per * inner + t0, (int)tn, (int)s);
         }
-    }
-    float one, *pre = v->n_out == 1 ? &one : cpu_scratch(be, v->n_out);
-    if (!pre) {
-        cpu_scratch_free(be, heap_parts, part_floats);
-        return -1;
     }
     for (int64_t o = 0; o < v->n_out; o++)
         pre[o] = f->finish(&c, o);
