@@ -16,7 +16,8 @@ typedef struct op_entry {
     const char *owner_key; /* "layer" or "loss" for a kind's entry, else NULL */
     const char *owner;     /* that kind's name */
     const autocast_op *ac;
-    const pw_row *row; /* a pointwise row's */
+    const pw_row *row;     /* a pointwise row's */
+    const rd_row *reduces; /* a reduction row's */
 } op_entry;
 
 /* Calls visit on every op: the pointwise rows (with their kinds' autocast entries), the
@@ -25,24 +26,24 @@ static void each_op(void (*visit)(const op_entry *e, void *ctx), void *ctx)
 {
     for (int op = 0; op < PW_OP_COUNT; op++)
         visit(&(op_entry){"pointwise", NULL, NULL, layer_def_of(LAYER_POINTWISE + op)->autocast,
-                          &pw_rows[op]},
+                          &pw_rows[op], NULL},
               ctx);
     for (int op = 0; op < RD_OP_COUNT; op++) {
         const rd_row *row = &rd_rows[op];
         autocast_op ac = {row->name, row->policy, autocast_policy_list(row->policy), {NULL}};
         for (int i = 0; i < RD_MAX_ATEN && i < AUTOCAST_MAX_ATEN; i++)
             ac.aten[i] = row->aten[i];
-        visit(&(op_entry){"reduction", NULL, NULL, &ac, NULL}, ctx);
+        visit(&(op_entry){"reduction", NULL, NULL, &ac, NULL, row}, ctx);
     }
     for (int k = 0; k < LAYER_POINTWISE; k++) {
         const layer_def *d = layer_def_of((layer_kind)k);
         for (int i = 0; i < d->n_autocast; i++)
-            visit(&(op_entry){"layer", "layer", d->name, &d->autocast[i], NULL}, ctx);
+            visit(&(op_entry){"layer", "layer", d->name, &d->autocast[i], NULL, NULL}, ctx);
     }
     for (int k = 0; k < LOSS_KIND_COUNT; k++) {
         const loss_def *d = loss_def_of((loss_kind)k);
         for (int i = 0; i < d->n_autocast; i++)
-            visit(&(op_entry){"loss", "loss", d->name, &d->autocast[i], NULL}, ctx);
+            visit(&(op_entry){"loss", "loss", d->name, &d->autocast[i], NULL, NULL}, ctx);
     }
 }
 
@@ -139,6 +140,12 @@ static void json_row(const op_entry *e, void *p)
         if (e->row->backward & PW_SAVE_OUT)
             fprintf(f, "%s\"result\"", sep);
         fputc(']', f);
+    }
+    if (e->reduces) { /* likewise */
+        unsigned bw = e->reduces->backward;
+        fprintf(f, ", \"arity\": 1, \"saves\": [%s%s%s]", bw & RD_SAVE_X ? "\"self\"" : "",
+                bw & RD_SAVE_X && bw & RD_SAVE_OUT ? ", " : "",
+                bw & RD_SAVE_OUT ? "\"result\"" : "");
     }
     fputs(", \"pytorch\": ", f);
     json_string(f, e->ac->pytorch_list);

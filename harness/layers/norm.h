@@ -20,7 +20,7 @@ tensor *norm_run(run *r, const layer_spec *l, backward_fn backward, const norm_g
                  tensor *w, tensor *b, norm_stats_dtype stats);
 
 /* The backward of a node norm_run recorded: dx, dw (norm_backward_weight) and db
- * (channel_sum over g->n and g->inner), each when needed. */
+ * (reduce_channel_sum over g->n and g->inner), each when needed. */
 void norm_backward(run *r, node *n, const norm_geom *g);
 
 #endif

@@ -14,8 +14,10 @@
  *    double function rounded to float32, which differ only where a double result within an
  *    ulp or two of double lies that close to a float32 rounding boundary (about 2^-28 of
  *    the values).
- *  - summation-order ops (linear, channel_sum, conv2d, log_softmax, softmax, nll_loss
- *    forward, mean forward), whose pre-rounding values differ with the order of a float32
+ *  - the reduction rows (reduce.h), exact: both backends add in the order reduce.h writes
+ *    down (every row, in every dtype, over eight patterns of dims, one span and several).
+ *  - summation-order ops (linear, conv2d, log_softmax, softmax, nll_loss forward), whose
+ *    pre-rounding values differ with the order of a float32
  *    (or double) sum: an element passes when it is equal, at most 1 ulp of the output dtype away,
  * or within |a - b| <= 1e-5 * max(|a|, |b|) + 1e-6 * (the largest finite |ref| of the tensor) (the
  * absolute term covers outputs near zero after cancellation); each count (zeros, underflow,
