@@ -1,5 +1,5 @@
 /*
- * test_csv.c: the result files' columns, exactly as README.md documents them, and as
+ * test_csv.c: the result files' columns, exactly as results/README.md documents them, and as
  * harness/results/columns.h lists them (every writer's header line is that list), and the
  * invariants every row must satisfy: each histogram sums to its tensor's numel, underflow
  * never exceeds zeros, bytes = numel * element size. Also: running a case again replaces
@@ -132,7 +132,7 @@ Test(csv, every_writer_prints_the_columns_of_columns_h)
     const struct {
         const csv_columns *cols;
         const char *dir;
-        int n; /* the number of columns README.md documents */
+        int n; /* the number of columns results/README.md documents */
     } files[] = {{&csv_tensors, dir, 17}, {&csv_hist, dir, 6},    {&csv_steps, dir, 15},
                  {&csv_memory, dir, 4},   {&csv_config, dir, 17}, {&csv_summary, out, 19}};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {

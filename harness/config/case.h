@@ -137,7 +137,7 @@ typedef struct case_config {
     double eta_min; /* cosine: default 0 */
     int64_t steps;  /* default 1 */
     uint64_t seed;  /* default 0 */
-    /* gradient accumulation and clipping (README.md's [train]; train.c, clip.c) */
+    /* gradient accumulation and clipping (docs/CASES.md, docs/SEMANTICS.md; train.c, clip.c) */
     int64_t accumulate;       /* micro-batches per optimizer step; default 1 */
     bool delay_unscale;       /* master weights: accumulate in the half .grad, unscale once */
     double clip_grad_norm;    /* max_norm of clip_grad_norm_; 0: no clipping */

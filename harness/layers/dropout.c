@@ -6,7 +6,7 @@
  * float32 and rounded once (aten/src/ATen/native/cuda/Dropout.cu, activation_math.h).
  *
  * The mask is the harness's own, not PyTorch's Philox stream: values differ from PyTorch's
- * wherever dtypes do not (README.md). It is drawn from a seed made of the case's seed, the
+ * wherever dtypes do not (docs/SEMANTICS.md). It is drawn from a seed made of the case's seed, the
  * layer's name and the step, so every step draws a new mask and a run is reproducible; the
  * backward draws the same mask again from that seed. PyTorch keeps the mask for backward
  * (native_dropout's bool mask, one byte per element); the harness keeps nothing, so the

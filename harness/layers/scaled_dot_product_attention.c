@@ -18,7 +18,7 @@
  * So for half inputs the path keeps float32 q_scaled, k_scaled, v and probabilities for
  * backward: the probabilities are a saved float32 tensor the caller never sees. The
  * arithmetic is sdpa_math.h's. The fused kernels PyTorch picks on a GPU by default (flash,
- * memory-efficient, cuDNN) round differently: see README.md.
+ * memory-efficient, cuDNN) round differently: see docs/SEMANTICS.md.
  */
 #include <math.h>
 #include <stdio.h>
