@@ -641,7 +641,8 @@ static void key_fp8_margin(parse_ctx *c, entry *e)
         c->cfg->fp8_margin = v;
 }
 
-/* layers = q, k, v: linear layers of [model], each once */
+/* layers = q, k, v: layers of [model] whose kind runs as te.Linear (layer_def.te_linear),
+ * each once */
 static void key_fp8_layers(parse_ctx *c, entry *e)
 {
     case_config *cfg = c->cfg;
@@ -659,7 +660,7 @@ static void key_fp8_layers(parse_ctx *c, entry *e)
             err_at(c, e, "layers: an empty name in '%s'", e->value);
         } else if (i == cfg->n_layers) {
             err_at(c, e, "layers: no layer '%s' in [model]", name);
-        } else if (cfg->layers[i].kind != LAYER_LINEAR) {
+        } else if (!layer_def_of(cfg->layers[i].kind)->te_linear) {
             err_at(c, e, "layers: '%s' is a %s layer; te.Linear replaces linear layers only",
                    name, layer_def_of(cfg->layers[i].kind)->name);
         } else if (cfg->fp8_layer[i]) {
