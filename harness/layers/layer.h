@@ -201,6 +201,9 @@ extern const loss_def bce_with_logits_def, l1_def;
 
 const layer_def *layer_def_of(layer_kind k);
 const loss_def *loss_def_of(loss_kind k);
+/* The kind a case file calls name ("linear", "mse"), or -1 */
+int layer_kind_of_name(const char *name);
+int loss_kind_of_name(const char *name);
 extern const char *const reduction_names[REDUCTION_COUNT];
 /* "fc1 = linear 4 → 8" (what report.md's **Model:** line lists); snprintf's contract */
 int layer_describe(const layer_spec *l, char *buf, size_t len);
