@@ -1439,23 +1439,23 @@ static void check_unscale(selftest *c, round_stats *st)
  * in each: a kind reads the fields it has (optim_math.h's optim_update) and ignores the
  * others, so each kind meets each of its options on and off, and a line may repeat an
  * earlier check of the same kind under a setting it does not read. */
-#define OPTIM_DEFAULTS .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .alpha = 0.99
+#define TORCH_DEFAULTS .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .alpha = 0.99
 static const struct {
     const char *what;
     optim_config cfg;
 } optim_settings[] = {
-    {"lr=1e-2", {.lr = 1e-2, OPTIM_DEFAULTS}},
+    {"lr=1e-2", {.lr = 1e-2, TORCH_DEFAULTS}},
     {"lr=1e-3 momentum=0.9 dampening=0.1 weight_decay=1e-4",
-     {.lr = 1e-3, .momentum = 0.9, .dampening = 0.1, .weight_decay = 1e-4, OPTIM_DEFAULTS}},
+     {.lr = 1e-3, .momentum = 0.9, .dampening = 0.1, .weight_decay = 1e-4, TORCH_DEFAULTS}},
     {"lr=1e-2 momentum=0.9 nesterov weight_decay=1e-2",
-     {.lr = 1e-2, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-2, OPTIM_DEFAULTS}},
-    {"lr=1e-3 centered", {.lr = 1e-3, .centered = true, OPTIM_DEFAULTS}},
+     {.lr = 1e-2, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-2, TORCH_DEFAULTS}},
+    {"lr=1e-3 centered", {.lr = 1e-3, .centered = true, TORCH_DEFAULTS}},
     {"lr=1e-3 centered momentum=0.9 weight_decay=1e-3",
-     {.lr = 1e-3, .centered = true, .momentum = 0.9, .weight_decay = 1e-3, OPTIM_DEFAULTS}},
-    {"lr=0.1 weight_decay=0.1", {.lr = 0.1, .weight_decay = 0.1, OPTIM_DEFAULTS}},
+     {.lr = 1e-3, .centered = true, .momentum = 0.9, .weight_decay = 1e-3, TORCH_DEFAULTS}},
+    {"lr=0.1 weight_decay=0.1", {.lr = 0.1, .weight_decay = 0.1, TORCH_DEFAULTS}},
 };
-#undef OPTIM_DEFAULTS
-#define N_OPTIM_SETTINGS ((int)(sizeof optim_settings / sizeof optim_settings[0]))
+#undef TORCH_DEFAULTS
+#define N_SETTINGS ((int)(sizeof optim_settings / sizeof optim_settings[0]))
 
 static void check_optimizers(selftest *c)
 {
@@ -1466,10 +1466,10 @@ static void check_optimizers(selftest *c)
                                       {DTYPE_FLOAT32, DTYPE_FLOAT16},
                                       {DTYPE_FLOAT32, DTYPE_BFLOAT16}};
     const int64_t n = 1031;
-    for (int o = 0; o < OPTIM_KIND_COUNT * N_OPTIM_SETTINGS; o++) /* each kind in each setting */
+    for (int o = 0; o < OPTIM_KIND_COUNT * N_SETTINGS; o++) /* each kind in each setting */
         for (int k = 0; k < 5; k++) {
-            optim_config setting = optim_settings[o % N_OPTIM_SETTINGS].cfg;
-            setting.kind = (optim_kind)(o / N_OPTIM_SETTINGS);
+            optim_config setting = optim_settings[o % N_SETTINGS].cfg;
+            setting.kind = (optim_kind)(o / N_SETTINGS);
             const optim_config *cfg = &setting;
             dtype dt = kinds[k][0], visible = kinds[k][1];
             int ns = optim_state_count(cfg);
@@ -1517,7 +1517,7 @@ static void check_optimizers(selftest *c)
                            (long long)res[0].lost_updates, (long long)res[1].lost_updates);
             }
             report(c, "optimizer_step", "%s %s, %s%s%s, 3 steps", optim_kind_name(cfg->kind),
-                   optim_settings[o % N_OPTIM_SETTINGS].what, dtype_name(dt),
+                   optim_settings[o % N_SETTINGS].what, dtype_name(dt),
                    visible != dt ? " master of " : "", visible != dt ? dtype_name(visible) : "");
         }
 }
