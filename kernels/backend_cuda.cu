@@ -278,8 +278,11 @@ extern "C" backend *ampscope_backend_cuda_open(mem_account *account, char *err, 
     be->mem_available = cuda_mem_available;
     be->synchronize = cuda_synchronize;
     be->close = cuda_close;
-    /* cuda_<op> for every op of backend.h's list (declared in cuda.cuh) */
-#define CUDA_ENTRY(name, params) be->name = cuda_##name;
+    /* cuda_<op> for every op of backend.h's list (declared in cuda.cuh) but those it leaves
+     * out, whose slots stay empty: a discarded `if constexpr` branch needs no definition */
+#define CUDA_ENTRY(name, params)                                                                   \
+    if constexpr (!cuda_leaves_out(BACKEND_OP_##name))                                             \
+        be->name = cuda_##name;
     BACKEND_OPS(CUDA_ENTRY)
 #undef CUDA_ENTRY
     return be;

@@ -684,6 +684,9 @@ void parse_fp8_section(parse_ctx *c)
                                    {"margin", key_fp8_margin},
                                    {"layers", key_fp8_layers}};
     parse_keyed(c, SEC_FP8, defs, 7);
+    entry *where = find_entry(c, SEC_FP8, "recipe");
+    where = where ? where : find_entry(c, SEC_FP8, "enabled");
+    c->cfg->fp8_line = where ? where->line : 0;
     fp8_recipe_kind recipe = c->cfg->fp8_recipe;
     /* MXFP8BlockScaling's fp8_format defaults to E4M3 (transformer_engine/common/recipe/
      * __init__.py; HYBRID is accepted there and quantizes the gradients to E5M2) */
