@@ -144,12 +144,7 @@ static int run_stderr(const char *env, const char *args, char *err, size_t len)
     const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s %s %s 2>&1 >/dev/null", env, bin, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t n = fread(err, 1, len - 1, p);
-    err[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_command(cmd, err, len);
 }
 
 static int count_lines(const char *s)

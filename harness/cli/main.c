@@ -545,7 +545,7 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("ampscope %s\n", AMPSCOPE_VERSION);
+        printf("ampscope %s (OpenBLAS kernels %s)\n", AMPSCOPE_VERSION, libenv_blas_core());
         return 0;
     }
     if (strcmp(argv[1], "ops") == 0) {
