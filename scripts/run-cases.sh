@@ -1,7 +1,7 @@
 #!/bin/sh
 # run-cases.sh CASE...: what `make run-cases` runs, with the Makefile's AMPSCOPE, PYTHON,
 # RESULTS (the folder written), SWEEP_CASE and REFERENCE (docs/reference-run, or "" when the
-# run is not every case of cases/ and so not comparable): the cases, the loss-scale sweep and
+# run is not every case of cases/, or makes the reference): the cases, the loss-scale sweep and
 # the precision matrix of SWEEP_CASE, the plots, then results compared with REFERENCE by
 # tools/compare_reference.py (the same cases, tensors, dtypes and shapes, else a failure).
 # Ends with one line: how many cases passed and failed, the sweep's, the matrix's and the
@@ -39,7 +39,7 @@ else
 fi
 
 if [ -z "$REFERENCE" ]; then
-    reference="not compared with docs/reference-run (not every case of cases/ ran)"
+    reference="no reference compared (a run of some cases, or one that makes the reference)"
 elif "$PYTHON" tools/compare_reference.py --ran "$@" "$REFERENCE" "$RESULTS" >"$log.ref"; then
     cat "$log.ref"
     reference="the cases, tensors, dtypes and shapes of $REFERENCE"
