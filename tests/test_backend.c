@@ -9,6 +9,7 @@
  * runs other cases and refuses MXFP8 ones with the reason.
  */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,16 @@ Test(backend, the_library_make_built_passes_the_abi_check)
     }
     cr_expect(strncmp(err, "no usable CUDA device: ", 23) == 0, "got: %s", err);
     cr_expect(strstr(err, "ABI") == NULL && strstr(err, "has no") == NULL, "got: %s", err);
+    /* a machine without the driver's library: said so, not the runtime's "driver version is
+     * insufficient", which the runtime also returns when there is no driver at all */
+    void *libcuda = dlopen("libcuda.so.1", RTLD_LAZY);
+    if (libcuda) {
+        dlclose(libcuda);
+        return;
+    }
+    cr_expect(strstr(err, "no usable CUDA device: no NVIDIA driver found (libcuda.so.1") == err,
+              "got: %s", err);
+    cr_expect(strstr(err, "insufficient") == NULL, "got: %s", err);
 }
 
 /* A case whose tensors take a dtype the backend refuses for one of its ops ends before its
