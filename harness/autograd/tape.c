@@ -230,12 +230,6 @@ void tape_clear(run *r)
     r->n_leaves = 0;
 }
 
-int64_t tape_saved_bytes(const run *r)
-{
-    int64_t by_dtype[DTYPE_COUNT];
-    return tape_saved_bytes_by_dtype(r, by_dtype);
-}
-
 int64_t tape_saved_bytes_by_dtype(const run *r, int64_t by_dtype[DTYPE_COUNT])
 {
     for (int d = 0; d < DTYPE_COUNT; d++)

@@ -445,7 +445,7 @@ void check_fp8(parse_ctx *c)
     int chosen = 0;
     for (int i = 0; i < cfg->n_layers; i++) {
         layer_spec *l = &cfg->layers[i];
-        if (l->kind != LAYER_LINEAR || (le && !cfg->fp8_layer[i]))
+        if (!layer_def_of(l->kind)->te_linear || (le && !cfg->fp8_layer[i]))
             continue;
         bool ok = fp8_shape_ok(cfg, l);
         if (le && !ok)

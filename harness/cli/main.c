@@ -24,6 +24,7 @@
 #include "core/format.h"
 #include "core/interrupt.h"
 #include "core/libenv.h"
+#include "layers/fp8_linear.h"
 #include "matrix.h"
 #include "report/report.h"
 #include "ops/selftest.h"
@@ -272,7 +273,8 @@ static int cmd_compare(const cli *c)
     return rc;
 }
 
-/* The memory preflight of every case (train_preflight); returns the number that cannot fit. */
+/* The preflight of every case: what the backend cannot run (fp8_refusal) and the memory
+ * (train_preflight); returns the number of cases refused. */
 static int preflight(const cli *c, const case_config *cfgs, int n_cfgs, backend *be)
 {
     const double gib = 1024.0 * 1024.0 * 1024.0;
@@ -290,6 +292,11 @@ static int preflight(const cli *c, const case_config *cfgs, int n_cfgs, backend 
     for (int i = 0; i < n_cfgs; i++) {
         int64_t need = 0, dump = 0;
         char err[1024];
+        if (fp8_refusal(&cfgs[i], be, err, sizeof err)) {
+            fprintf(stderr, "%s:%d: %s\n", cfgs[i].path, cfgs[i].fp8_line, err);
+            refused++;
+            continue;
+        }
         /* a case that ends in an error still counted what it held until then */
         train_preflight(&cfgs[i], &c->train, &need, &dump, err, sizeof err);
         if (avail >= 0 && need > avail) {
@@ -538,7 +545,7 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("ampscope %s\n", AMPSCOPE_VERSION);
+        printf("ampscope %s (OpenBLAS kernels %s)\n", AMPSCOPE_VERSION, libenv_blas_core());
         return 0;
     }
     if (strcmp(argv[1], "ops") == 0) {

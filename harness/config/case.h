@@ -164,6 +164,7 @@ typedef struct case_config {
     int fp8_amax_compute_algo;         /* delayed: an fp8_amax_algo (fp8_recipe.h); max */
     int64_t fp8_margin;                /* delayed: default 0 */
     bool fp8_layer[CASE_MAX_LAYERS];   /* by layer index: runs as te.Linear */
+    int fp8_line;                      /* [fp8]'s recipe line, else its enabled line (0: --set) */
     /* overrides applied (for naming variants: "<case>+<key>=<value>") */
     int n_sets;
 } case_config;

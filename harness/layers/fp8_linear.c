@@ -20,22 +20,37 @@ static dtype grad_dtype(const case_config *cfg)
     return cfg->fp8_format == FP8_FORMAT_HYBRID ? DTYPE_FLOAT8_E5M2 : DTYPE_FLOAT8_E4M3FN;
 }
 
+const char *fp8_refusal(const case_config *cfg, const backend *be, char *buf, size_t len)
+{
+    if (!cfg->fp8)
+        return NULL;
+    if (cfg->fp8_recipe == FP8_RECIPE_MXFP8) {
+        if (backend_supports(be, BACKEND_OP_fp8_block_quantize, DTYPE_FLOAT8_E4M3FN) &&
+            backend_supports(be, BACKEND_OP_fp8_block_gemm, DTYPE_FLOAT8_E4M3FN))
+            return NULL;
+        snprintf(buf, len,
+                 "recipe = mxfp8 on the %s backend (%s): MXFP8 runs on the CPU only in ampscope "
+                 "(cuBLASLt's MXFP8 GEMMs need sm_100)\n---> HINT: run the case with --device cpu",
+                 be->name, be->device);
+        return buf;
+    }
+    if (backend_supports(be, BACKEND_OP_fp8_gemm, DTYPE_FLOAT8_E4M3FN))
+        return NULL;
+    snprintf(buf, len,
+             "the %s backend (%s) has no float8 GEMMs: cuBLASLt's need compute capability 8.9 "
+             "or newer (Ada, Hopper)\n---> HINT: run the case with --device cpu",
+             be->name, be->device);
+    return buf;
+}
+
 void fp8_begin(run *r, FILE *csv)
 {
     const case_config *cfg = r->cfg;
+    char why[512];
+    if (fp8_refusal(cfg, r->be, why, sizeof why))
+        run_fail(r, "%s", why);
     if (!cfg->fp8)
         return;
-    bool mx = cfg->fp8_recipe == FP8_RECIPE_MXFP8;
-    if (mx && !backend_supports(r->be, BACKEND_OP_fp8_block_gemm, DTYPE_FLOAT8_E4M3FN))
-        run_fail(r,
-                 "recipe = mxfp8 on the %s backend (%s): MXFP8 runs on the CPU only in ampscope "
-                 "(cuBLASLt's MXFP8 GEMMs need sm_100)\n---> HINT: run the case with --device cpu",
-                 r->be->name, r->be->device);
-    if (!mx && !backend_supports(r->be, BACKEND_OP_fp8_gemm, DTYPE_FLOAT8_E4M3FN))
-        run_fail(r,
-                 "the %s backend (%s) has no float8 GEMMs: cuBLASLt's need compute capability "
-                 "8.9 or newer (Ada, Hopper)\n---> HINT: run the case with --device cpu",
-                 r->be->name, r->be->device);
     r->fp8 = calloc(1, sizeof *r->fp8);
     if (!r->fp8)
         run_fail(r, "out of host memory for [fp8]'s scaling state");

@@ -162,4 +162,5 @@ const layer_def linear_def = {
     .n_autocast = COUNT_OF(linear_autocast),
     .forward = linear_forward,
     .describe = linear_describe,
+    .te_linear = true,
 };

@@ -63,6 +63,22 @@ const layer_def *layer_def_of(layer_kind k) { return layer_defs[k]; }
 
 const loss_def *loss_def_of(loss_kind k) { return loss_defs[k]; }
 
+int layer_kind_of_name(const char *name)
+{
+    for (int k = 0; k < LAYER_KIND_COUNT; k++)
+        if (strcmp(layer_defs[k]->name, name) == 0)
+            return k;
+    return -1;
+}
+
+int loss_kind_of_name(const char *name)
+{
+    for (int k = 0; k < LOSS_KIND_COUNT; k++)
+        if (strcmp(loss_defs[k]->name, name) == 0)
+            return k;
+    return -1;
+}
+
 int layer_describe(const layer_spec *l, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s = ", l->name);
