@@ -115,6 +115,8 @@ static float quantize(run *r, fp8_delayed *d, tensor *x, tensor *q, tensor *qt, 
     round_stats_init(&st);
     int64_t saturated = 0;
     run_check(r, be->fp8_quantize(be, x, scale, true, q, qt, &saturated, &st));
+    const tensor *src = x;
+    tensor_why(q, DTYPE_REASON_FP8, "te.Linear", &src, 1);
     observe_tensor(r->obs, q, role, r->counting ? &st : NULL);
     FILE *f = r->fp8->csv;
     if (f)
@@ -145,6 +147,8 @@ static uint8_t *quantize_mx(run *r, tensor *x, bool colwise, tensor *q, const ch
         free(e8m0);
         run_check(r, -1);
     }
+    const tensor *src = x;
+    tensor_why(q, DTYPE_REASON_FP8, "te.Linear", &src, 1);
     observe_tensor(r->obs, q, role, r->counting ? &st : NULL);
     uint8_t top = 0;
     for (int64_t i = 0; i < blocks; i++)
@@ -230,7 +234,9 @@ static void fp8_linear_backward(run *r, node *n)
                                        stp));
         if (same) {
             node_give_grad(r, n, 1, dw, stp);
-        } else {
+        } else { /* the GEMM's output in its activation dtype, dy's */
+            const tensor *from = dy;
+            tensor_why(dw, DTYPE_REASON_INPUT, "te.Linear", &from, 1);
             observe_tensor(r->obs, dw, ROLE_GRAD_CAST, stp);
             give_grad_as_is(r, n, 1, dw);
             tensor_release(&r->pool, dw);
@@ -285,6 +291,8 @@ tensor *fp8_linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, te
     shape[xa->ndim - 1] = out;
     layer_out_name(l, name, sizeof name);
     tensor *y = run_tensor(r, name, xa->dtype, xa->ndim, shape, MEM_ACTIVATIONS);
+    tensor *operands[2] = {xa, ba}; /* the surrounding dtype: autocast's, else the input's */
+    autocast_why(r, y, "linear", operands, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, mx ? be->fp8_block_gemm(be, xq, x_e8m0, wq, w_e8m0, ba, y, stp)

@@ -113,6 +113,8 @@ static void div_backward(run *r, node *n)
 static tensor *loss_div(run *r, tensor *loss, int64_t n_micro)
 {
     tensor *y = run_tensor(r, "loss.div", loss->dtype, 0, NULL, MEM_ACTIVATIONS);
+    const tensor *from = loss; /* a Python number does not promote */
+    tensor_why(y, DTYPE_REASON_INPUT, "div", &from, 1);
     float *v = host_values_get(r, loss);
     v[0] = v[0] / (float)n_micro;
     round_stats st;
