@@ -40,7 +40,8 @@ void rm_rf(const char *path);
 /* Writes text to DIR/NAME; returns the path in buf. */
 void write_file(const char *dir, const char *name, const char *text, char *buf, int len);
 
-/* Loads a case file and runs it on the CPU into OUT/<case>; cr_asserts on bad input. */
+/* Loads a case file and runs it on the CPU into OUT/<case> as `ampscope run` does (its
+ * files, report.md and its summary.csv row; not REPORT.md); cr_asserts on bad input. */
 void run_case_file(const char *path, const char *out, case_result *res, const train_options *opt);
 /* The same with --set overrides (the case keeps its own name). */
 void run_case_file_set(const char *path, const char *const *sets, int n_sets, const char *out,

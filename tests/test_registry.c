@@ -170,7 +170,7 @@ Test(registry, descriptions_are_the_model_line_of_report_md)
 Test(registry, descriptions_match_the_report_of_a_run, .timeout = 120)
 {
     const char *path = "tests/cases/small-conv-flatten.case";
-    char dir[256], case_dir[512], err[512], line[2048] = "", want[2048];
+    char dir[256], case_dir[512], line[2048] = "", want[2048];
     make_temp_dir(dir, sizeof dir);
     case_result res;
     run_case_file(path, dir, &res, NULL);
@@ -178,7 +178,6 @@ Test(registry, descriptions_match_the_report_of_a_run, .timeout = 120)
     err_list errs = {0};
     cr_assert_eq(case_load(path, NULL, 0, &cfg, &errs), 0);
     snprintf(case_dir, sizeof case_dir, "%s/%s", dir, cfg.name);
-    cr_assert_eq(report_case(&cfg, &res, case_dir, err, sizeof err), 0, "%s", err);
     char report[600];
     snprintf(report, sizeof report, "%s/report.md", case_dir);
     FILE *f = fopen(report, "r");
