@@ -10,7 +10,6 @@
 #define AMPSCOPE_OBSERVE_H
 
 #include <stdbool.h>
-#include <stdio.h>
 
 #include "core/stats.h"
 #include "ops/tensor.h"

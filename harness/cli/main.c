@@ -546,7 +546,7 @@ static int cmd_report(const cli *c)
     }
     report_entry *entries = calloc((size_t)sum.n_rows + 1, sizeof *entries);
     run_record *rec = record_new();
-    int status = entries && rec ? 0 : 2, n = 0, reported = 0;
+    int status = entries && rec ? 0 : 2, n = 0;
     if (status)
         fprintf(stderr, "ampscope: out of memory\n");
     for (int i = 0; i < sum.n_rows && !status; i++) {
@@ -560,7 +560,6 @@ static int cmd_report(const cli *c)
             status = 2;
         } else if (rc == 0) {
             report_entry_of(rec, &entries[n++]);
-            reported++;
         }
     }
     if (!status && report_all(out, entries, n, err, sizeof err)) {
@@ -568,8 +567,8 @@ static int cmd_report(const cli *c)
         status = 2;
     }
     if (!status)
-        printf("report: %d case%s re-reported from %s's files, and %s/REPORT.md\n", reported,
-               reported == 1 ? "" : "s", out, out);
+        printf("report: %d case%s re-reported from %s's files, and %s/REPORT.md\n", n,
+               n == 1 ? "" : "s", out, out);
     record_free(rec);
     free(entries);
     csv_table_free(&sum);

@@ -8,10 +8,11 @@
  * run; results/read.c fills a record from a results folder's CSV files (`ampscope report`,
  * the mpirun launcher's rank 0), the one place CSV files become a record.
  *
- * The record holds a value as its CSV file holds it: floats as float (the files print them
- * with %.9g, which reads back to the same float), doubles the files print with %.9g passed
- * through that text (record_g9), so that a report written from a run's own record and one
- * written from the record read back from its files are the same bytes.
+ * The record holds a value the reports read as its CSV file holds it: floats as float (the
+ * files print them with %.9g, which reads back to the same float), doubles the files print
+ * with %.9g passed through that text (record_g9), so that a report written from a run's own
+ * record and one written from the record read back from its files are the same bytes (the
+ * per-step times and learning rates, which no report reads, are kept as measured).
  *
  * Memory: a row per observed tensor of the observed steps (case_observes_step), its
  * histogram's non-empty bins, a row per step and per float8 quantization; names are kept
@@ -91,7 +92,7 @@ typedef struct record_step {
     int64_t step;
     float loss, loss_scale; /* loss_scale: 1 without a scaler */
     bool found_inf, skipped;
-    double step_ms, lr; /* step_ms as steps.csv's %.6f, lr as its %.9g (record_g9) */
+    double step_ms, lr; /* as measured and set (steps.csv prints %.6f and %.9g) */
     int64_t lost_updates;
     const char *first_nonfinite; /* "" unless found_inf */
     bool accumulates;            /* the case accumulates: lost_accumulations is written */

@@ -196,21 +196,21 @@ int report_all(const char *results_dir, const report_entry *fresh, int n_fresh, 
     csv_table sum;
     if (results_read_summary(results_dir, &sum, err, errlen))
         return -1;
-    all_report a = {.n = sum.n_rows};
+    all_report a = {.n = 0};
     run_record *rec = record_new();
     int rc = 0;
-    if (!rec || !(a.cases = calloc((size_t)sum.n_rows + 1, sizeof *a.cases)))
+    if (!rec || !(a.cases = calloc((size_t)(sum.n_rows + n_fresh) + 1, sizeof *a.cases)))
         rc = report_fail(err, errlen, "out of memory reading %s", sum.path);
+    /* this run's cases from their records, the others' rows from the earlier runs' files */
+    for (int j = 0; rc == 0 && j < n_fresh; j++)
+        a.cases[a.n++] = fresh[j];
     int k = csv_table_col(&sum, csv_summary.names[SUMMARY_COL_CASE]);
     for (int i = 0; rc == 0 && i < sum.n_rows; i++) {
-        const report_entry *f = NULL;
-        for (int j = 0; j < n_fresh && !f; j++)
-            if (!strcmp(fresh[j].res.name, sum.rows[i][k]))
-                f = &fresh[j];
-        if (f)
-            a.cases[i] = *f;
-        else
-            rc = read_entry(results_dir, &sum, i, &a.cases[i], rec, err, errlen);
+        bool ran = false;
+        for (int j = 0; j < n_fresh && !ran; j++)
+            ran = !strcmp(fresh[j].res.name, sum.rows[i][k]);
+        if (!ran)
+            rc = read_entry(results_dir, &sum, i, &a.cases[a.n++], rec, err, errlen);
     }
     if (rc == 0) {
         qsort(a.cases, (size_t)a.n, sizeof *a.cases, cmp_entry);

@@ -53,7 +53,8 @@ typedef struct report_entry {
 
 /* The entry of a case from its record (its result and its files). */
 void report_entry_of(const run_record *rec, report_entry *e);
-/* REPORT.md of results_dir: summary.csv's rows, fresh[0..n_fresh) for the cases they name. */
+/* REPORT.md of results_dir: the cases of fresh[0..n_fresh) (this run's, from their records)
+ * and the other rows of summary.csv (earlier runs', read from their folders). */
 int report_all(const char *results_dir, const report_entry *fresh, int n_fresh, char *err,
                int errlen);
 
