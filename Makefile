@@ -289,7 +289,7 @@ FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Iharness -fsanitize=fuzzer,address,
 # the case parser reads the kinds from the layer registry, whose forwards need the run's core
 FUZZ_CASE_SRC := tools/fuzz/fuzz_case.c $(wildcard harness/case/*.c harness/layers/*.c) \
     harness/core/npy.c harness/core/dtype.c harness/core/format.c harness/train/optimizers.c harness/autograd/autocast.c harness/autograd/tape.c harness/autograd/run.c \
-    harness/autograd/observe.c harness/ops/tensor.c harness/autograd/dump.c harness/core/stats.c harness/core/interrupt.c \
+    harness/autograd/observe.c harness/record/record.c harness/ops/tensor.c harness/ops/dtype_reason.c harness/autograd/dump.c harness/core/stats.c harness/core/interrupt.c \
     harness/distributed/policy.c harness/distributed/mpi.c \
     harness/layers/fp8_linear.c harness/ops/fp8_recipe.c harness/ops/backend.c
 build/fuzz/fuzz_case: $(FUZZ_CASE_SRC)

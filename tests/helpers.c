@@ -8,9 +8,10 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "results/results.h"
 #include "autograd/run.h"
 #include "case/load.h"
+#include "report/report.h"
+#include "results/results.h"
 
 void env_open(test_env *e)
 {
@@ -161,10 +162,16 @@ void run_case_file_set(const char *path, const char *const *sets, int n_sets, co
     backend *be = backend_cpu_open(&account);
     train_options none = {.quiet = true};
     char tmp[4096], err[1024];
+    run_record *rec = record_new();
+    cr_assert_not_null(rec);
     cr_assert_eq(results_begin(out, cfg.name, tmp, sizeof tmp, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(train_case(&cfg, be, opt ? opt : &none, tmp, res), 0, "%s", res->error);
+    cr_assert_eq(results_run_case(&cfg, be, opt ? opt : &none, tmp, rec), 0, "%s",
+                 rec->result.error);
+    cr_assert_eq(report_case(rec, tmp, err, sizeof err), 0, "%s", err);
     cr_assert_eq(results_commit(out, cfg.name, tmp, err, sizeof err), 0, "%s", err);
+    *res = rec->result;
     cr_assert_eq(results_write_summary(out, res, 1, err, sizeof err), 0, "%s", err);
+    record_free(rec);
     be->close(be);
 }
 
@@ -226,7 +233,6 @@ void test_run_close(run *r)
 {
     tape_clear(r);
     tensor_pool_clear(&r->pool);
-    observe_free(r->obs);
     free(r->obs);
     r->be->close(r->be);
     free(r);

@@ -50,7 +50,8 @@ void isa_blas_kernels(const char *level, char *buf, size_t len);
  * ending in _ms) aside, other files byte for byte; false with the first difference in why. */
 bool same_run_file(const char *a, const char *b, char *why, size_t len);
 
-/* Loads a case file and runs it on the CPU into OUT/<case>; cr_asserts on bad input. */
+/* Loads a case file and runs it on the CPU into OUT/<case> as `ampscope run` does (its
+ * files, report.md and its summary.csv row; not REPORT.md); cr_asserts on bad input. */
 void run_case_file(const char *path, const char *out, case_result *res, const train_options *opt);
 /* The same with --set overrides (the case keeps its own name). */
 void run_case_file_set(const char *path, const char *const *sets, int n_sets, const char *out,

@@ -139,19 +139,17 @@ Test(backend, a_backend_without_mxfp8_runs_other_cases_and_refuses_mxfp8, .timeo
         n++, recipe = strncmp(line, "recipe", 6) == 0 ? n : 0;
     fclose(f);
     cr_expect_eq(mx.fp8_line, recipe);
-    char dir[] = "/tmp/ampscope-test-leaves-out-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
     train_options opt = {.quiet = true};
-    case_result res;
-    cr_expect_eq(train_case(&cfg, be, &opt, dir, &res), 0);
-    cr_expect(res.ok, "%s", res.error);
-    cr_expect_eq(train_case(&mx, be, &opt, dir, &res), 0);
-    cr_expect_not(res.ok);
-    cr_expect(strstr(res.error, "MXFP8 runs on the CPU only"), "%s", res.error);
+    run_record *rec = record_new();
+    cr_assert_not_null(rec);
+    cr_expect_eq(train_case(&cfg, be, &opt, rec), 0);
+    cr_expect(rec->result.ok, "%s", rec->result.error);
+    record_clear(rec);
+    cr_expect_eq(train_case(&mx, be, &opt, rec), 0);
+    cr_expect_not(rec->result.ok);
+    cr_expect(strstr(rec->result.error, "MXFP8 runs on the CPU only"), "%s", rec->result.error);
+    record_free(rec);
     be->close(be);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
 }
 
 static bool no_bfloat16_relu(const backend *be, backend_op op, dtype dt)
@@ -276,19 +274,18 @@ Test(backend, a_case_the_backend_cannot_run_names_the_op)
     mem_account account = {0};
     backend *be = backend_cpu_open(&account);
     cr_assert_not_null(be);
-    char dir[] = "/tmp/ampscope-test-supports-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
     train_options opt = {.quiet = true};
-    case_result res;
+    run_record *rec = record_new();
+    cr_assert_not_null(rec);
+    const case_result *res = &rec->result;
     be->supports = no_bfloat16_relu;
-    cr_expect_eq(train_case(&cfg, be, &opt, dir, &res), 0);
-    cr_expect_not(res.ok);
-    cr_expect_str_eq(res.error, "the cpu backend cannot run relu_forward on bfloat16 tensors");
+    cr_expect_eq(train_case(&cfg, be, &opt, rec), 0);
+    cr_expect_not(res->ok);
+    cr_expect_str_eq(res->error, "the cpu backend cannot run relu_forward on bfloat16 tensors");
     be->supports = NULL;
-    cr_expect_eq(train_case(&cfg, be, &opt, dir, &res), 0);
-    cr_expect(res.ok, "%s", res.error);
+    record_clear(rec);
+    cr_expect_eq(train_case(&cfg, be, &opt, rec), 0);
+    cr_expect(res->ok, "%s", res->error);
+    record_free(rec);
     be->close(be);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
 }

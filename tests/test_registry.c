@@ -194,7 +194,7 @@ Test(registry, the_report_of_a_run_lists_the_model_s_layers, .timeout = 120)
     const char *path = "tests/cases/small-conv-flatten.case";
     const char *want = "**Model:** conv = conv2d 3 → 4, kernel 3, stride 2, padding 1, "
                        "relu = relu, flat = flatten, fc = linear 256 → 10.\n";
-    char dir[256], case_dir[512], err[512], line[2048] = "";
+    char dir[256], case_dir[512], line[2048] = "";
     make_temp_dir(dir, sizeof dir);
     case_result res;
     run_case_file(path, dir, &res, NULL);
@@ -202,7 +202,6 @@ Test(registry, the_report_of_a_run_lists_the_model_s_layers, .timeout = 120)
     err_list errs = {0};
     cr_assert_eq(case_load(path, NULL, 0, &cfg, &errs), 0);
     snprintf(case_dir, sizeof case_dir, "%s/%s", dir, cfg.name);
-    cr_assert_eq(report_case(&cfg, &res, case_dir, err, sizeof err), 0, "%s", err);
     char report[600];
     snprintf(report, sizeof report, "%s/report.md", case_dir);
     FILE *f = fopen(report, "r");

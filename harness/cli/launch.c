@@ -8,11 +8,13 @@
  * when the ranks outnumber the cores. A case that pins allreduce_algorithm passes it as
  * Open MPI's coll_tuned_use_dynamic_rules=1 and coll_tuned_allreduce_algorithm=K.
  *
- * Each rank (distributed_rank_main) runs the case with seed + rank; rank 0 writes the CSVs
- * into that folder, plus allreduce.csv and ranks.csv, and hands its case_result back in a
- * file the launcher reads and removes. A failure on any rank writes rank-error.K there and
- * aborts every rank (MPI_Abort); the launcher then reports that rank's message and the
- * folder is discarded, so OUT keeps what it had.
+ * Each rank (distributed_rank_main) runs the case with seed + rank into its record; rank 0
+ * writes its record's files into that folder (allreduce.csv and ranks.csv among them) and
+ * hands its case_result back in a file the launcher reads and removes; the launcher reads
+ * the folder's files into its record (results/read.h: rank 0's record is another process's).
+ * A failure on any rank writes rank-error.K there and aborts every rank (MPI_Abort); the
+ * launcher then reports that rank's message and the folder is discarded, so OUT keeps what
+ * it had.
  */
 #include "distributed/distributed.h"
 
@@ -24,25 +26,12 @@
 #include <unistd.h>
 
 #include "distributed/state.h"
+#include "results/read.h"
 #include "results/results.h"
 #include "train/train.h"
 
 #define RESULT_FILE ".rank0-result"
-#define REPORT_FILE ".allreduce.md"
 #define LOG_FILE ".mpirun.log"
-
-void distributed_note_row(const char *tensor, int64_t underflow, int64_t overflow,
-                          int64_t nonfinite, double rel_error, double sqnr_db, int64_t step)
-{
-    if (dist.n_rows && dist.rows[0].step != step) /* a later step: a new table */
-        dist.n_rows = 0;
-    if (dist.n_rows == DIST_MAX_ROWS)
-        return;
-    dist_row *w = &dist.rows[dist.n_rows++];
-    snprintf(w->tensor, sizeof w->tensor, "%s", tensor);
-    w->underflow = underflow, w->overflow = overflow, w->nonfinite = nonfinite;
-    w->rel_error = rel_error, w->sqnr_db = sqnr_db, w->step = step;
-}
 
 /* ---- the rank's side ---- */
 
@@ -68,44 +57,6 @@ _Noreturn static void rank_failed(const char *dir, const char *msg)
     distributed_abort(2);
 }
 
-static void write_report_section(const case_config *cfg, const char *dir)
-{
-    FILE *f = open_in(dir, REPORT_FILE, NULL);
-    if (!f)
-        return;
-    comm_plan p = distributed_plan((comm_policy)cfg->comm, cfg->params, cfg->reduce_dtype,
-                                   cfg->world_size);
-    fprintf(f, "\n## All-reduce\n\n%lld ranks over MPI, comm = %s", (long long)cfg->world_size,
-            comm_policy_names[cfg->comm]);
-    if (cfg->comm == COMM_FSDP || cfg->comm == COMM_FSDP2)
-        fprintf(f, " reduce_dtype=%s", dtype_name(cfg->reduce_dtype));
-    fprintf(f, ": gradients travel in %s", cfg->comm == COMM_DDP ? ".grad's dtype" : dtype_name(p.wire));
-    if (p.premul != 1)
-        fprintf(f, ", multiplied by 1/%lld before the sum", (long long)cfg->world_size);
-    if (p.prediv > 1)
-        fprintf(f, ", divided by %g before the sum", p.prediv);
-    if (p.postdiv > 1)
-        fprintf(f, ", divided by %g after it", p.postdiv);
-    fprintf(f, "; one all-reduce per parameter; Open MPI's allreduce algorithm: %s.\n\n",
-            cfg->allreduce_algorithm ? allreduce_algorithm_names[cfg->allreduce_algorithm]
-                                     : "default (its tuned decision rules, by message size "
-                                       "and ranks; not pinned)");
-    if (dist.n_rows) {
-        fprintf(f, "What the all-reduce lost at step %lld, against the exact mean of the "
-                   "ranks' gradients (allreduce.csv has every observed step):\n\n",
-                (long long)dist.rows[0].step);
-        fputs("| gradient | underflow | overflow | non-finite | relative error | SQNR (dB) |\n"
-              "|---|---:|---:|---:|---:|---:|\n", f);
-        for (int i = 0; i < dist.n_rows; i++) {
-            const dist_row *w = &dist.rows[i];
-            fprintf(f, "| %s | %lld | %lld | %lld | %.3g | %.1f |\n", w->tensor,
-                    (long long)w->underflow, (long long)w->overflow, (long long)w->nonfinite,
-                    w->rel_error, w->sqnr_db);
-        }
-    }
-    fclose(f);
-}
-
 int distributed_rank_main(case_config *cfg, backend *be, const train_options *opt)
 {
     const char *dir = getenv("AMPSCOPE_RANK_DIR");
@@ -121,48 +72,30 @@ int distributed_rank_main(case_config *cfg, backend *be, const train_options *op
                  (long long)cfg->world_size, dist.world_size);
         rank_failed(dir, err);
     }
-    char own[64] = "/tmp/ampscope-rank-XXXXXX"; /* ranks > 0: their CSVs, then removed */
-    const char *mine = dir;
-    if (dist.rank > 0) {
-        if (!mkdtemp(own)) {
-            snprintf(err, sizeof err, "cannot make a folder in /tmp: %s", strerror(errno));
-            rank_failed(dir, err);
-        }
-        mine = own;
-    } else {
-        dist.allreduce_csv = open_in(dir, "allreduce.csv", DIST_ALLREDUCE_HEADER);
-        dist.ranks_csv = open_in(dir, "ranks.csv", DIST_RANKS_HEADER);
-        if (!dist.allreduce_csv || !dist.ranks_csv) {
-            snprintf(err, sizeof err, "cannot write in %s: %s", dir, strerror(errno));
-            rank_failed(dir, err);
-        }
-    }
     if (strcmp(be->name, "cuda") == 0 && distributed_nccl_open(err, sizeof err))
         rank_failed(dir, err);
     cfg->seed += (uint64_t)dist.rank; /* each rank's own data; parameters from rank 0 */
     dist.active = true;
-    case_result *res = calloc(1, sizeof *res);
-    if (!res)
+    run_record *rec = record_new();
+    if (!rec)
         rank_failed(dir, "out of host memory");
-    int rc = train_case(cfg, be, opt, mine, res);
+    /* rank 0 writes the case's files; the others' records hold their rows, unwritten */
+    int rc = dist.rank == 0 ? results_run_case(cfg, be, opt, dir, rec) : train_case(cfg, be, opt, rec);
     cfg->seed -= (uint64_t)dist.rank;
-    if (dist.rank > 0)
-        results_discard(own);
+    const case_result *res = &rec->result;
     if (rc || !res->ok) {
         snprintf(err, sizeof err, "%s", res->error);
         rank_failed(dir, err);
     }
     if (dist.rank == 0) {
-        write_report_section(cfg, dir);
         FILE *f = open_in(dir, RESULT_FILE, NULL);
-        bool ok = fclose(dist.allreduce_csv) == 0 && fclose(dist.ranks_csv) == 0 && f &&
-                  fwrite(res, sizeof *res, 1, f) == 1;
+        bool ok = f && fwrite(res, sizeof *res, 1, f) == 1;
         if (!f || fclose(f) || !ok) {
             snprintf(err, sizeof err, "cannot write results in %s", dir);
             rank_failed(dir, err);
         }
     }
-    free(res);
+    record_free(rec);
     distributed_nccl_close();
     distributed_mpi_finalize();
     return 0;
@@ -199,8 +132,10 @@ static void failure_text(const char *dir, int status, char *out, int len)
 }
 
 int distributed_train_case(const case_config *cfg, const char *const *argv, int argc,
-                           const char *dir, case_result *res)
+                           const char *dir, run_record *rec)
 {
+    record_clear(rec);
+    case_result *res = &rec->result;
     memset(res, 0, sizeof *res);
     snprintf(res->name, sizeof res->name, "%s", cfg->name);
     if (!distributed_have_mpi()) {
@@ -266,10 +201,11 @@ int distributed_train_case(const case_config *cfg, const char *const *argv, int 
     char path[4096];
     snprintf(path, sizeof path, "%s/" RESULT_FILE, dir);
     FILE *f = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? fopen(path, "rb") : NULL;
-    bool got = f && fread(res, sizeof *res, 1, f) == 1;
+    case_result got;
+    bool have = f && fread(&got, sizeof got, 1, f) == 1;
     if (f)
         fclose(f);
-    if (!got) {
+    if (!have) {
         char why[1024];
         failure_text(dir, WIFEXITED(status) ? WEXITSTATUS(status) : -1, why, sizeof why);
         snprintf(res->error, sizeof res->error, "%s", why);
@@ -277,23 +213,11 @@ int distributed_train_case(const case_config *cfg, const char *const *argv, int 
     }
     unlink(path);
     unlink(log);
+    char err[1024];
+    if (results_read_case(dir, rec, err, sizeof err)) { /* rank 0's files, as it wrote them */
+        snprintf(res->error, sizeof res->error, "%s", err);
+        return -1;
+    }
+    rec->result = got;
     return 0;
-}
-
-int distributed_report(const case_config *cfg, const char *dir, char *err, int len)
-{
-    char src[4096], dst[4096], buf[4096];
-    snprintf(src, sizeof src, "%s/" REPORT_FILE, dir);
-    snprintf(dst, sizeof dst, "%s/report.md", dir);
-    FILE *in = fopen(src, "r"), *out = in ? fopen(dst, "a") : NULL;
-    size_t n;
-    while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
-        fwrite(buf, 1, n, out);
-    int rc = !in || !out || ferror(in) || fclose(out);
-    if (in)
-        fclose(in);
-    unlink(src);
-    if (rc)
-        snprintf(err, (size_t)len, "cannot add the all-reduce section to %s", dst);
-    return rc ? -1 : 0;
 }

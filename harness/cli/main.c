@@ -6,6 +6,7 @@
  *   ampscope matrix CASE... [--device ...] [--out DIR] [--set SECTION.KEY=VALUE]...
  *   ampscope check CASE... [--json] [--set SECTION.KEY=VALUE]...
  *   ampscope compare CASE... [--out DIR]
+ *   ampscope report DIR
  *   ampscope selftest [--device cpu|cuda|auto]
  *   ampscope ops
  *   ampscope formats [--json]
@@ -19,18 +20,19 @@
 #include <unistd.h>
 
 #include "autograd/autocast.h"
-#include "results/compare.h"
-#include "distributed/distributed.h"
+#include "case/load.h"
 #include "core/format.h"
 #include "core/interrupt.h"
 #include "core/libenv.h"
 #include "layers/fp8_linear.h"
+#include "distributed/distributed.h"
 #include "matrix.h"
-#include "report/report.h"
 #include "ops/selftest.h"
+#include "report/report.h"
+#include "results/compare.h"
+#include "results/read.h"
 #include "results/results.h"
 #include "sweep.h"
-#include "case/load.h"
 
 #define AMPSCOPE_VERSION "0.1.0"
 #define MAX_SETS 32
@@ -41,6 +43,8 @@ static const char usage[] =
     "                                        configurations, errors against fp32\n"
     "       ampscope check CASE... [--json] [--set S.K=V]...   validate case files\n"
     "       ampscope compare CASE... [--out DIR]   memory by category against baselines\n"
+    "       ampscope report DIR              rebuild DIR's report.md files and REPORT.md\n"
+    "                                        from its CSV files\n"
     "       ampscope selftest [--device cuda]   every op on the device against the CPU\n"
     "       ampscope ops                     print the autocast policy table\n"
     "       ampscope formats [--json]        print the number formats' table\n"
@@ -335,15 +339,11 @@ static int cmd_selftest(const cli *c)
     return failed ? 1 : 0;
 }
 
-/* --sweep: each case's table from its variants' results (all of them ran) */
-static int write_sweeps(const cli *c, const case_config *cfgs, const case_result *res)
+/* --sweep: each case's table from its variants' rows (all of them ran; sweep_collect filled
+ * rows[k] from variant k's record) */
+static int write_sweeps(const cli *c, const case_config *cfgs, sweep_row *all)
 {
     int64_t n_var = sweep_count(c->axes, c->n_axes);
-    sweep_row *rows = calloc((size_t)n_var, sizeof *rows);
-    if (!rows) {
-        fprintf(stderr, "ampscope: out of memory\n");
-        return 2;
-    }
     char err[1024], variant[SWEEP_MAX_AXES][192];
     int status = 0;
     for (int i = 0; i < c->n_cases && !status; i++) {
@@ -358,19 +358,14 @@ static int write_sweeps(const cli *c, const case_config *cfgs, const case_result
         if (base && !status)
             results_variant_name(base->name, c->sets, c->n_sets, name, sizeof name);
         free(base);
+        sweep_row *rows = all + i * n_var;
         for (int64_t v = 0; v < n_var && !status; v++) {
-            int64_t k = i * n_var + v;
             sweep_row *r = &rows[v];
-            memset(r, 0, sizeof *r);
-            snprintf(r->variant, sizeof r->variant, "%s", cfgs[k].name);
+            snprintf(r->variant, sizeof r->variant, "%s", cfgs[i * n_var + v].name);
             sweep_variant(c->axes, c->n_axes, v, variant);
             for (int a = 0, off = 0; a < c->n_axes; a++)
                 off += snprintf(r->settings + off, sizeof r->settings - (size_t)off, "%s%s",
                                 a ? " " : "", variant[a]);
-            char dir[4096];
-            snprintf(dir, sizeof dir, "%s/%s", c->out, cfgs[k].name);
-            if (sweep_collect(dir, &res[k], r, err, sizeof err))
-                status = 2;
         }
         if (!status && sweep_write(c->out, name, c->axes, c->n_axes, rows, (int)n_var, err,
                                    sizeof err))
@@ -381,7 +376,6 @@ static int write_sweeps(const cli *c, const case_config *cfgs, const case_result
             printf("sweep of %s: %lld variants, the table in %s/%s.sweep/\n", name,
                    (long long)n_var, c->out, name);
     }
-    free(rows);
     return status;
 }
 
@@ -419,7 +413,7 @@ static int cmd_rank(const cli *c)
 }
 
 /* a distributed case's run over mpirun: the ranks' command line is this one's for it */
-static int run_ranks(const cli *c, const case_config *cfg, const char *dir, case_result *r)
+static int run_ranks(const cli *c, const case_config *cfg, const char *dir, run_record *r)
 {
     const char *argv[8 + 2 * MAX_SETS];
     char steps[32];
@@ -461,10 +455,15 @@ static int cmd_run(const cli *c)
     }
     if (be)
         be->native_math = c->native_math;
+    /* what outlives each case's record: its summary row, its REPORT.md entry, its sweep row */
     case_result *res = calloc((size_t)n_cfgs, sizeof *res);
-    if (!be || !res || preflight(c, cfgs, n_cfgs, be)) {
-        free(cfgs);
-        free(res);
+    report_entry *entries = calloc((size_t)n_cfgs, sizeof *entries);
+    sweep_row *sweeps = c->n_axes ? calloc((size_t)n_cfgs, sizeof *sweeps) : NULL;
+    run_record *rec = record_new();
+    if (!be || !res || !entries || (c->n_axes && !sweeps) || !rec ||
+        preflight(c, cfgs, n_cfgs, be)) {
+        free(cfgs), free(res), free(entries), free(sweeps);
+        record_free(rec);
         if (be)
             be->close(be);
         return 2;
@@ -474,14 +473,14 @@ static int cmd_run(const cli *c)
     bool variants = c->n_sets || c->n_axes; /* --set and --sweep runs report, never fail */
     for (int i = 0; i < n_cfgs; i++) {
         char tmp[4096], err[1024];
-        case_result *r = &res[done];
+        case_result *r = &rec->result;
         if (results_begin(c->out, cfgs[i].name, tmp, sizeof tmp, err, sizeof err)) {
             fprintf(stderr, "ampscope: %s\n", err);
             status = 2;
             break;
         }
-        int rc = cfgs[i].world_size > 1 ? run_ranks(c, &cfgs[i], tmp, r)
-                                         : train_case(&cfgs[i], be, &c->train, tmp, r);
+        int rc = cfgs[i].world_size > 1 ? run_ranks(c, &cfgs[i], tmp, rec)
+                                         : results_run_case(&cfgs[i], be, &c->train, tmp, rec);
         if (rc == 0 && r->interrupted) {
             results_discard(tmp);
             fprintf(stderr,
@@ -491,8 +490,7 @@ static int cmd_run(const cli *c)
             status = 128 + interrupt_signal();
             break;
         }
-        if (rc == 0 && (report_case(&cfgs[i], r, tmp, err, sizeof err) ||
-                        (cfgs[i].world_size > 1 && distributed_report(&cfgs[i], tmp, err, sizeof err)))) {
+        if (rc == 0 && report_case(rec, tmp, err, sizeof err)) {
             snprintf(r->error, sizeof r->error, "%s", err);
             rc = -1;
         }
@@ -502,6 +500,10 @@ static int cmd_run(const cli *c)
             status = 2;
             break;
         }
+        res[done] = *r;
+        report_entry_of(rec, &entries[done]);
+        if (sweeps)
+            sweep_collect(rec, &sweeps[done]);
         done++;
         bool passed = r->passed || variants;
         printf("%s %s on %s: %s%s, %d/%d expectations held%s\n",
@@ -519,17 +521,64 @@ static int cmd_run(const cli *c)
     }
     char err[1024];
     if (done && (results_write_summary(c->out, res, done, err, sizeof err) ||
-                 report_all(c->out, err, sizeof err))) {
+                 report_all(c->out, entries, done, err, sizeof err))) {
         fprintf(stderr, "ampscope: %s\n", err);
         status = 2;
     }
     if (c->n_axes && done == n_cfgs && status != 2) {
-        int rc = write_sweeps(c, cfgs, res);
+        int rc = write_sweeps(c, cfgs, sweeps);
         status = rc ? rc : status;
     }
     be->close(be);
-    free(res);
+    record_free(rec);
+    free(res), free(entries), free(sweeps);
     free(cfgs);
+    return status;
+}
+
+/* `ampscope report DIR`: every case of DIR's summary.csv re-reported from its folder's
+ * files (report.md), then DIR/REPORT.md; nothing is run and no CSV file is written */
+static int cmd_report(const cli *c)
+{
+    if (c->n_cases != 1) {
+        fprintf(stderr, "ampscope: report takes one results folder\n%s", usage);
+        return 2;
+    }
+    const char *out = c->cases[0];
+    char err[1024];
+    csv_table sum;
+    if (results_read_summary(out, &sum, err, sizeof err)) {
+        fprintf(stderr, "ampscope: %s\n", err);
+        return 2;
+    }
+    report_entry *entries = calloc((size_t)sum.n_rows + 1, sizeof *entries);
+    run_record *rec = record_new();
+    int status = entries && rec ? 0 : 2, n = 0;
+    if (status)
+        fprintf(stderr, "ampscope: out of memory\n");
+    for (int i = 0; i < sum.n_rows && !status; i++) {
+        int rc = results_read(out, &sum, i, rec, err, sizeof err);
+        char dir[CSV_PATH_LEN];
+        snprintf(dir, sizeof dir, "%s/%s", out, rec->result.name);
+        if (rc == 0 && report_case(rec, dir, err, sizeof err))
+            rc = -1;
+        if (rc < 0) {
+            fprintf(stderr, "ampscope: %s\n", err);
+            status = 2;
+        } else if (rc == 0) {
+            report_entry_of(rec, &entries[n++]);
+        }
+    }
+    if (!status && report_all(out, entries, n, err, sizeof err)) {
+        fprintf(stderr, "ampscope: %s\n", err);
+        status = 2;
+    }
+    if (!status)
+        printf("report: %d case%s re-reported from %s's files, and %s/REPORT.md\n", n,
+               n == 1 ? "" : "s", out, out);
+    record_free(rec);
+    free(entries);
+    csv_table_free(&sum);
     return status;
 }
 
@@ -569,6 +618,7 @@ int main(int argc, char **argv)
                     {"check", cmd_check},
                     {"compare", cmd_compare},
                     {"matrix", cmd_matrix},
+                    {"report", cmd_report},
                     {"selftest", cmd_selftest}};
     int which = -1;
     for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)

@@ -12,9 +12,9 @@
  * policy rounds element by element, so a bucket gives the same values; only Open MPI's
  * choice of algorithm (by message size) could differ, and a case pins the algorithm.
  *
- * Rank 0 writes the results: tensors.csv gets a row `NAME.grad@allreduce` per parameter
- * per observed step, counted against the exact float64 mean of the ranks' gradients;
- * allreduce.csv its relative error and SQNR; ranks.csv every rank's local gradient counts.
+ * Rank 0 keeps the results in its record: a tensor row `NAME.grad@allreduce` per parameter
+ * per observed step, counted against the exact float64 mean of the ranks' gradients; its
+ * relative error and SQNR (allreduce.csv); every rank's local gradient counts (ranks.csv).
  */
 #ifndef AMPSCOPE_DISTRIBUTED_H
 #define AMPSCOPE_DISTRIBUTED_H
@@ -102,17 +102,16 @@ void distributed_reduce_grads(struct run *r, struct tensor *const *params, int n
 /* ---- the rank's side and the launcher (cli/launch.c) ---- */
 struct backend;
 struct train_options;
-struct case_result;
+struct run_record;
 /* A rank's run of cfg (the process mpirun started): rank 0 writes into the folder the
  * launcher named; a failure on any rank ends all of them. Returns the exit status. */
 int distributed_rank_main(case_config *cfg, struct backend *be, const struct train_options *opt);
 /* `ampscope run`'s side: runs cfg over cfg->world_size ranks with mpirun, the ranks'
  * command line being argv (run CASE and its options, without the program), into dir;
- * fills res as train_case does. Returns non-zero (message in res->error) when no result. */
+ * fills rec with rank 0's record (its files, read back, and its result). Returns non-zero
+ * (message in rec->result.error) when no result. */
 int distributed_train_case(const case_config *cfg, const char *const *argv, int argc,
-                           const char *dir, struct case_result *res);
-/* report.md's section: what the all-reduce lost, per parameter (from allreduce.csv) */
-int distributed_report(const case_config *cfg, const char *dir, char *err, int len);
+                           const char *dir, struct run_record *rec);
 
 /* ---- the case's section (case/distributed.c) ---- */
 void distributed_write_json(const case_config *cfg, FILE *f);

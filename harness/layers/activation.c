@@ -15,12 +15,14 @@
 /* the autocast entry of each of them */
 #define ACT_FALLTHROUGH "not listed: autocast_mode.cpp's fallthrough runs it in its input's dtype"
 
-/* The layer's output "<layer>.out", in x's dtype. */
-static tensor *act_output(run *r, const layer_spec *l, const tensor *x)
+/* The layer's output "<layer>.out", in x's dtype (its kind's one autocast entry: on no list). */
+static tensor *act_output(run *r, const layer_spec *l, tensor *x)
 {
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
-    return run_tensor_like(r, x, name, x->dtype, MEM_ACTIVATIONS);
+    tensor *y = run_tensor_like(r, x, name, x->dtype, MEM_ACTIVATIONS);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast[0].op, &x, 1);
+    return y;
 }
 
 /* Records the op's node (NULL when x needs no gradient), saving x or y, and observes y. */

@@ -27,6 +27,7 @@ static tensor *adaptive_avg_pool2d_forward(run *r, const layer_spec *l, tensor *
     snprintf(name, sizeof name, "%s.out", l->name);
     int64_t shape[4] = {x->shape[0], x->shape[1], 1, 1};
     tensor *y = run_tensor(r, name, x->dtype, 4, shape, MEM_ACTIVATIONS);
+    autocast_why(r, y, "adaptive_avg_pool2d", &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->global_avg_pool_forward(r->be, x, y, stp));

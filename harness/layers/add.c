@@ -21,10 +21,11 @@ static tensor *add_forward(run *r, const layer_spec *l, tensor *const *in, tenso
     char name[TENSOR_NAME_MAX];
     layer_out_name(l, name, sizeof name);
     tensor *y = run_tensor_like(r, a, name, promote_types(a->dtype, b->dtype), MEM_ACTIVATIONS);
+    tensor *args[2] = {a, b};
+    autocast_why(r, y, "add", args, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->add(r->be, a, b, y, stp));
-    tensor *args[2] = {a, b};
     tape_record(r, "add", add_backward, y, args, 2);
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
     return y;

@@ -29,6 +29,7 @@ static tensor *cross_entropy_forward(run *r, const case_config *cfg, tensor *log
 {
     tensor *xa = autocast_arg(r, "log_softmax", logits);
     tensor *logp = run_tensor_like(r, xa, "log_softmax.out", xa->dtype, MEM_ACTIVATIONS);
+    autocast_why(r, logp, "log_softmax", &xa, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->log_softmax_forward(r->be, xa, logp, stp));
@@ -39,6 +40,7 @@ static tensor *cross_entropy_forward(run *r, const case_config *cfg, tensor *log
 
     tensor *lp = autocast_arg(r, "nll_loss", logp);
     tensor *loss = run_tensor(r, "loss", lp->dtype, 0, NULL, MEM_ACTIVATIONS);
+    autocast_why(r, loss, "nll_loss", &lp, 1);
     stp = run_stats(r, &st);
     run_check(r, r->be->nll_loss_forward(r->be, lp, target, loss, stp));
     tensor *in[2] = {lp, target};
@@ -51,7 +53,7 @@ static tensor *cross_entropy_forward(run *r, const case_config *cfg, tensor *log
 }
 
 static const autocast_op cross_entropy_autocast[] = {
-    {"log_softmax", AUTOCAST_FP32,
+    {"log_softmax", AUTOCAST_FP32_SET_OPT_DTYPE,
      "fp32_set_opt_dtype: KERNEL_CUDA(log_softmax, fp32_set_opt_dtype) (cross_entropy's first op)"},
     {"nll_loss", AUTOCAST_FP32, "fp32: KERNEL_CUDA(nll_loss, fp32) (cross_entropy's second op)"},
 };

@@ -52,6 +52,7 @@ static tensor *dropout_forward(run *r, const layer_spec *l, tensor *const *in,
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, x, name, x->dtype, MEM_ACTIVATIONS);
+    autocast_why(r, y, "dropout", &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->dropout_forward(r->be, x, p, dropout_seed(r, y->name), y, stp));

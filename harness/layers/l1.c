@@ -54,14 +54,16 @@ static tensor *l1_forward(run *r, const case_config *cfg, tensor *pred, tensor *
     round_stats *stp = run_stats(r, &st);
     tensor *diff =
         run_tensor_like(r, pa, "l1.diff", promote(pa->dtype, ta->dtype), MEM_ACTIVATIONS);
-    run_check(r, r->be->sub_forward(r->be, pa, ta, diff, stp));
     tensor *in[2] = {pa, ta};
+    autocast_why(r, diff, "l1_loss", in, 2);
+    run_check(r, r->be->sub_forward(r->be, pa, ta, diff, stp));
     tape_record(r, "sub", sub_backward, diff, in, 2);
     observe_tensor(r->obs, diff, ROLE_ACTIVATION, stp);
     tensor_release(&r->pool, pa);
     tensor_release(&r->pool, ta);
 
     tensor *abs = run_tensor_like(r, diff, "l1.out", diff->dtype, MEM_ACTIVATIONS);
+    autocast_why(r, abs, "l1_loss", &diff, 1);
     stp = run_stats(r, &st);
     run_check(r, r->be->abs_forward(r->be, diff, abs, stp));
     node *n = tape_record(r, "abs", abs_backward, abs, &diff, 1);
@@ -70,6 +72,7 @@ static tensor *l1_forward(run *r, const case_config *cfg, tensor *pred, tensor *
     tensor_release(&r->pool, diff);
 
     tensor *loss = run_tensor(r, "loss", abs->dtype, 0, NULL, MEM_ACTIVATIONS);
+    autocast_why(r, loss, "l1_loss", &abs, 1);
     stp = run_stats(r, &st);
     run_check(r, r->be->mean_forward(r->be, abs, loss, stp));
     tape_record(r, "mean", mean_backward, loss, &abs, 1);

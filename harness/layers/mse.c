@@ -46,6 +46,7 @@ static void mean_backward(run *r, node *n)
 static tensor *mean_forward(run *r, tensor *x, const char *name)
 {
     tensor *y = run_tensor(r, name, x->dtype, 0, NULL, MEM_ACTIVATIONS);
+    autocast_why(r, y, "mean", &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->mean_forward(r->be, x, y, stp));
@@ -60,17 +61,19 @@ static tensor *mse_loss_forward(run *r, tensor *pred, tensor *target, bool reduc
     tensor *ta = autocast_arg(r, "mse_loss", target);
     dtype dt = promote(pa->dtype, ta->dtype);
     tensor *elem = run_tensor_like(r, pa, "mse.out", dt, MEM_ACTIVATIONS);
+    tensor *in[2] = {pa, ta};
+    autocast_why(r, elem, "mse_loss", in, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->mse_forward(r->be, pa, ta, elem, stp));
     tensor *out = elem;
     if (!reduction_none) { /* apply_loss_reduction: the elementwise loss, then its mean */
         out = run_tensor(r, "loss", dt, 0, NULL, MEM_ACTIVATIONS);
+        autocast_why(r, out, "mse_loss", in, 2);
         stp = run_stats(r, &st);
         run_check(r, r->be->mean_forward(r->be, elem, out, stp));
         tensor_release(&r->pool, elem);
     }
-    tensor *in[2] = {pa, ta};
     node *n = tape_record(r, "mse_loss", mse_backward, out, in, 2);
     if (n) {
         n->scalar = reduction_none ? 2.0 : 2.0 / (double)pa->numel;

@@ -39,10 +39,11 @@ static tensor *mul_forward(run *r, const layer_spec *l, tensor *const *in, tenso
     char name[TENSOR_NAME_MAX];
     layer_out_name(l, name, sizeof name);
     tensor *y = run_tensor_like(r, a, name, promote_types(a->dtype, b->dtype), MEM_ACTIVATIONS);
+    tensor *args[2] = {a, b};
+    autocast_why(r, y, "mul", args, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->mul(r->be, a, b, y, stp));
-    tensor *args[2] = {a, b};
     node *n = tape_record(r, "mul", mul_backward, y, args, 2);
     tape_save(n, 0, a);
     tape_save(n, 1, b);

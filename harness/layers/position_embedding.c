@@ -56,6 +56,8 @@ static tensor *position_embedding_forward(run *r, const layer_spec *l, tensor *c
     char name[TENSOR_NAME_MAX];
     layer_out_name(l, name, sizeof name);
     tensor *y = run_tensor_like(r, x, name, promote_types(x->dtype, w->dtype), MEM_ACTIVATIONS);
+    tensor *operands[2] = {x, w};
+    autocast_why(r, y, "position_embedding", operands, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->add(r->be, x, &rows, y, stp));

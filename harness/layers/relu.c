@@ -17,6 +17,7 @@ static tensor *relu_forward(run *r, const layer_spec *l, tensor *const *in, tens
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, x, name, x->dtype, MEM_ACTIVATIONS);
+    autocast_why(r, y, "relu", &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->relu_forward(r->be, x, y, stp));

@@ -22,6 +22,7 @@ static tensor *scale_forward(run *r, const layer_spec *l, tensor *const *in, ten
     char name[TENSOR_NAME_MAX];
     layer_out_name(l, name, sizeof name);
     tensor *y = run_tensor_like(r, x, name, x->dtype, MEM_ACTIVATIONS);
+    autocast_why(r, y, "scale", &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->mul_scalar(r->be, x, (float)l->opt_real[0], y, stp));

@@ -41,16 +41,19 @@ static tensor *row_forward(run *r, const layer_spec *l, tensor *x, bool log)
     const char *op = log ? "log_softmax" : "softmax";
     tensor *src = x;
     dtype out_dt = x->dtype;
-    if (r->autocast && autocast_policy_of(op) == AUTOCAST_FP32 && x->dtype != DTYPE_FLOAT32) {
+    if (r->autocast && autocast_policy_of(op) == AUTOCAST_FP32_SET_OPT_DTYPE &&
+        x->dtype != DTYPE_FLOAT32) {
         out_dt = DTYPE_FLOAT32;
         if (x->dtype != DTYPE_FLOAT16) /* bfloat16: toType(float32), then _softmax */
-            src = cast_to(r, x, DTYPE_FLOAT32, MEM_ACTIVATIONS);
+            src = cast_to(r, x, DTYPE_FLOAT32, MEM_ACTIVATIONS, DTYPE_REASON_FP32_SET_OPT_DTYPE,
+                          op);
     }
     if (src == x)
         tensor_retain(x);
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, src, name, out_dt, MEM_ACTIVATIONS);
+    autocast_why(r, y, op, &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, log ? r->be->log_softmax_forward(r->be, src, y, stp)
@@ -85,11 +88,11 @@ static int log_softmax_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op softmax_autocast[] = {
-    {"softmax", AUTOCAST_FP32, "fp32_set_opt_dtype: KERNEL_CUDA(softmax, fp32_set_opt_dtype)"},
+    {"softmax", AUTOCAST_FP32_SET_OPT_DTYPE, "fp32_set_opt_dtype: KERNEL_CUDA(softmax, fp32_set_opt_dtype)"},
 };
 
 static const autocast_op log_softmax_autocast[] = {
-    {"log_softmax", AUTOCAST_FP32,
+    {"log_softmax", AUTOCAST_FP32_SET_OPT_DTYPE,
      "fp32_set_opt_dtype: KERNEL_CUDA(log_softmax, fp32_set_opt_dtype) (the log_softmax layer)"},
 };
 
