@@ -391,7 +391,7 @@ static int cmd_matrix(const cli *c)
         return 2;
     if (c->native_math)
         be->native_math = be->has_native_math;
-    interrupt_install();
+    interrupt_install(false);
     int status = 0;
     for (int i = 0; i < c->n_cases && !status; i++)
         status = matrix_run(c->cases[i], c->sets, c->n_sets, be, &c->train, c->out, stdout);
@@ -468,7 +468,7 @@ static int cmd_run(const cli *c)
             be->close(be);
         return 2;
     }
-    interrupt_install();
+    interrupt_install(false);
     int status = 0, done = 0;
     bool variants = c->n_sets || c->n_axes; /* --set and --sweep runs report, never fail */
     for (int i = 0; i < n_cfgs; i++) {
@@ -481,18 +481,21 @@ static int cmd_run(const cli *c)
         }
         int rc = cfgs[i].world_size > 1 ? run_ranks(c, &cfgs[i], tmp, rec)
                                          : results_run_case(&cfgs[i], be, &c->train, tmp, rec);
-        if (rc == 0 && r->interrupted) {
-            results_discard(tmp);
-            fprintf(stderr,
-                    "ampscope: %s during case %s; its earlier results are kept, and "
-                    "those of the %d case%s that finished\n",
-                    r->error, cfgs[i].name, done, done == 1 ? "" : "s");
-            status = 128 + interrupt_signal();
-            break;
-        }
         if (rc == 0 && report_case(rec, tmp, err, sizeof err)) {
             snprintf(r->error, sizeof r->error, "%s", err);
             rc = -1;
+        }
+        /* a second signal (during the case or while its files were written), or a first one
+         * before its first step finished: nothing of it is kept, OUT/<case> stays as it was */
+        bool interrupted = rc == 0 && r->interrupted;
+        if (interrupt_stop_now() || (interrupted && (!r->ok || !rec->n_steps))) {
+            results_discard(tmp);
+            fprintf(stderr,
+                    "ampscope: interrupted by %s during case %s, which keeps its earlier "
+                    "results; the %d case%s that finished keep theirs\n",
+                    interrupt_name(interrupt_signal()), cfgs[i].name, done, done == 1 ? "" : "s");
+            status = 128 + interrupt_signal();
+            break;
         }
         if (rc || results_commit(c->out, cfgs[i].name, tmp, err, sizeof err)) {
             fprintf(stderr, "ampscope: %s: %s\n", cfgs[i].name, rc ? r->error : err);
@@ -505,6 +508,14 @@ static int cmd_run(const cli *c)
         if (sweeps)
             sweep_collect(rec, &sweeps[done]);
         done++;
+        if (interrupted) { /* the completed steps are kept; no case after it runs */
+            printf("STOP %s on %s: %s; its %lld completed step%s kept in %s/%s\n", r->name,
+                   r->device, r->error, (long long)rec->n_steps, rec->n_steps == 1 ? "" : "s",
+                   c->out, cfgs[i].name);
+            fflush(stdout);
+            status = 128 + interrupt_signal();
+            break;
+        }
         bool passed = r->passed || variants;
         printf("%s %s on %s: %s%s, %d/%d expectations held%s\n",
                r->passed ? "PASS"
@@ -518,6 +529,12 @@ static int cmd_run(const cli *c)
         fflush(stdout);
         if (!passed && status == 0)
             status = 1;
+        if (interrupt_signal()) { /* during its last step: the case is whole, none after it runs */
+            fprintf(stderr, "ampscope: interrupted by %s after case %s; %d case%s finished\n",
+                    interrupt_name(interrupt_signal()), r->name, done, done == 1 ? "" : "s");
+            status = 128 + interrupt_signal();
+            break;
+        }
     }
     char err[1024];
     if (done && (results_write_summary(c->out, res, done, err, sizeof err) ||

@@ -194,3 +194,8 @@ void distributed_reduce_grads(run *r, tensor *const *params, int n)
         if (params[i]->grad)
             reduce_one(r, params[i]->grad);
 }
+
+int distributed_agree_signal(int sig)
+{
+    return dist.active ? distributed_max_int(sig) : sig;
+}

@@ -78,6 +78,8 @@ void distributed_bcast(void *buf, int64_t bytes);
 void distributed_allreduce(void *buf, int64_t n, dtype dt);
 /* in place, SUM of doubles (the float64 reference) */
 void distributed_allreduce_f64(double *buf, int64_t n);
+/* the largest of every rank's v, on every rank */
+int distributed_max_int(int v);
 /* rank 0 receives every rank's n int64s into all (n * world_size) */
 void distributed_gather_i64(const int64_t *mine, int64_t *all, int n);
 _Noreturn void distributed_abort(int code);
@@ -98,6 +100,9 @@ struct tensor;
 void distributed_broadcast_params(struct run *r, struct tensor *const *params, int n);
 /* after backward: every parameter's .grad all-reduced under the case's policy, observed */
 void distributed_reduce_grads(struct run *r, struct tensor *const *params, int n);
+/* after a step: the signal that stops the run, as every rank agrees (the largest of the
+ * ranks' sig; 0: none), so that all ranks stop after the same step; sig outside a rank */
+int distributed_agree_signal(int sig);
 
 /* ---- the rank's side and the launcher (cli/launch.c) ---- */
 struct backend;
