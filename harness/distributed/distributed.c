@@ -13,11 +13,13 @@
  */
 #include "distributed.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "state.h"
+#include "autograd/dump.h"
 #include "autograd/host_values.h"
 #include "autograd/run.h"
 
@@ -126,10 +128,23 @@ static void reduce_values(run *r, const comm_plan *plan, dtype grad, float *v, i
     distributed_finish(plan, grad, v, n);
 }
 
+/* --dump-ranks: this rank's own gradient as its backward left it, DIR/rank-R/<step>/ */
+static void dump_local(run *r, const tensor *g)
+{
+    if (!dist.dump_dir[0] || !r->obs->recording ||
+        (dist.dump_only && fnmatch(dist.dump_only, g->name, 0) != 0))
+        return;
+    char sub[32], err[512];
+    snprintf(sub, sizeof sub, "%lld", (long long)r->obs->step);
+    if (dump_tensor(r->be, dist.dump_dir, sub, g, err, sizeof err))
+        run_fail(r, "%s", err);
+}
+
 static void reduce_one(run *r, tensor *g)
 {
     const case_config *cfg = r->cfg;
     int64_t n = g->numel;
+    dump_local(r, g);
     comm_plan plan = distributed_plan((comm_policy)cfg->comm, g->dtype, cfg->reduce_dtype,
                                       cfg->world_size);
     float *v = host_values_get(r, g);

@@ -21,7 +21,7 @@ const char *const allreduce_algorithm_names[] = {"default",   "basic_linear",   
 const int allreduce_algorithm_count =
     (int)(sizeof allreduce_algorithm_names / sizeof allreduce_algorithm_names[0]);
 
-bool distributed_is_rank(void) { return getenv("AMPSCOPE_RANK_DIR") != NULL; }
+bool distributed_is_rank(void) { return getenv("AMPSCOPE_RANK") != NULL; }
 
 #ifdef AMPSCOPE_MPI
 #include <mpi.h>

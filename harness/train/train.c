@@ -284,6 +284,10 @@ static void train_step(trainer *t, int64_t s)
         }
         t->last_loss = (float)loss_sum;
         unscaled = optimizer_accumulated(&t->opt, grads);
+        /* DDP's no_sync: the micro-batches accumulate in .grad, then one all-reduce in the
+         * last one's backward (reducer.cpp: its hooks fire once AccumulateGrad has added the
+         * last gradient into .grad); the case parser refuses the float32 masters' own sums */
+        distributed_reduce_grads(r, t->m.params, t->m.n_params);
     }
 
     /* GradScaler, clipping and optimizer */
