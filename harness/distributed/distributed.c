@@ -15,6 +15,7 @@
 
 #include <fnmatch.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,16 +42,20 @@ void distributed_broadcast_params(run *r, tensor *const *params, int n)
     }
 }
 
-/* AMPSCOPE_DISTRIBUTED_FAIL=RANK:STEP makes that rank fail there (the tests' way to end a
- * rank mid-step; tests/test_distributed.c) */
+/* AMPSCOPE_DISTRIBUTED_FAIL=RANK:STEP makes that rank fail there, RANK:STEP:kill kill itself
+ * with SIGKILL there (the tests' ways to end a rank mid-step; tests/test_distributed.c) */
 static void maybe_fail(run *r)
 {
     const char *spec = getenv("AMPSCOPE_DISTRIBUTED_FAIL");
     long rank, step;
-    if (spec && sscanf(spec, "%ld:%ld", &rank, &step) == 2 && rank == dist.rank &&
-        step == r->obs->step)
-        run_fail(r, "failing at step %ld after backward, as AMPSCOPE_DISTRIBUTED_FAIL=%s asks",
-                 step, spec);
+    char how[8] = "";
+    if (!spec || sscanf(spec, "%ld:%ld:%7s", &rank, &step, how) < 2 || rank != dist.rank ||
+        step != r->obs->step)
+        return;
+    if (strcmp(how, "kill") == 0)
+        raise(SIGKILL);
+    run_fail(r, "failing at step %ld after backward, as AMPSCOPE_DISTRIBUTED_FAIL=%s asks", step,
+             spec);
 }
 
 /* the rank's own gradient as stored, gathered to rank 0's record (ranks.csv) */
