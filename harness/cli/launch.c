@@ -191,7 +191,7 @@ static bool next_line(FILE *f, char *out, int len)
 static void failure_text(const char *log, const char *hosts, int status, char *out, int len)
 {
     FILE *f = fopen(log, "r");
-    char line[1024], rank_msg[1024] = "", signal_msg[1024] = "", last[1024] = "";
+    char line[1024], rank_msg[1024] = "", signal_msg[1024] = "", last[1024] = "", host[256] = "";
     int lowest = -1;
     bool daemons = false;
     while (f && next_line(f, line, sizeof line)) {
@@ -203,6 +203,8 @@ static void failure_text(const char *log, const char *hosts, int status, char *o
             }
         } else if (strstr(line, "unable to reliably start one or more daemons")) {
             daemons = true;
+        } else if (strncmp(line, "ssh: ", 5) == 0 && !host[0]) { /* ssh's words, or the agent's */
+            snprintf(host, sizeof host, "%.250s", line);
         } else if (strstr(line, "exited on signal") && !signal_msg[0]) {
             snprintf(signal_msg, sizeof signal_msg, "%s", line);
         } else if (line[0] && line[0] != '-') {
@@ -216,10 +218,10 @@ static void failure_text(const char *log, const char *hosts, int status, char *o
     else if (daemons)
         snprintf(out, (size_t)len,
                  "Open MPI could not start its daemon on a host of %.300s (mpirun: \"unable to "
-                 "reliably start one or more daemons\", status %d)\n"
+                 "reliably start one or more daemons\", status %d)%s%s\n"
                  "---> HINT: each host must be reachable by ssh (or Open MPI's "
                  "plm_rsh_agent) and have Open MPI and this program at the same paths",
-                 hosts[0] ? hosts : "this host", status);
+                 hosts[0] ? hosts : "this host", status, host[0] ? ": " : "", host);
     else
         snprintf(out, (size_t)len, "mpirun ended with status %d%s%s", status,
                  signal_msg[0] || last[0] ? ": " : "", signal_msg[0] ? signal_msg : last);
