@@ -542,3 +542,46 @@ Test(distributed, a_rank_killed_ends_every_rank_with_its_status, .timeout = 120)
     rm_rf(dir);
 }
 #endif
+
+/* with accumulate > 1 too, a data file holds accumulate x world_size x batch samples, the
+ * layout said at the file's line; hosts = FILE must be a file; the float32 masters' own
+ * accumulation is refused with ranks */
+Test(distributed, accumulation_with_ranks_at_load_time)
+{
+    char dir[256], path[512], text[1024], err[256];
+    make_temp_dir(dir, sizeof dir);
+    const float x[4 * 4] = {0};
+    snprintf(path, sizeof path, "%s/x.npy", dir);
+    cr_assert_eq(npy_write(path, DTYPE_FLOAT32, 2, (int64_t[]){4, 4}, x, err, sizeof err), 0);
+    snprintf(text, sizeof text,
+             "[model]\nfc1 = linear 4 -> 2\n[data]\nbatch = 2\ninput = file %s\ntarget = classes\n"
+             "[train]\nloss = cross_entropy\noptimizer = sgd lr=0.1\naccumulate = 2\n"
+             "[distributed]\nworld_size = 2\nhosts = no-such-hostfile\n",
+             path);
+    write_file(dir, "bad.case", text, path, sizeof path);
+    case_config *cfg = calloc(1, sizeof *cfg);
+    err_list errs = {0};
+    cr_assert_eq(case_load(path, NULL, 0, cfg, &errs), 2);
+    cr_expect(strstr(errs.msgs[1], "bad.case:13: no such file: ") != NULL &&
+                  strstr(errs.msgs[1], "/no-such-hostfile") != NULL,
+              "%s", errs.msgs[1]);
+    cr_expect(strstr(errs.msgs[0], "bad.case:5: ") != NULL, "%s", errs.msgs[0]);
+    cr_expect(strstr(errs.msgs[0], "x.npy: shape 4x4, expected 8x4 (accumulate = 2 micro-batches "
+                                   "x world_size = 2 ranks of batch 2: sample i of micro-batch "
+                                   "k of rank r is row (k * batch + i) * world_size + r)") != NULL,
+              "%s", errs.msgs[0]);
+    err_list_free(&errs);
+    write_file(dir, "masters.case",
+               "[model]\nfc1 = linear 4 -> 2\n[data]\nbatch = 2\ntarget = classes\n"
+               "[precision]\nparams = float16\nmaster_weights = yes\n"
+               "[train]\nloss = cross_entropy\noptimizer = sgd lr=0.1\naccumulate = 2\n"
+               "[distributed]\nworld_size = 2\n",
+               path, sizeof path);
+    cr_assert_eq(case_load(path, NULL, 0, cfg, &errs), 1);
+    cr_expect(strstr(errs.msgs[0], "masters.case:14: world_size > 1 with [train] accumulate > 1 "
+                                   "and master weights needs delay_unscale = yes") != NULL,
+              "%s", errs.msgs[0]);
+    err_list_free(&errs);
+    free(cfg);
+    rm_rf(dir);
+}
