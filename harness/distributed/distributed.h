@@ -12,6 +12,11 @@
  * policy rounds element by element, so a bucket gives the same values; only Open MPI's
  * choice of algorithm (by message size) could differ, and a case pins the algorithm.
  *
+ * With accumulate > 1 the micro-batches accumulate locally and the all-reduce runs once, on
+ * the accumulated .grad (DDP's no_sync; train.c). After every step the ranks agree on
+ * whether a signal stops them (distributed_agree_signal), so that all stop after the same
+ * step.
+ *
  * Rank 0 keeps the results in its record: a tensor row `NAME.grad@allreduce` per parameter
  * per observed step, counted against the exact float64 mean of the ranks' gradients; its
  * relative error and SQNR (allreduce.csv); every rank's local gradient counts (ranks.csv).
