@@ -412,10 +412,32 @@ Test(distributed, ddp_step_equals_pytorchs_full_batch_step, .timeout = 180)
         char name[32];
         snprintf(name, sizeof name, "ddp%d.case", acc);
         write_file(dir, name, text, path, sizeof path);
-        snprintf(args, sizeof args, "run %s --device cpu --quiet --out %s/out --dump %s/dump%d",
-                 path, dir, dir, acc);
+        snprintf(args, sizeof args,
+                 "run %s --device cpu --quiet --out %s/out --dump %s/dump%d --dump-ranks", path,
+                 dir, dir, acc);
         cr_assert_eq(run_bin("", args, out, sizeof out), 0, "accumulate = %d: %s", acc, out);
         double moved = 0;
+        /* --dump-ranks: the ranks' own (accumulated) gradients, whose mean the all-reduce is */
+        for (int p = 0; p < 4; p++) {
+            int64_t n, m;
+            snprintf(got, sizeof got, "%s/dump%d/0/%s.grad@allreduce.npy", dir, acc, params[p]);
+            float *reduced = npy_values(got, &n);
+            double *mean = calloc((size_t)n, sizeof(double));
+            for (int k = 0; k < 4; k++) {
+                snprintf(got, sizeof got, "%s/dump%d/rank-%d/0/%s.grad.npy", dir, acc, k,
+                         params[p]);
+                float *g = npy_values(got, &m);
+                cr_assert_eq(m, n);
+                for (int64_t i = 0; i < n; i++)
+                    mean[i] += (double)g[i] / 4;
+                free(g);
+            }
+            for (int64_t i = 0; i < n; i++)
+                cr_expect_leq(fabs(mean[i] - (double)reduced[i]), 1e-6,
+                              "accumulate = %d: %s.grad[%lld]: the ranks' mean %.9g, reduced %.9g",
+                              acc, params[p], (long long)i, mean[i], (double)reduced[i]);
+            free(mean), free(reduced);
+        }
         for (int p = 0; p < 4; p++) {
             int64_t n_ref, n_got, n_init;
             snprintf(ref, sizeof ref, "%s/step.%s.npy", r, params[p]);
@@ -526,6 +548,37 @@ Test(distributed, ctrl_c_keeps_every_ranks_completed_steps, .timeout = 120)
     after[n] = '\0';
     fclose(f);
     cr_expect(strcmp(before, after) == 0, "the earlier results stay whole");
+    rm_rf(dir);
+}
+
+/* --sweep over a 2-rank case: each variant's values reach the ranks (its steps, both ranks'
+ * rows), and the table has a row per variant */
+Test(distributed, sweep_runs_each_variant_on_the_ranks, .timeout = 120)
+{
+    char dir[256], path[512], out[8192], args[1024], file[600];
+    make_temp_dir(dir, sizeof dir);
+    write_file(dir, "two.case", case_text, path, sizeof path);
+    snprintf(args, sizeof args, "run %s --device cpu --quiet --out %s/out --sweep train.steps=1,3",
+             path, dir);
+    cr_assert_eq(run_bin("", args, out, sizeof out), 0, "%s", out);
+    for (int steps = 1; steps <= 3; steps += 2) {
+        csv c;
+        snprintf(file, sizeof file, "%s/out/two+train.steps=%d/steps.csv", dir, steps);
+        cr_assert(csv_read(file, &c), "%s", file);
+        cr_expect_eq(c.n_rows, steps);
+        csv_free(&c);
+        snprintf(file, sizeof file, "%s/out/two+train.steps=%d/ranks.csv", dir, steps);
+        cr_assert(csv_read(file, &c), "%s", file);
+        char last[16];
+        snprintf(last, sizeof last, "%d", steps - 1);
+        cr_expect_not_null(csv_find(&c, "rank", "1", "step", last, NULL, NULL));
+        csv_free(&c);
+    }
+    csv t;
+    snprintf(file, sizeof file, "%s/out/two.sweep/sweep.csv", dir);
+    cr_assert(csv_read(file, &t));
+    cr_expect_eq(t.n_rows, 2);
+    csv_free(&t);
     rm_rf(dir);
 }
 
