@@ -125,7 +125,7 @@ $(BUILD)/%.o: %.c | deps
 $(BUILD)/tests/test_half.o: CFLAGS += -mf16c
 # distributed/mpi.o is rebuilt when MPI is switched on or off (the stamp holds the setting)
 $(BUILD)/harness/distributed/mpi.o: CFLAGS += $(if $(WITH_MPI),-DAMPSCOPE_MPI $(MPI_CFLAGS))
-$(BUILD)/harness/distributed/mpi.o $(BUILD)/tests/test_distributed.o: $(BUILD)/mpi.stamp
+$(BUILD)/harness/distributed/mpi.o $(BUILD)/tests/test_distributed.o $(BUILD)/tests/test_hosts.o: $(BUILD)/mpi.stamp
 $(BUILD)/mpi.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(WITH_MPI) $(MPI_CFLAGS)' | cmp -s - $@ || echo '$(WITH_MPI) $(MPI_CFLAGS)' > $@
@@ -151,6 +151,7 @@ $(MPI_CHECK): tests/fixtures/distributed/allreduce_check.c $(BUILD)/harness/dist
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/tests/test_distributed.o: CFLAGS += $(if $(WITH_MPI),-DTEST_MPI_CHECK='"$(MPI_CHECK)"')
+$(BUILD)/tests/test_hosts.o: CFLAGS += $(if $(WITH_MPI),-DTEST_WITH_MPI)
 $(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ) | $(TEST_LIBS) $(if $(WITH_MPI),$(MPI_CHECK))
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)

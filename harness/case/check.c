@@ -264,9 +264,15 @@ static void shape_str(int ndim, const int64_t *shape, char *buf, size_t len)
 /* Why a data file's first dim is more than batch, or "" */
 static const char *samples_note(const case_config *cfg)
 {
-    static char note[160];
+    static char note[256];
     note[0] = '\0';
-    if (cfg->accumulate > 1)
+    if (cfg->accumulate > 1 && cfg->world_size > 1) /* model_file_rows's layout */
+        snprintf(note, sizeof note,
+                 " (accumulate = %" PRId64 " micro-batches x world_size = %" PRId64
+                 " ranks of batch %" PRId64 ": sample i of micro-batch k of rank r is row "
+                 "(k * batch + i) * world_size + r)",
+                 cfg->accumulate, cfg->world_size, cfg->batch);
+    else if (cfg->accumulate > 1)
         snprintf(note, sizeof note,
                  " (accumulate = %" PRId64 " micro-batches of batch %" PRId64 ")", cfg->accumulate,
                  cfg->batch);

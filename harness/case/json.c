@@ -27,8 +27,7 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* A string, or null when it is empty. */
-static void json_text(FILE *f, const char *s)
+void json_text(FILE *f, const char *s)
 {
     if (*s)
         json_string(f, s);

@@ -3,6 +3,7 @@
  *   ampscope run CASE... [--device cpu|cuda|auto] [--out DIR] [--steps N] [--dump DIR]
  *                        [--dump-only PATTERN] [--set SECTION.KEY=VALUE]... [--observe off]
  *                        [--quiet | --progress] [--sweep SECTION.KEY=V1,V2,...]...
+ *                        [--dump-ranks] [--hostfile FILE]
  *   ampscope matrix CASE... [--device ...] [--out DIR] [--set SECTION.KEY=VALUE]...
  *   ampscope check CASE... [--json] [--set SECTION.KEY=VALUE]...
  *   ampscope compare CASE... [--out DIR]
@@ -12,6 +13,7 @@
  *   ampscope formats [--json]
  * Exit status: 0 every case passed, 1 a case did not, 2 bad input (case files, options).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,10 @@ static const char usage[] =
     "  --dump DIR               write initial parameters, input, target and observed\n"
     "                           tensors as .npy files under DIR\n"
     "  --dump-only PATTERN      only tensors whose name matches PATTERN (shell glob)\n"
+    "  --dump-ranks             with --dump, world_size > 1: every rank's own gradients,\n"
+    "                           before the all-reduce, under DIR/rank-R/\n"
+    "  --hostfile FILE          run distributed cases on the hosts of an Open MPI hostfile\n"
+    "                           (instead of [distributed] hosts, or this host)\n"
     "  --observe off            record dtypes only: no counts, no histograms\n"
     "  --gpu-math exact|native  exact (default): GEMMs accumulate into float32 and the\n"
     "                           harness rounds and counts; native: half outputs straight\n"
@@ -77,6 +83,7 @@ typedef struct cli {
     const char *sets[MAX_SETS];
     int n_sets;
     const char *device, *out;
+    const char *hostfile; /* --hostfile: the hosts of every distributed case */
     bool native_math;
     int64_t steps; /* --steps N, applied as train.steps=N; 0 when not given */
     train_options train;
@@ -97,7 +104,7 @@ static bool is_value_option(const char *a)
 {
     static const char *const names[] = {"--device",    "--out",     "--steps", "--dump",
                                         "--dump-only", "--observe", "--set",   "--gpu-math",
-                                        "--sweep"};
+                                        "--sweep",   "--hostfile"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(a, names[i]) == 0)
             return true;
@@ -124,6 +131,8 @@ static int parse_cli(int argc, char **argv, cli *c)
             c->train.quiet = true;
         } else if (strcmp(a, "--progress") == 0) {
             c->train.progress = true;
+        } else if (strcmp(a, "--dump-ranks") == 0) {
+            c->train.dump_ranks = true;
         } else if (!is_value_option(a)) {
             return bad_usage("unknown option %s", a);
         } else if (!has_value) {
@@ -141,6 +150,8 @@ static int parse_cli(int argc, char **argv, cli *c)
                 return bad_usage("--steps takes a positive integer, not '%s'", argv[i]);
         } else if (strcmp(a, "--dump") == 0) {
             c->train.dump_dir = argv[++i];
+        } else if (strcmp(a, "--hostfile") == 0) {
+            c->hostfile = argv[++i];
         } else if (strcmp(a, "--dump-only") == 0) {
             c->train.dump_only = argv[++i];
         } else if (strcmp(a, "--observe") == 0) {
@@ -171,6 +182,8 @@ static int parse_cli(int argc, char **argv, cli *c)
         return bad_usage("%s needs at least one case file", c->cmd);
     if (c->train.quiet && c->train.progress)
         return bad_usage("%s", "--quiet and --progress contradict each other");
+    if (c->train.dump_ranks && !c->train.dump_dir)
+        return bad_usage("%s", "--dump-ranks needs --dump DIR");
     return 0;
 }
 
@@ -391,7 +404,7 @@ static int cmd_matrix(const cli *c)
         return 2;
     if (c->native_math)
         be->native_math = be->has_native_math;
-    interrupt_install();
+    interrupt_install(false);
     int status = 0;
     for (int i = 0; i < c->n_cases && !status; i++)
         status = matrix_run(c->cases[i], c->sets, c->n_sets, be, &c->train, c->out, stdout);
@@ -402,6 +415,7 @@ static int cmd_matrix(const cli *c)
 /* A rank of a distributed case, as mpirun started it (cli/launch.c) */
 static int cmd_rank(const cli *c)
 {
+    interrupt_install(true); /* before anything: SIGUSR1's default would end the rank */
     int n_cfgs;
     case_config *cfgs = load_cases(c, &n_cfgs);
     backend *be = cfgs && n_cfgs == 1 ? open_backend(c->device, NULL) : NULL;
@@ -412,22 +426,33 @@ static int cmd_rank(const cli *c)
     return rc;
 }
 
-/* a distributed case's run over mpirun: the ranks' command line is this one's for it */
-static int run_ranks(const cli *c, const case_config *cfg, const char *dir, run_record *r)
+/* a distributed case's run over mpirun: the ranks' command line is this one's for it, with
+ * its --sweep variant's values as --set ones (the ranks name it as load_cases did) */
+static int run_ranks(const cli *c, const case_config *cfg, int64_t variant, const char *dir,
+                     run_record *r)
 {
-    const char *argv[8 + 2 * MAX_SETS];
-    char steps[32];
+    const char *argv[16 + 2 * (MAX_SETS + SWEEP_MAX_AXES)];
+    char steps[32], values[SWEEP_MAX_AXES][192];
     int n = 0;
     argv[n++] = "run", argv[n++] = cfg->path, argv[n++] = "--device", argv[n++] = c->device;
     argv[n++] = "--quiet";
     for (int i = 0; i < c->n_sets; i++)
         argv[n++] = "--set", argv[n++] = c->sets[i];
+    sweep_variant(c->axes, c->n_axes, variant, values);
+    for (int a = 0; a < c->n_axes; a++)
+        argv[n++] = "--set", argv[n++] = values[a];
     if (c->steps) {
         snprintf(steps, sizeof steps, "%lld", (long long)c->steps);
         argv[n++] = "--steps", argv[n++] = steps;
     }
     if (c->train.observe_off)
         argv[n++] = "--observe", argv[n++] = "off";
+    if (c->train.dump_dir)
+        argv[n++] = "--dump", argv[n++] = c->train.dump_dir;
+    if (c->train.dump_only)
+        argv[n++] = "--dump-only", argv[n++] = c->train.dump_only;
+    if (c->train.dump_ranks)
+        argv[n++] = "--dump-ranks";
     return distributed_train_case(cfg, argv, n, dir, r);
 }
 
@@ -439,13 +464,13 @@ static int cmd_run(const cli *c)
     case_config *cfgs = load_cases(c, &n_cfgs);
     if (!cfgs)
         return 2;
-    for (int i = 0; i < n_cfgs; i++)
-        if (cfgs[i].world_size > 1 && (c->n_axes || c->train.dump_dir)) {
-            fprintf(stderr, "%s:0: world_size = %lld: --sweep and --dump are not supported for "
-                            "distributed cases yet\n", cfgs[i].path, (long long)cfgs[i].world_size);
-            free(cfgs);
-            return 2;
-        }
+    if (c->hostfile && access(c->hostfile, R_OK) != 0) {
+        fprintf(stderr, "ampscope: --hostfile %s: %s\n", c->hostfile, strerror(errno));
+        free(cfgs);
+        return 2;
+    }
+    for (int i = 0; c->hostfile && i < n_cfgs; i++)
+        snprintf(cfgs[i].hosts, sizeof cfgs[i].hosts, "%s", c->hostfile);
     backend *be = open_backend(c->device, NULL);
     if (be && c->native_math && !be->has_native_math) {
         fprintf(stderr, "ampscope: --gpu-math native needs the CUDA backend (running on %s)\n",
@@ -468,7 +493,7 @@ static int cmd_run(const cli *c)
             be->close(be);
         return 2;
     }
-    interrupt_install();
+    interrupt_install(false);
     int status = 0, done = 0;
     bool variants = c->n_sets || c->n_axes; /* --set and --sweep runs report, never fail */
     for (int i = 0; i < n_cfgs; i++) {
@@ -479,20 +504,24 @@ static int cmd_run(const cli *c)
             status = 2;
             break;
         }
-        int rc = cfgs[i].world_size > 1 ? run_ranks(c, &cfgs[i], tmp, rec)
+        int64_t variant = i % sweep_count(c->axes, c->n_axes);
+        int rc = cfgs[i].world_size > 1 ? run_ranks(c, &cfgs[i], variant, tmp, rec)
                                          : results_run_case(&cfgs[i], be, &c->train, tmp, rec);
-        if (rc == 0 && r->interrupted) {
-            results_discard(tmp);
-            fprintf(stderr,
-                    "ampscope: %s during case %s; its earlier results are kept, and "
-                    "those of the %d case%s that finished\n",
-                    r->error, cfgs[i].name, done, done == 1 ? "" : "s");
-            status = 128 + interrupt_signal();
-            break;
-        }
         if (rc == 0 && report_case(rec, tmp, err, sizeof err)) {
             snprintf(r->error, sizeof r->error, "%s", err);
             rc = -1;
+        }
+        /* a second signal (during the case or while its files were written), or a first one
+         * before its first step finished: nothing of it is kept, OUT/<case> stays as it was */
+        bool interrupted = rc == 0 && r->interrupted;
+        if (interrupt_stop_now() || (interrupted && (!r->ok || !rec->n_steps))) {
+            results_discard(tmp);
+            fprintf(stderr,
+                    "ampscope: interrupted by %s during case %s, which keeps its earlier "
+                    "results; the %d case%s that finished keep theirs\n",
+                    interrupt_name(interrupt_signal()), cfgs[i].name, done, done == 1 ? "" : "s");
+            status = 128 + interrupt_signal();
+            break;
         }
         if (rc || results_commit(c->out, cfgs[i].name, tmp, err, sizeof err)) {
             fprintf(stderr, "ampscope: %s: %s\n", cfgs[i].name, rc ? r->error : err);
@@ -505,6 +534,14 @@ static int cmd_run(const cli *c)
         if (sweeps)
             sweep_collect(rec, &sweeps[done]);
         done++;
+        if (interrupted) { /* the completed steps are kept; no case after it runs */
+            printf("STOP %s on %s: %s; its %lld completed step%s kept in %s/%s\n", r->name,
+                   r->device, r->error, (long long)rec->n_steps, rec->n_steps == 1 ? "" : "s",
+                   c->out, cfgs[i].name);
+            fflush(stdout);
+            status = 128 + interrupt_signal();
+            break;
+        }
         bool passed = r->passed || variants;
         printf("%s %s on %s: %s%s, %d/%d expectations held%s\n",
                r->passed ? "PASS"
@@ -518,6 +555,12 @@ static int cmd_run(const cli *c)
         fflush(stdout);
         if (!passed && status == 0)
             status = 1;
+        if (interrupt_signal()) { /* during its last step: the case is whole, none after it runs */
+            fprintf(stderr, "ampscope: interrupted by %s after case %s; %d case%s finished\n",
+                    interrupt_name(interrupt_signal()), r->name, done, done == 1 ? "" : "s");
+            status = 128 + interrupt_signal();
+            break;
+        }
     }
     char err[1024];
     if (done && (results_write_summary(c->out, res, done, err, sizeof err) ||

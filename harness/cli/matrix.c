@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "case/load.h"
+#include "core/interrupt.h"
 #include "report/report.h"
 #include "results/results.h"
 
@@ -357,8 +358,19 @@ int matrix_run(const char *path, const char *const *sets, int n_sets, backend *b
         err[0] = '\0';
         char tmp[4096];
         if (results_begin(out, cfg->name, tmp, sizeof tmp, err, sizeof err) ||
-            results_run_case(cfg, be, &o, tmp, rec) ||
-            report_case(rec, tmp, err, sizeof err) ||
+            results_run_case(cfg, be, &o, tmp, rec)) {
+            fprintf(stderr, "ampscope: %s: %s\n", cfg->name, err[0] ? err : rec->result.error);
+            results_discard(tmp);
+            status = 2;
+            break;
+        }
+        if (rec->result.interrupted && !rec->result.ok) { /* a second signal: nothing kept */
+            results_discard(tmp);
+            fprintf(stderr, "ampscope: %s: %s\n", cfg->name, rec->result.error);
+            status = 128 + interrupt_signal();
+            break;
+        }
+        if (report_case(rec, tmp, err, sizeof err) ||
             results_commit(out, cfg->name, tmp, err, sizeof err)) {
             fprintf(stderr, "ampscope: %s: %s\n", cfg->name, err[0] ? err : rec->result.error);
             results_discard(tmp);
@@ -370,8 +382,14 @@ int matrix_run(const char *path, const char *const *sets, int n_sets, backend *b
         read_entry(rec, &e[c]);
         report_entry_of(rec, &entries[c]);
         fprintf(log, "matrix %s: %s %s\n", base, matrix_config_names[c],
-                e[c].res.ok ? "ran" : e[c].res.error);
+                e[c].res.ok && !e[c].res.interrupted ? "ran" : e[c].res.error);
         fflush(log);
+        if (interrupt_signal()) { /* the configurations run are kept; no table of a part */
+            fprintf(stderr, "ampscope: matrix of %s stopped by %s after %s; its table is not "
+                            "written\n", base, interrupt_name(interrupt_signal()),
+                    matrix_config_names[c]);
+            status = 128 + interrupt_signal();
+        }
     }
     case_result *res = calloc(MATRIX_CONFIGS, sizeof *res);
     for (int c = 0; res && c < done; c++)

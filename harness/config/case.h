@@ -156,6 +156,7 @@ typedef struct case_config {
     int comm;                /* a comm_policy; default ddp */
     dtype reduce_dtype;      /* comm = fsdp|fsdp2 reduce_dtype=...; else unused */
     int allreduce_algorithm; /* Open MPI's coll_tuned_allreduce_algorithm; 0: its own pick */
+    char hosts[CASE_PATH_MAX]; /* hosts = FILE: an Open MPI hostfile, resolved; "": this host */
     /* [fp8] (fp8_linear.h): the chosen linear layers run as te.Linear under fp8_autocast */
     bool fp8;                          /* enabled; default no */
     fp8_format_kind fp8_format;        /* default hybrid (TE's DelayedScaling) */

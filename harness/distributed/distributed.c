@@ -13,11 +13,14 @@
  */
 #include "distributed.h"
 
+#include <fnmatch.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "state.h"
+#include "autograd/dump.h"
 #include "autograd/host_values.h"
 #include "autograd/run.h"
 
@@ -39,16 +42,20 @@ void distributed_broadcast_params(run *r, tensor *const *params, int n)
     }
 }
 
-/* AMPSCOPE_DISTRIBUTED_FAIL=RANK:STEP makes that rank fail there (the tests' way to end a
- * rank mid-step; tests/test_distributed.c) */
+/* AMPSCOPE_DISTRIBUTED_FAIL=RANK:STEP makes that rank fail there, RANK:STEP:kill kill itself
+ * with SIGKILL there (the tests' ways to end a rank mid-step; tests/test_distributed.c) */
 static void maybe_fail(run *r)
 {
     const char *spec = getenv("AMPSCOPE_DISTRIBUTED_FAIL");
     long rank, step;
-    if (spec && sscanf(spec, "%ld:%ld", &rank, &step) == 2 && rank == dist.rank &&
-        step == r->obs->step)
-        run_fail(r, "failing at step %ld after backward, as AMPSCOPE_DISTRIBUTED_FAIL=%s asks",
-                 step, spec);
+    char how[8] = "";
+    if (!spec || sscanf(spec, "%ld:%ld:%7s", &rank, &step, how) < 2 || rank != dist.rank ||
+        step != r->obs->step)
+        return;
+    if (strcmp(how, "kill") == 0)
+        raise(SIGKILL);
+    run_fail(r, "failing at step %ld after backward, as AMPSCOPE_DISTRIBUTED_FAIL=%s asks", step,
+             spec);
 }
 
 /* the rank's own gradient as stored, gathered to rank 0's record (ranks.csv) */
@@ -126,10 +133,23 @@ static void reduce_values(run *r, const comm_plan *plan, dtype grad, float *v, i
     distributed_finish(plan, grad, v, n);
 }
 
+/* --dump-ranks: this rank's own gradient as its backward left it, DIR/rank-R/<step>/ */
+static void dump_local(run *r, const tensor *g)
+{
+    if (!dist.dump_dir[0] || !r->obs->recording ||
+        (dist.dump_only && fnmatch(dist.dump_only, g->name, 0) != 0))
+        return;
+    char sub[32], err[512];
+    snprintf(sub, sizeof sub, "%lld", (long long)r->obs->step);
+    if (dump_tensor(r->be, dist.dump_dir, sub, g, err, sizeof err))
+        run_fail(r, "%s", err);
+}
+
 static void reduce_one(run *r, tensor *g)
 {
     const case_config *cfg = r->cfg;
     int64_t n = g->numel;
+    dump_local(r, g);
     comm_plan plan = distributed_plan((comm_policy)cfg->comm, g->dtype, cfg->reduce_dtype,
                                       cfg->world_size);
     float *v = host_values_get(r, g);
@@ -193,4 +213,9 @@ void distributed_reduce_grads(run *r, tensor *const *params, int n)
     for (int i = 0; i < n; i++)
         if (params[i]->grad)
             reduce_one(r, params[i]->grad);
+}
+
+int distributed_agree_signal(int sig)
+{
+    return dist.active ? distributed_max_int(sig) : sig;
 }

@@ -12,6 +12,11 @@
  * policy rounds element by element, so a bucket gives the same values; only Open MPI's
  * choice of algorithm (by message size) could differ, and a case pins the algorithm.
  *
+ * With accumulate > 1 the micro-batches accumulate locally and the all-reduce runs once, on
+ * the accumulated .grad (DDP's no_sync; train.c). After every step the ranks agree on
+ * whether a signal stops them (distributed_agree_signal), so that all stop after the same
+ * step.
+ *
  * Rank 0 keeps the results in its record: a tensor row `NAME.grad@allreduce` per parameter
  * per observed step, counted against the exact float64 mean of the ranks' gradients; its
  * relative error and SQNR (allreduce.csv); every rank's local gradient counts (ranks.csv).
@@ -78,6 +83,8 @@ void distributed_bcast(void *buf, int64_t bytes);
 void distributed_allreduce(void *buf, int64_t n, dtype dt);
 /* in place, SUM of doubles (the float64 reference) */
 void distributed_allreduce_f64(double *buf, int64_t n);
+/* the largest of every rank's v, on every rank */
+int distributed_max_int(int v);
 /* rank 0 receives every rank's n int64s into all (n * world_size) */
 void distributed_gather_i64(const int64_t *mine, int64_t *all, int n);
 _Noreturn void distributed_abort(int code);
@@ -98,6 +105,9 @@ struct tensor;
 void distributed_broadcast_params(struct run *r, struct tensor *const *params, int n);
 /* after backward: every parameter's .grad all-reduced under the case's policy, observed */
 void distributed_reduce_grads(struct run *r, struct tensor *const *params, int n);
+/* after a step: the signal that stops the run, as every rank agrees (the largest of the
+ * ranks' sig; 0: none), so that all ranks stop after the same step; sig outside a rank */
+int distributed_agree_signal(int sig);
 
 /* ---- the rank's side and the launcher (cli/launch.c) ---- */
 struct backend;

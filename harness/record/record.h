@@ -180,7 +180,10 @@ typedef struct case_result {
     char name[CASE_NAME_MAX + 512]; /* the case's name, with "+key=value" for --set runs */
     char device[128];
     bool ok;          /* the run finished without an error */
-    bool interrupted; /* ended by SIGINT or SIGTERM: its results are not kept */
+    /* ended by SIGINT or SIGTERM: with ok, after a completed step, whose results are kept
+     * (summary.csv's status `interrupted`, error "interrupted after step K of N (SIGINT)");
+     * without, by a second signal in the middle of a step, and nothing of it is kept */
+    bool interrupted;
     char error[1024];
     char params[16], autocast[16], input_dtype[16], output_dtype[16], loss_dtype[16];
     char param_grad_dtypes[64], cast_grad_dtypes[64], activation_grad_dtypes[64];

@@ -14,6 +14,7 @@
 
 #include "fp8.h"
 #include "results/read.h"
+#include "results/results.h"
 #include "rows.h"
 #include "text.h"
 
@@ -129,7 +130,7 @@ static int write_all_md(FILE *f, const void *ctx, char *err, int errlen)
             snprintf(step_ms, sizeof step_ms, "%.3f", s->step_ms);
         fputs("| ", f);
         put_link(f, s->name, s->name, "report.md");
-        fprintf(f, " | %s | %s | %s | %s | %s | %s | ", s->ok ? "ok" : "error", s->params,
+        fprintf(f, " | %s | %s | %s | %s | %s | %s | ", results_status(s), s->params,
                 s->autocast, e->have_config ? e->scaler ? "yes" : "no" : "?",
                 s->output_dtype[0] ? s->output_dtype : "–", s->loss_dtype[0] ? s->loss_dtype : "–");
         put_md(f, s->param_grad_dtypes[0] ? s->param_grad_dtypes : "–");
@@ -148,7 +149,10 @@ static int write_all_md(FILE *f, const void *ctx, char *err, int errlen)
             fputs(": ", f);
             put_md(f, e->description);
         }
-        if (!e->res.ok) {
+        if (e->res.interrupted) {
+            fputs(". Stopped: ", f);
+            put_md(f, e->res.error);
+        } else if (!e->res.ok) {
             fputs(". Ended in an error (", f);
             put_code(f, e->res.error);
             fputc(')', f);

@@ -755,11 +755,13 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
         fputs("*\n\n", f);
     }
     put_config_line(f, cr->cfg);
-    fprintf(f, "**Result:** %s on %s; %d of %d expectations held.",
-            res->ok ? "ran"
-                    : "ended in "
-                      "an error",
-            res->device, res->expect_passed, res->expect_total);
+    fputs("**Result:** ", f);
+    if (res->interrupted) /* "interrupted after step K of N (SIGINT)": its K steps below */
+        put_md(f, res->error);
+    else
+        fputs(res->ok ? "ran" : "ended in an error", f);
+    fprintf(f, " on %s; %d of %d expectations held.", res->device, res->expect_passed,
+            res->expect_total);
     if (res->ok)
         fprintf(f, " Final loss %.9g.", res->final_loss);
     fputs(" Compared with the other cases and the baseline in [REPORT.md](../REPORT.md).\n\n", f);

@@ -528,8 +528,10 @@ int results_summary_row(const csv_table *t, int r, case_result *res, char *err, 
     memset(res, 0, sizeof *res);
     copy(res->name, sizeof res->name, &c, SUMMARY_COL_CASE);
     copy(res->device, sizeof res->device, &c, SUMMARY_COL_DEVICE);
-    res->ok = !strcmp(text(&c, SUMMARY_COL_STATUS), "ok");
-    if (!res->ok && strcmp(text(&c, SUMMARY_COL_STATUS), "error"))
+    const char *status = text(&c, SUMMARY_COL_STATUS);
+    res->interrupted = !strcmp(status, "interrupted");
+    res->ok = !strcmp(status, "ok") || res->interrupted;
+    if (!res->ok && strcmp(status, "error"))
         bad(&c, SUMMARY_COL_STATUS);
     copy(res->error, sizeof res->error, &c, SUMMARY_COL_ERROR);
     copy(res->params, sizeof res->params, &c, SUMMARY_COL_PARAMS);

@@ -88,11 +88,16 @@ void csv_write_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
+const char *results_status(const case_result *r)
+{
+    return !r->ok ? "error" : r->interrupted ? "interrupted" : "ok";
+}
+
 static void write_row(FILE *f, const case_result *r)
 {
     csv_write_field(f, r->name);
-    fprintf(f, ",%s,%s,", r->device, r->ok ? "ok" : "error");
-    csv_write_field(f, r->ok ? "" : r->error);
+    fprintf(f, ",%s,%s,", r->device, results_status(r));
+    csv_write_field(f, r->ok && !r->interrupted ? "" : r->error);
     fprintf(f, ",%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%.9g,%lld,%.3f,%d,%d\n", r->params, r->autocast,
             r->input_dtype, r->output_dtype, r->loss_dtype, r->param_grad_dtypes,
             r->cast_grad_dtypes, r->activation_grad_dtypes, (long long)r->grad_underflow,

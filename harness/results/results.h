@@ -29,6 +29,9 @@ int results_begin(const char *out, const char *name, char *tmp, int tmplen, char
 int results_commit(const char *out, const char *name, const char *tmp, char *err, int errlen);
 /* Removes a temporary folder. */
 void results_discard(const char *tmp);
+/* summary.csv's status of a result: ok, interrupted (the steps before the signal, kept) or
+ * error */
+const char *results_status(const case_result *r);
 /* Replaces or adds the rows of these cases in OUT/summary.csv. */
 int results_write_summary(const char *out, const case_result *res, int n, char *err, int errlen);
 /* A CSV field: quoted when it holds a comma, quote or newline (newlines become spaces). */

@@ -10,6 +10,7 @@
 #include "autograd/autocast.h"
 #include "autograd/dump.h"
 #include "autograd/host_values.h"
+#include "core/interrupt.h"
 #include "clip.h"
 #include "distributed/distributed.h"
 #include "layers/fp8_linear.h"
@@ -25,6 +26,7 @@ typedef struct trainer {
     int64_t steps;
     double *step_ms;
     int64_t steps_done;
+    int stop_signal; /* SIGINT or SIGTERM asked the run to stop after steps_done steps */
     int64_t saved_bytes;     /* most bytes saved for backward at the end of a forward */
     int64_t saved_by_dtype[DTYPE_COUNT]; /* those bytes by dtype */
     int64_t init_dump_bytes; /* dry pass: what DUMP/init/ takes */
@@ -282,6 +284,10 @@ static void train_step(trainer *t, int64_t s)
         }
         t->last_loss = (float)loss_sum;
         unscaled = optimizer_accumulated(&t->opt, grads);
+        /* DDP's no_sync: the micro-batches accumulate in .grad, then one all-reduce in the
+         * last one's backward (reducer.cpp: its hooks fire once AccumulateGrad has added the
+         * last gradient into .grad); the case parser refuses the float32 masters' own sums */
+        distributed_reduce_grads(r, t->m.params, t->m.n_params);
     }
 
     /* GradScaler, clipping and optimizer */
@@ -374,6 +380,14 @@ static void check_support(run *r)
                          backend_op_name((backend_op)op), dtype_name(used[d]));
 }
 
+/* The signal that asks the run to stop after this step, or 0: on a rank, the one every rank
+ * agrees on (distributed_agree_signal), so that all stop after the same step; never in the
+ * preflight's dry pass */
+static int stop_asked(run *r)
+{
+    return host_values_dry(r) ? 0 : distributed_agree_signal(interrupt_signal());
+}
+
 static void train_steps(trainer *t)
 {
     run *r = t->r;
@@ -400,6 +414,8 @@ static void train_steps(trainer *t)
                    dump_tensor(r->be, t->opt_in->dump_dir, "init", t->m.target, err, sizeof err))
             run_fail(r, "%s", err);
         progress(t, s, start);
+        if (s + 1 < t->steps && (t->stop_signal = stop_asked(r)))
+            break;
     }
 }
 
@@ -500,6 +516,11 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, ru
         snprintf(res->error, sizeof res->error, "%s", r->error);
     }
     int64_t done = t->steps_done;
+    if (res->ok && t->stop_signal) { /* the completed steps are the run's results */
+        res->interrupted = true;
+        snprintf(res->error, sizeof res->error, "interrupted after step %lld of %lld (%s)",
+                 (long long)done, (long long)steps, interrupt_name(t->stop_signal));
+    }
     mem_account end = r->account; /* what the run holds at its end, before teardown */
     tape_clear(r);
     model_free_host(&t->m);

@@ -31,6 +31,7 @@ void train_capture_free(train_capture *c);
 typedef struct train_options {
     const char *dump_dir;  /* --dump */
     const char *dump_only; /* --dump-only PATTERN (fnmatch on tensor names) */
+    bool dump_ranks;       /* --dump-ranks: every rank's own gradients under DIR/rank-R/ */
     bool observe_off;      /* --observe off: dtypes only, no counts or histograms */
     bool quiet;            /* no progress display */
     bool progress;         /* progress from the first step (default: once a case has run 2 s) */
