@@ -2,7 +2,10 @@
 #   make              bin/ampscope (CPU) and, when the CUDA toolkit is found, lib/libampscope_cuda.so
 #   make test         the Criterion suite (GPU tests skip themselves without a GPU)
 #   make run-cases    every case in cases/, the loss-scale sweep and the precision matrix of
-#                     question 000's small model, then the plots; fails when a case did not pass
+#                     question 000's small model, then the plots, compared with docs/reference-run;
+#                     fails when a case did not pass or the run is not the reference's
+#   make reference-run  docs/reference-run made again from a fresh run-cases (commit and date in
+#                     its README.md)
 #   make gpu-bundle   the build to carry to a GPU machine (build/gpu-bundle/, docs/gpu-check.md)
 #   make gpu-rehearsal  scripts/gpu-check.sh --quick --carried here, as on a GPU machine
 #   make plots | bench | fuzz | conformance | clean
@@ -15,7 +18,8 @@
 
 CC      ?= cc
 CFLAGS  ?= -O3 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Iharness -Wall -Wextra -Wno-unused-parameter -fopenmp -fno-math-errno
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Iharness -Wall -Wextra -Wno-unused-parameter -fopenmp -fno-math-errno \
+           -Werror=incompatible-pointer-types -Werror=implicit-function-declaration -Werror=int-conversion
 LDLIBS  := -lopenblas -lm -ldl -lpthread
 PYTHON  := /usr/bin/python3
 CASES   ?= $(wildcard cases/*.case)
@@ -109,7 +113,7 @@ CUDA_LIB    := lib/libampscope_cuda.so
 AMPSCOPE    := bin/ampscope$(if $(filter 1,$(SAN)),-san)
 TESTS_BIN   := bin/tests$(if $(filter 1,$(SAN)),-san)
 
-.PHONY: FORCE all deps test run-cases plots bench fuzz conformance valgrind portable gpu-bundle gpu-rehearsal clean
+.PHONY: FORCE all deps test run-cases reference-run plots bench fuzz conformance valgrind portable gpu-bundle gpu-rehearsal clean
 all: $(AMPSCOPE) $(if $(WITH_CUDA),$(CUDA_LIB)) $(if $(WITH_NCCL),$(NCCL_LIB))
 
 deps:
@@ -122,7 +126,7 @@ $(BUILD)/%.o: %.c | deps
 $(BUILD)/tests/test_half.o: CFLAGS += -mf16c
 # distributed/mpi.o is rebuilt when MPI is switched on or off (the stamp holds the setting)
 $(BUILD)/harness/distributed/mpi.o: CFLAGS += $(if $(WITH_MPI),-DAMPSCOPE_MPI $(MPI_CFLAGS))
-$(BUILD)/harness/distributed/mpi.o $(BUILD)/tests/test_distributed.o: $(BUILD)/mpi.stamp
+$(BUILD)/harness/distributed/mpi.o $(BUILD)/tests/test_distributed.o $(BUILD)/tests/test_hosts.o: $(BUILD)/mpi.stamp
 $(BUILD)/mpi.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(WITH_MPI) $(MPI_CFLAGS)' | cmp -s - $@ || echo '$(WITH_MPI) $(MPI_CFLAGS)' > $@
@@ -149,6 +153,7 @@ $(MPI_CHECK): tests/fixtures/distributed/allreduce_check.c $(BUILD)/harness/dist
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/tests/test_distributed.o: CFLAGS += $(if $(WITH_MPI),-DTEST_MPI_CHECK='"$(MPI_CHECK)"')
+$(BUILD)/tests/test_hosts.o: CFLAGS += $(if $(WITH_MPI),-DTEST_WITH_MPI)
 $(TESTS_BIN): $(LIB_OBJ) $(TEST_OBJ) | $(TEST_LIBS) $(if $(WITH_MPI),$(MPI_CHECK))
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
@@ -220,16 +225,40 @@ test: $(TESTS_BIN) $(AMPSCOPE) bin/ampscope-bench $(if $(WITH_CUDA),$(CUDA_LIB))
 	    $(TESTS_BIN) --jobs 2
 
 # and the loss-scale sweep and the precision matrix of question 000's small model
-# (tests/cases/, seconds)
+# (tests/cases/, seconds), the plots, into results/ (or OUT=DIR), then, when every case of
+# cases/ ran, the comparison with docs/reference-run (tools/compare_reference.py: the same
+# cases, tensors, dtypes and shapes, else a failure; the values that depend on the CPU's
+# float32 sums counted); the last line says what passed and where to start reading
+# (scripts/run-cases.sh)
 SWEEP_CASE := tests/cases/small-autocast-fp16-scaler.case
+RESULTS    := $(or $(OUT),results)
+REFERENCE  := docs/reference-run
 run-cases: all
-	$(AMPSCOPE) run $(CASES); rc=$$?; \
-	$(AMPSCOPE) run $(SWEEP_CASE) --sweep 'scaler.init_scale=2^0..2^24' --quiet || rc=1; \
-	$(AMPSCOPE) matrix $(SWEEP_CASE) --quiet || rc=1; \
-	$(MAKE) --no-print-directory plots || rc=1; exit $$rc
+	@AMPSCOPE=$(AMPSCOPE) PYTHON=$(PYTHON) RESULTS=$(RESULTS) SWEEP_CASE=$(SWEEP_CASE) \
+	    REFERENCE=$(if $(filter file,$(origin CASES)),$(REFERENCE)) scripts/run-cases.sh $(CASES)
+
+# docs/reference-run made again: a fresh run-cases of every case into build/reference-run, copied
+# over the folder's files but its README.md, whose "Made by" line gets the commit, the date
+# and the machine (the CPU's float32 sums, through OpenBLAS's kernels, shape the values)
+reference-run: all
+	$(if $(filter file,$(origin CASES)),,$(error reference-run runs every case of cases/: leave CASES out))
+	rm -rf build/reference-run
+	AMPSCOPE=$(AMPSCOPE) PYTHON=$(PYTHON) RESULTS=build/reference-run SWEEP_CASE=$(SWEEP_CASE) \
+	    REFERENCE= scripts/run-cases.sh $(CASES)
+	find $(REFERENCE) -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+	cp -R build/reference-run/. $(REFERENCE)/
+	@commit=$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- Makefile harness kernels \
+	    cases tests/cases || echo ' with uncommitted changes'); \
+	cpu=$$(LC_ALL=C lscpu | sed -n 's/^Model name: *//p' | head -1 | sed 's/[&|\]/\\&/g'); \
+	blas=$$($(AMPSCOPE) --version | sed -n 's/.*(\(.*\))/\1/p'); \
+	devices=$$(awk -F, 'NR > 1 { print $$2 }' build/reference-run/summary.csv | sort -u | paste -sd' '); \
+	sed -i "s|^Made by .*|Made by \`make reference-run\` at commit $$commit, $$(date -u +%Y-%m-%d), on \
+	$$cpu ($$(nproc) cores, $$blas), devices: $$devices.|" $(REFERENCE)/README.md
+	@grep '^Made by' $(REFERENCE)/README.md
+	$(PYTHON) tools/compare_reference.py --self-check $(REFERENCE)
 
 plots: $(AMPSCOPE) | deps
-	$(PYTHON) plot/plot.py --ampscope $(AMPSCOPE) $(or $(OUT),results)
+	$(PYTHON) plot/plot.py --ampscope $(AMPSCOPE) $(RESULTS)
 
 # ---- the benchmark: figures and ratios, never a pass/fail on speed ----
 # BENCH=quick|all|counting (counting: the counting's cost alone, seconds); PyTorch's own steps
@@ -266,7 +295,7 @@ FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Iharness -fsanitize=fuzzer,address,
 # the case parser reads the kinds from the layer registry, whose forwards need the run's core
 FUZZ_CASE_SRC := tools/fuzz/fuzz_case.c $(wildcard harness/case/*.c harness/layers/*.c) \
     harness/core/npy.c harness/core/dtype.c harness/core/format.c harness/train/optimizers.c harness/autograd/autocast.c harness/autograd/tape.c harness/autograd/run.c \
-    harness/autograd/observe.c harness/ops/tensor.c harness/autograd/dump.c harness/core/stats.c harness/core/interrupt.c \
+    harness/autograd/observe.c harness/record/record.c harness/ops/tensor.c harness/ops/dtype_reason.c harness/autograd/dump.c harness/core/stats.c harness/core/interrupt.c \
     harness/distributed/policy.c harness/distributed/mpi.c \
     harness/layers/fp8_linear.c harness/ops/fp8_recipe.c harness/ops/backend.c
 build/fuzz/fuzz_case: $(FUZZ_CASE_SRC)

@@ -7,6 +7,9 @@
  * with a message, never aborts, when no GPU is usable. Ops live in the files named after
  * their concern (round.cu, linear.cu, conv2d.cu, ...), twins of harness/ops/cpu/.
  */
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include "cuda.cuh"
 
 /* the sources this library was built from, checked by backend_load.c before it opens it */
@@ -169,9 +172,36 @@ static void cuda_close(backend *be)
     free(be);
 }
 
-/* What stops the GPU from being used, or NULL: no device, a driver too old for this
- * runtime, no kernel image for the device's architecture, no memory for the context. */
-static const char *device_problem(cuda_ctx *x)
+/* The runtime's cudaErrorInsufficientDriver in words: it is also what the runtime returns
+ * when no NVIDIA driver is installed at all, where its text ("CUDA driver version is
+ * insufficient for CUDA runtime version") would send the reader after a driver update. No
+ * driver: its library, libcuda.so.1, cannot be loaded. A driver too old: the runtime's text
+ * with both CUDA versions. Into buf; returns buf. */
+static const char *insufficient_driver(char *buf, size_t len)
+{
+    void *libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!libcuda) {
+        snprintf(buf, len,
+                 "no NVIDIA driver found (libcuda.so.1, the driver's library, cannot "
+                 "be loaded%s)",
+                 access("/proc/driver/nvidia", F_OK) ? "; /proc/driver/nvidia does not exist" : "");
+        return buf;
+    }
+    dlclose(libcuda);
+    int driver = 0, runtime = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess ||
+        cudaRuntimeGetVersion(&runtime) != cudaSuccess)
+        driver = runtime = 0;
+    snprintf(buf, len, "%s (the driver runs CUDA %d.%d, this build's runtime is CUDA %d.%d)",
+             cudaGetErrorString(cudaErrorInsufficientDriver), driver / 1000, driver % 1000 / 10,
+             runtime / 1000, runtime % 1000 / 10);
+    return buf;
+}
+
+/* What stops the GPU from being used, or NULL: no device, no driver or one too old for this
+ * runtime, no kernel image for the device's architecture, no memory for the context. buf
+ * holds the words when the runtime's own would mislead. */
+static const char *device_problem(cuda_ctx *x, char *buf, size_t len)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -186,7 +216,8 @@ static const char *device_problem(cuda_ctx *x)
         e = cudaFuncGetAttributes(&fa, store_kernel<f32_op>);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        return cudaGetErrorString(e);
+        return e == cudaErrorInsufficientDriver ? insufficient_driver(buf, len)
+                                                : cudaGetErrorString(e);
     }
     return NULL;
 }
@@ -252,7 +283,8 @@ extern "C" backend *ampscope_backend_cuda_open(mem_account *account, char *err, 
         free(be);
         return NULL;
     }
-    const char *problem = device_problem(x);
+    char words[256];
+    const char *problem = device_problem(x, words, sizeof words);
     if (problem) {
         snprintf(err, (size_t)errlen, "no usable CUDA device: %s", problem);
         free(x);
@@ -280,8 +312,11 @@ extern "C" backend *ampscope_backend_cuda_open(mem_account *account, char *err, 
     be->mem_available = cuda_mem_available;
     be->synchronize = cuda_synchronize;
     be->close = cuda_close;
-    /* cuda_<op> for every op of backend.h's list (declared in cuda.cuh) */
-#define CUDA_ENTRY(name, params) be->name = cuda_##name;
+    /* cuda_<op> for every op of backend.h's list (declared in cuda.cuh) but those it leaves
+     * out, whose slots stay empty: a discarded `if constexpr` branch needs no definition */
+#define CUDA_ENTRY(name, params)                                                                   \
+    if constexpr (!cuda_leaves_out(BACKEND_OP_##name))                                             \
+        be->name = cuda_##name;
     BACKEND_OPS(CUDA_ENTRY)
 #undef CUDA_ENTRY
     return be;

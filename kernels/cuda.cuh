@@ -349,8 +349,16 @@ void cuda_scratch_free(backend *be, void *p, int64_t bytes);
 /* the device's free memory, as cudaMemGetInfo counts it */
 int64_t cuda_free_bytes(void);
 
-/* be->supports: float8 GEMMs need compute capability 8.9 or newer (fp8.cu) */
+/* be->supports: float8 GEMMs need compute capability 8.9 or newer; no op this backend leaves
+ * out (fp8.cu) */
 bool cuda_supports(const backend *be, backend_op op, dtype dt);
+/* The ops this backend leaves out: MXFP8's block-scaled ones, which run on the CPU only
+ * (fp8.cu). Their slots stay empty and cuda_supports says no in every dtype, as backend.h's
+ * contract asks of an empty slot; no cuda_<op> is defined for them. */
+static constexpr bool cuda_leaves_out(backend_op op)
+{
+    return op == BACKEND_OP_fp8_block_quantize || op == BACKEND_OP_fp8_block_gemm;
+}
 
 /* t's values as float32: t's own buffer when it is float32, else a widened scratch copy
  * (exact; *owned set to it, to give to cuda_scratch_free). NULL when out of memory. */
@@ -373,8 +381,9 @@ struct f32_op {
     __device__ float operator()(int64_t i) const { return src[i]; }
 };
 
-/* ---- the ops: cuda_<op> for every op of backend.h's list, each in the file named after its
- * concern (round.cu, pointwise.cu, linear.cu, conv2d.cu, loss.cu, scaler.cu, optim.cu) ---- */
+/* ---- the ops: cuda_<op> for every op of backend.h's list but those cuda_leaves_out names,
+ * each in the file named after its concern (round.cu, pointwise.cu, reduce.cu, linear.cu,
+ * conv2d.cu, loss.cu, scaler.cu, optim.cu) ---- */
 #define CUDA_OP_DECL(name, params) int cuda_##name params;
 BACKEND_OPS(CUDA_OP_DECL)
 #undef CUDA_OP_DECL

@@ -18,7 +18,9 @@
  * need compute capability 8.9 (Ada) or newer and dims that are multiples of 16.
  * fast_accum: CUBLASLT_MATMUL_DESC_FAST_ACCUM (TE sets it for the forward GEMM only; Hopper
  * then keeps the partial sums of the tensor cores in fewer bits: selftest measures it).
- * MXFP8 (fp8_block_quantize, fp8_block_gemm): refused here, the CPU only.
+ * MXFP8 (fp8_block_quantize, fp8_block_gemm): the CPU only; this backend leaves both out
+ * (cuda.cuh's cuda_leaves_out: supports() says no, their slots stay empty), since cuBLASLt's
+ * MXFP8 GEMMs (CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0) need compute capability 10.0.
  */
 #include "cuda.cuh"
 #include "core/format.h"
@@ -29,30 +31,9 @@
 bool cuda_supports(const backend *be, backend_op op, dtype dt)
 {
     const cuda_ctx *x = (const cuda_ctx *)be->ctx;
-    if (op == BACKEND_OP_fp8_block_quantize || op == BACKEND_OP_fp8_block_gemm)
-        return false; /* MXFP8: the CPU only (below) */
+    if (cuda_leaves_out(op))
+        return false;
     return !(op == BACKEND_OP_fp8_gemm && dtype_is_float8(dt) && x->cc < FP8_MIN_CC);
-}
-
-/* MXFP8's block-scaled ops run on the CPU only (harness/ops/cpu/fp8_block.c): cuBLASLt's MXFP8
- * GEMMs (CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0) need compute capability 10.0. Callers ask
- * cuda_supports first; these say so if called anyway. */
-#define MXFP8_CPU_ONLY "MXFP8 runs on the CPU only in ampscope (cuBLASLt's MXFP8 GEMMs need sm_100)"
-
-int cuda_fp8_block_quantize(backend *be, const tensor *x, bool colwise, tensor *q, uint8_t *e8m0,
-                            int64_t *saturated, round_stats *st)
-{
-    (void)x, (void)colwise, (void)q, (void)e8m0, (void)saturated, (void)st;
-    snprintf(be->err, sizeof be->err, "fp8_block_quantize: %s", MXFP8_CPU_ONLY);
-    return -1;
-}
-
-int cuda_fp8_block_gemm(backend *be, const tensor *a, const uint8_t *a_e8m0, const tensor *b,
-                        const uint8_t *b_e8m0, const tensor *bias, tensor *y, round_stats *st)
-{
-    (void)a, (void)a_e8m0, (void)b, (void)b_e8m0, (void)bias, (void)y, (void)st;
-    snprintf(be->err, sizeof be->err, "fp8_block_gemm: %s", MXFP8_CPU_ONLY);
-    return -1;
 }
 
 __global__ void amax_kernel(const void *src, dtype dt, int64_t n, unsigned long long *out)

@@ -1,7 +1,9 @@
 /*
  * optim.cu: one parameter's optimizer step (twin of harness/ops/cpu/optim.c), one element per
- * thread-iteration with optim_math.h's optim_update, the arithmetic the CPU uses. Writes
- * the parameter and each state tensor with its own counts (stats slots 0 and 1 + k).
+ * thread-iteration with optim_math.h's optim_update, the arithmetic the CPU uses, in a kernel
+ * built for each kind and state count of optim_math.h's OPTIM_KINDS (as the CPU's loops
+ * are). Writes the parameter and each state tensor with its own counts (stats slots 0 and
+ * 1 + k).
  * Lost updates: elements whose visible value (the parameter as the model sees it,
  * t->visible) did not change although the step meant to change it (optim_meant_change);
  * counted per thread, summed per block, added to one device counter once per block.
@@ -17,11 +19,13 @@ typedef struct optim_args {
 
 /* NS, the optimizer's number of state tensors, is a compile-time count so that the loops
  * over them unroll and ts[] / s[] stay in registers (indexed by a run-time count, they
- * would live in local memory) */
-template <int NS>
+ * would live in local memory); K, its kind, a compile-time one so that optim_update's
+ * switches fold away */
+template <optim_kind K, int NS>
 __global__ void optim_kernel(optim_config cfg, optim_hyper h, dtype dt, dtype visible, int64_t n,
                              optim_args a, unsigned long long *lost)
 {
+    cfg.kind = K;
     __shared__ block_tally sh[CUDA_STATS_SLOTS];
     tally tp, ts[NS > 0 ? NS : 1];
     tally_begin(&tp, &sh[0], a.stats[0], dt);
@@ -55,7 +59,34 @@ __global__ void optim_kernel(optim_config cfg, optim_hyper h, dtype dt, dtype vi
     if (threadIdx.x == 0 && block_lost)
         atomicAdd(lost, block_lost);
 }
-static_assert(OPTIM_MAX_STATE == 3, "cuda_optimizer_step launches optim_kernel<0..3>");
+
+/* what a launch takes */
+typedef struct optim_launch {
+    int grid;
+    cudaStream_t stream;
+    const optim_config *cfg;
+    const optim_hyper *h;
+    dtype dt, visible;
+    int64_t n;
+    optim_args a;
+    unsigned long long *lost;
+} optim_launch;
+
+/* optim_kernel<K, NS> launched when the step keeps ns == NS states and kind K can keep NS
+ * (its STATES bit set, known to the compiler: the kernels of other counts are not built) */
+template <optim_kind K, unsigned STATES, int NS>
+static bool launch_if(int ns, const optim_launch *l)
+{
+    if constexpr (((STATES >> NS) & 1u) != 0) {
+        if (ns == NS) {
+            optim_kernel<K, NS><<<l->grid, CUDA_THREADS, 0, l->stream>>>(
+                *l->cfg, *l->h, l->dt, l->visible, l->n, l->a, l->lost);
+            return true;
+        }
+    }
+    return false;
+}
+static_assert(OPTIM_MAX_STATE == 3, "cuda_optimizer_step launches optim_kernel<K, 0..3>");
 
 int cuda_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper *h,
                         optim_tensors *t, optim_result *out)
@@ -71,29 +102,23 @@ int cuda_optimizer_step(backend *be, const optim_config *cfg, const optim_hyper 
         a.state[k] = t->state[k]->data;
         a.stats[1 + k] = cuda_stats_begin(be, 1 + k, out->counting ? &out->state[k] : NULL);
     }
-    unsigned long long *lost = cuda_counter_begin(be);
-    int grid = cuda_grid(x, p->numel);
-    switch (ns) {
-    case 0:
-        optim_kernel<0><<<grid, CUDA_THREADS, 0, x->stream>>>(*cfg, *h, p->dtype, t->visible,
-                                                              p->numel, a, lost);
+    optim_launch l = {cuda_grid(x, p->numel), x->stream, cfg, h, p->dtype, t->visible,
+                      p->numel, a, cuda_counter_begin(be)};
+    bool launched = false;
+    switch (cfg->kind) {
+#define LAUNCH_KIND(KIND, NAME, STATES)                                                            \
+    case OPTIM_##KIND:                                                                             \
+        launched = launch_if<OPTIM_##KIND, STATES, 0>(ns, &l) ||                                   \
+                   launch_if<OPTIM_##KIND, STATES, 1>(ns, &l) ||                                   \
+                   launch_if<OPTIM_##KIND, STATES, 2>(ns, &l) ||                                   \
+                   launch_if<OPTIM_##KIND, STATES, 3>(ns, &l);                                     \
         break;
-    case 1:
-        optim_kernel<1><<<grid, CUDA_THREADS, 0, x->stream>>>(*cfg, *h, p->dtype, t->visible,
-                                                              p->numel, a, lost);
-        break;
-    case 2:
-        optim_kernel<2><<<grid, CUDA_THREADS, 0, x->stream>>>(*cfg, *h, p->dtype, t->visible,
-                                                              p->numel, a, lost);
-        break;
-    case 3:
-        optim_kernel<3><<<grid, CUDA_THREADS, 0, x->stream>>>(*cfg, *h, p->dtype, t->visible,
-                                                              p->numel, a, lost);
-        break;
-    default:
-        amp_check_failed("CUDA", "optim_kernel<ns>", __FILE__, __LINE__,
-                         "an optimizer with more state tensors than OPTIM_MAX_STATE");
+        OPTIM_KINDS(LAUNCH_KIND)
+#undef LAUNCH_KIND
     }
+    if (!launched) /* optim_registry_check stops the program at start-up before this */
+        amp_check_failed("CUDA", "optim_kernel<kind, ns>", __FILE__, __LINE__,
+                         "a state count outside the kind's row in OPTIM_KINDS");
     LAUNCH_CHECK();
     cuda_stats_end(be, 0, out->counting ? &out->param : NULL, p->numel);
     for (int k = 0; k < ns; k++)

@@ -2,12 +2,13 @@
 # install-deps.sh: makes sure the Debian packages ampscope builds and plots with are present.
 # Installs the missing ones when run as root with apt-get available; otherwise prints the
 # exact apt-get line and fails. Usage: scripts/install-deps.sh [PACKAGE...]
-# Open MPI (distributed cases) is among the defaults unless AMPSCOPE_NO_MPI=1 (make MPI=0).
+# Open MPI (distributed cases) is among the defaults unless AMPSCOPE_NO_MPI=1 (make MPI=0),
+# with iproute2, whose `ip netns` makes the hosts of tests/test_hosts.c.
 set -u
 pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
     pkgs=(libopenblas-dev libcriterion-dev python3-matplotlib python3-numpy)
-    [ "${AMPSCOPE_NO_MPI:-}" = 1 ] || pkgs+=(libopenmpi-dev openmpi-bin)
+    [ "${AMPSCOPE_NO_MPI:-}" = 1 ] || pkgs+=(libopenmpi-dev openmpi-bin iproute2)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
-#include "results/results.h"
 #include "autograd/run.h"
 #include "case/load.h"
+#include "report/report.h"
+#include "results/results.h"
 
 void env_open(test_env *e)
 {
@@ -97,6 +99,79 @@ static int rm_entry(const char *p, const struct stat *s, int f, struct FTW *w)
 
 void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
+int run_command(const char *cmd, char *out, size_t len)
+{
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "%s", cmd);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void isa_blas_kernels(const char *level, char *buf, size_t len)
+{
+    const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
+    char cmd[1024], out[256];
+    snprintf(cmd, sizeof cmd, "AMPSCOPE_CPU_ISA=%s %s --version", level, bin);
+    cr_assert_eq(run_command(cmd, out, sizeof out), 0, "%s: %s", cmd, out);
+    const char *k = strstr(out, "(OpenBLAS kernels ");
+    cr_assert_not_null(k, "%s: %s", cmd, out);
+    snprintf(buf, len, "%.*s", (int)strcspn(k + 18, ")"), k + 18);
+}
+
+static bool same_bytes(const char *a, const char *b, char *why, size_t len)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    long at = 0;
+    for (int ca = 0, cb = 0; same && ca != EOF; at++) {
+        ca = fgetc(fa), cb = fgetc(fb);
+        same = ca == cb;
+    }
+    if (!same)
+        snprintf(why, len, "%s and %s differ%s (byte %ld)", a, b, fa && fb ? "" : ": one is missing",
+                 at);
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+bool same_run_file(const char *a, const char *b, char *why, size_t len)
+{
+    size_t n = strlen(a);
+    why[0] = '\0';
+    if (n < 4 || strcmp(a + n - 4, ".csv") != 0)
+        return same_bytes(a, b, why, len);
+    csv_table ta = {0}, tb = {0};
+    char err[512];
+    bool same = csv_table_read(&ta, a, false, NULL, NULL, err, sizeof err) == 0 &&
+                csv_table_read(&tb, b, false, NULL, NULL, err, sizeof err) == 0;
+    if (!same)
+        snprintf(why, len, "%s", err);
+    same = same && ta.n_cols == tb.n_cols && ta.n_rows == tb.n_rows;
+    if (!same && !why[0])
+        snprintf(why, len, "%s and %s: other columns or rows", a, b);
+    for (int k = 0; same && k < ta.n_cols; k++)
+        same = strcmp(ta.header[k], tb.header[k]) == 0;
+    for (int r = 0; same && r < ta.n_rows; r++)
+        for (int k = 0; same && k < ta.n_cols; k++) {
+            size_t hl = strlen(ta.header[k]);
+            bool timing = hl > 3 && strcmp(ta.header[k] + hl - 3, "_ms") == 0;
+            same = timing || strcmp(ta.rows[r][k], tb.rows[r][k]) == 0;
+            if (!same)
+                snprintf(why, len, "%s and %s: row %d's %s: %s and %s", a, b, r + 1, ta.header[k],
+                         ta.rows[r][k], tb.rows[r][k]);
+        }
+    if (!same && !why[0])
+        snprintf(why, len, "%s and %s: other columns", a, b);
+    csv_table_free(&ta);
+    csv_table_free(&tb);
+    return same;
+}
+
 void write_file(const char *dir, const char *name, const char *text, char *buf, int len)
 {
     snprintf(buf, (size_t)len, "%s/%s", dir, name);
@@ -123,10 +198,16 @@ void run_case_file_set(const char *path, const char *const *sets, int n_sets, co
     backend *be = backend_cpu_open(&account);
     train_options none = {.quiet = true};
     char tmp[4096], err[1024];
+    run_record *rec = record_new();
+    cr_assert_not_null(rec);
     cr_assert_eq(results_begin(out, cfg.name, tmp, sizeof tmp, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(train_case(&cfg, be, opt ? opt : &none, tmp, res), 0, "%s", res->error);
+    cr_assert_eq(results_run_case(&cfg, be, opt ? opt : &none, tmp, rec), 0, "%s",
+                 rec->result.error);
+    cr_assert_eq(report_case(rec, tmp, err, sizeof err), 0, "%s", err);
     cr_assert_eq(results_commit(out, cfg.name, tmp, err, sizeof err), 0, "%s", err);
+    *res = rec->result;
     cr_assert_eq(results_write_summary(out, res, 1, err, sizeof err), 0, "%s", err);
+    record_free(rec);
     be->close(be);
 }
 
@@ -190,7 +271,6 @@ void test_run_close(run *r)
 {
     tape_clear(r);
     tensor_pool_clear(&r->pool);
-    observe_free(r->obs);
     free(r->obs);
     free((case_config *)r->cfg);
     r->be->close(r->be);

@@ -49,8 +49,19 @@ void make_temp_dir(char *buf, int len);
 void rm_rf(const char *path);
 /* Writes text to DIR/NAME; returns the path in buf. */
 void write_file(const char *dir, const char *name, const char *text, char *buf, int len);
+/* Runs cmd through the shell, its stdout (with stderr where cmd redirects it) into out;
+ * returns its exit status (-1 when it did not exit). */
+int run_command(const char *cmd, char *out, size_t len);
 
-/* Loads a case file and runs it on the CPU into OUT/<case>; cr_asserts on bad input. */
+/* For the runs of bin/ampscope ($AMPSCOPE) at each ISA level (AMPSCOPE_CPU_ISA): the OpenBLAS
+ * kernels the harness runs at `level` ("SkylakeX"), as `ampscope --version` names them. */
+void isa_blas_kernels(const char *level, char *buf, size_t len);
+/* Whether two runs' files are the same: CSV files field by field, their timings (columns
+ * ending in _ms) aside, other files byte for byte; false with the first difference in why. */
+bool same_run_file(const char *a, const char *b, char *why, size_t len);
+
+/* Loads a case file and runs it on the CPU into OUT/<case> as `ampscope run` does (its
+ * files, report.md and its summary.csv row; not REPORT.md); cr_asserts on bad input. */
 void run_case_file(const char *path, const char *out, case_result *res, const train_options *opt);
 /* The same with --set overrides (the case keeps its own name). */
 void run_case_file_set(const char *path, const char *const *sets, int n_sets, const char *out,

@@ -332,7 +332,7 @@ Test(activation, case_files_read_the_options_and_refuse_what_pytorch_would)
     cr_assert_eq(
         load_model("fc = linear 16 -> 8\nact = gelu approximate=tanh\n", "", &cfg, err, sizeof err),
         0, "%s", err);
-    cr_expect_eq(cfg.layers[1].kind, LAYER_ROW(gelu));
+    cr_expect_eq(cfg.layers[1].kind, layer_kind_of_name("gelu"));
     cr_expect_eq(cfg.layers[1].opt_choice[0], GELU_TANH);
     cr_assert_eq(load_model("fc = linear 16 -> 8\nact = gelu\n", "", &cfg, err, sizeof err), 0);
     cr_expect_eq(cfg.layers[1].opt_choice[0], GELU_NONE, "approximate='none' is the default");
@@ -358,7 +358,7 @@ Test(activation, dropout_p_is_a_real_option_with_a_default_a_range_and_json)
     char err[1024];
     cr_assert_eq(load_model("fc = linear 16 -> 8\ndrop = dropout\n", "", &cfg, err, sizeof err), 0,
                  "%s", err);
-    cr_expect_eq(cfg.layers[1].kind, LAYER_ROW(dropout));
+    cr_expect_eq(cfg.layers[1].kind, layer_kind_of_name("dropout"));
     cr_expect_eq(cfg.layers[1].opt_real[0], 0.5, "nn.Dropout's default p");
     cr_assert_eq(
         load_model("fc = linear 16 -> 8\ndrop = dropout p=0.125\n", "", &cfg, err, sizeof err), 0,

@@ -34,17 +34,16 @@ static int64_t heap_calls_of_run(const char *path, int steps, int64_t *structs)
     mem_account account = {0};
     backend *be = backend_cpu_open(&account);
     cr_assert_not_null(be);
-    char dir[] = "/tmp/ampscope-test-alloc-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
     train_options opt = {.quiet = true};
-    case_result res;
+    run_record *rec = record_new();
+    cr_assert_not_null(rec);
     int64_t structs_before = tensor_heap_calls();
-    cr_assert_eq(train_case(&cfg, be, &opt, dir, &res), 0, "%s", res.error);
-    cr_assert(res.ok, "%s", res.error);
+    cr_assert_eq(train_case(&cfg, be, &opt, rec), 0, "%s", rec->result.error);
+    cr_assert(rec->result.ok, "%s", rec->result.error);
     *structs = tensor_heap_calls() - structs_before;
     int64_t calls = cpu_heap_calls(be);
+    record_free(rec);
     be->close(be);
-    rm_rf(dir);
     return calls;
 }
 

@@ -17,6 +17,8 @@
 #include "config/case.h"
 #include "core/npy.h"
 #include "case/load.h"
+#include "layers/layer.h"
+#include "train/optimizers.h"
 
 static char tmp_dir[64];
 static case_config *cfg;
@@ -191,7 +193,7 @@ Test(case_load, full_case_field_by_field)
     cr_assert_eq(cfg->n_layers, 5);
     const layer_spec *conv = &cfg->layers[0];
     cr_expect_str_eq(conv->name, "conv");
-    cr_expect_eq(conv->kind, LAYER_CONV2D);
+    cr_expect_eq(conv->kind, layer_kind_of_name("conv2d"));
     cr_expect_eq(conv->line, 8);
     cr_expect_eq(conv->in, 3);
     cr_expect_eq(conv->out, 8);
@@ -204,12 +206,12 @@ Test(case_load, full_case_field_by_field)
     cr_expect_eq(conv->out_shape[0], 8);
     cr_expect_eq(conv->out_shape[1], 8);
     cr_expect_eq(conv->out_shape[2], 8);
-    cr_expect_eq(cfg->layers[1].kind, LAYER_ROW(relu));
+    cr_expect_eq(cfg->layers[1].kind, layer_kind_of_name("relu"));
     cr_expect_eq(cfg->layers[1].out_ndim, 3);
-    cr_expect_eq(cfg->layers[2].kind, LAYER_FLATTEN);
+    cr_expect_eq(cfg->layers[2].kind, layer_kind_of_name("flatten"));
     cr_expect_eq(cfg->layers[2].out_ndim, 1);
     cr_expect_eq(cfg->layers[2].out_shape[0], 512);
-    cr_expect_eq(cfg->layers[3].kind, LAYER_LINEAR);
+    cr_expect_eq(cfg->layers[3].kind, layer_kind_of_name("linear"));
     cr_expect(cfg->layers[3].bias);
     cr_expect_eq(cfg->layers[3].out_shape[0], 64);
     cr_expect_str_eq(cfg->layers[4].name, "fc2");
@@ -242,9 +244,9 @@ Test(case_load, full_case_field_by_field)
     cr_expect_float_eq(cfg->backoff_factor, 0.25, 0);
     cr_expect_eq(cfg->growth_interval, 50);
 
-    cr_expect_eq(cfg->loss, LOSS_CROSS_ENTROPY);
+    cr_expect_eq(cfg->loss, loss_kind_of_name("cross_entropy"));
     cr_expect_eq(cfg->loss_reduction, REDUCTION_MEAN);
-    cr_expect_eq(cfg->optim.kind, OPTIM_ADAM);
+    cr_expect_eq(cfg->optim.kind, optim_find("adam"));
     cr_expect_float_eq(cfg->optim.lr, 3e-4, 0);
     cr_expect_float_eq(cfg->optim.beta1, 0.8, 0);
     cr_expect_float_eq(cfg->optim.beta2, 0.99, 0);
@@ -299,8 +301,8 @@ Test(case_load, defaults)
     cr_expect_float_eq(cfg->growth_factor, 2.0, 0);
     cr_expect_float_eq(cfg->backoff_factor, 0.5, 0);
     cr_expect_eq(cfg->growth_interval, 2000);
-    cr_expect_eq(cfg->loss, LOSS_CROSS_ENTROPY);
-    cr_expect_eq(cfg->optim.kind, OPTIM_SGD);
+    cr_expect_eq(cfg->loss, loss_kind_of_name("cross_entropy"));
+    cr_expect_eq(cfg->optim.kind, optim_find("sgd"));
     cr_expect_float_eq(cfg->optim.lr, 1e-3, 0);
     cr_expect_float_eq(cfg->optim.momentum, 0.0, 0);
     cr_expect_float_eq(cfg->optim.dampening, 0.0, 0);
@@ -323,7 +325,7 @@ Test(case_load, optimizer_defaults)
     cr_expect_float_eq(cfg->optim.beta2, 0.999, 0);
     cr_expect_float_eq(cfg->optim.eps, 1e-8, 0);
     load_ok(MODEL DATA "[train]\noptimizer = rmsprop centered=yes momentum=0.5\n");
-    cr_expect_eq(cfg->optim.kind, OPTIM_RMSPROP);
+    cr_expect_eq(cfg->optim.kind, optim_find("rmsprop"));
     cr_expect_float_eq(cfg->optim.lr, 1e-2, 0);
     cr_expect_float_eq(cfg->optim.alpha, 0.99, 0);
     cr_expect_float_eq(cfg->optim.eps, 1e-8, 0);
@@ -350,7 +352,7 @@ Test(case_load, accepted_combinations)
     load_ok(MODEL DATA "[precision]\nparams = bf16\nmaster_weights = yes\n[scaler]\n");
     cr_expect(cfg->master_weights);
     load_ok(MODEL DATA "target = randn_like\n[train]\nloss = mse reduction=none\n");
-    cr_expect_eq(cfg->loss, LOSS_MSE);
+    cr_expect_eq(cfg->loss, loss_kind_of_name("mse"));
     cr_expect_eq(cfg->loss_reduction, REDUCTION_NONE);
     cr_expect_eq(cfg->target, TARGET_RANDN_LIKE);
     load_ok(MODEL DATA "target = randn\n[train]\nloss = mse reduction=mean\n");
@@ -566,7 +568,7 @@ Test(case_load, set_overrides)
     cr_assert_eq(n, 0);
     cr_expect_eq(cfg->n_sets, 8);
     cr_expect_eq(cfg->autocast_dtype, DTYPE_BFLOAT16);
-    cr_expect_eq(cfg->optim.kind, OPTIM_SGD);
+    cr_expect_eq(cfg->optim.kind, optim_find("sgd"));
     cr_expect_float_eq(cfg->optim.lr, 0.1, 0);
     cr_assert_eq(cfg->n_layers, 3);
     cr_expect_str_eq(cfg->layers[1].name, "fc2");

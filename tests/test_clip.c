@@ -24,7 +24,6 @@ static void run_open(test_env *e, run *r, observer *obs, case_config *cfg)
     env_open(e);
     memset(r, 0, sizeof *r);
     memset(obs, 0, sizeof *obs);
-    obs->case_name = "t";
     obs->be = e->be;
     r->cfg = cfg;
     r->be = e->be;
@@ -127,7 +126,6 @@ Test(clip, clip_grad_matches_pytorch)
             free(v);
         } else if (strcmp(word, "end") == 0) {
             cr_expect_eq(n_clipped, n_grads, "%s: every gradient compared", name);
-            observe_free(&obs);
             env_close(&e);
             sets++;
         }
@@ -154,7 +152,6 @@ Test(clip, error_if_nonfinite_raises_pytorchs_error)
                                   "`parameters` is non-finite, so it cannot be clipped.") == r.error,
                   "%s", r.error);
     }
-    observe_free(&obs);
     env_close(&e);
 }
 

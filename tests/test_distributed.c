@@ -9,10 +9,13 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <signal.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "distributed/distributed.h"
 #include "core/npy.h"
@@ -363,4 +366,275 @@ Test(distributed, nccl_library_refuses_more_ranks_than_gpus)
     cr_expect(strstr(err, "world_size = 64 needs 64 GPUs for NCCL (one per rank), this machine "
                           "has ") != NULL,
               "%s", err);
+}
+
+#ifdef TEST_MPI_CHECK
+/* the float32 values of an .npy file (n of them) */
+static float *npy_values(const char *path, int64_t *n)
+{
+    npy_array a;
+    char err[512];
+    cr_assert_eq(npy_read(path, &a, NULL, err, sizeof err), 0, "%s", err);
+    float *v = malloc(sizeof(float) * (size_t)a.numel);
+    cr_assert_not_null(v);
+    for (int64_t i = 0; i < a.numel; i++)
+        v[i] = load_as_float(a.data, a.dt, i);
+    *n = a.numel;
+    npy_free(&a);
+    return v;
+}
+
+/* 4 ranks, DDP in float32, one SGD step: the parameters after it (--dump's DIR/0/) against
+ * PyTorch's step on the full batch of 16 samples (tests/references/distributed/ddp_step.py),
+ * within 1e-6; once with batch 4 per rank, once with accumulate = 2 micro-batches of 2 (DDP's
+ * no_sync: one all-reduce of the accumulated .grad). The step moves some weight by far more
+ * than the tolerance, so a wrong reduction or a rank on the wrong rows would fail. */
+Test(distributed, ddp_step_equals_pytorchs_full_batch_step, .timeout = 180)
+{
+    static const char *const params[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+    char dir[256], path[512], cwd[512], text[8192], args[2048], out[8192], ref[1200], got[1200];
+    make_temp_dir(dir, sizeof dir);
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    for (int acc = 1; acc <= 2; acc++) {
+        const char *r = "tests/references/distributed/ddp";
+        snprintf(text, sizeof text,
+                 "[case]\nname = ddp%d\n"
+                 "[model]\nfc1 = linear 6 -> 8\nrelu = relu\nfc2 = linear 8 -> 3\n"
+                 "[data]\nbatch = %d\ninput = file %s/%s/x.npy\ntarget = file %s/%s/y.npy\n"
+                 "[train]\nloss = cross_entropy\noptimizer = sgd lr=0.5\nsteps = 1\n"
+                 "accumulate = %d\n"
+                 "[init]\nfc1.weight = file %s/%s/init.fc1.weight.npy\n"
+                 "fc1.bias = file %s/%s/init.fc1.bias.npy\n"
+                 "fc2.weight = file %s/%s/init.fc2.weight.npy\n"
+                 "fc2.bias = file %s/%s/init.fc2.bias.npy\n"
+                 "[distributed]\nworld_size = 4\ncomm = ddp\n",
+                 acc, 4 / acc, cwd, r, cwd, r, acc, cwd, r, cwd, r, cwd, r, cwd, r);
+        char name[32];
+        snprintf(name, sizeof name, "ddp%d.case", acc);
+        write_file(dir, name, text, path, sizeof path);
+        snprintf(args, sizeof args,
+                 "run %s --device cpu --quiet --out %s/out --dump %s/dump%d --dump-ranks", path,
+                 dir, dir, acc);
+        cr_assert_eq(run_bin("", args, out, sizeof out), 0, "accumulate = %d: %s", acc, out);
+        double moved = 0;
+        /* --dump-ranks: the ranks' own (accumulated) gradients, whose mean the all-reduce is */
+        for (int p = 0; p < 4; p++) {
+            int64_t n, m;
+            snprintf(got, sizeof got, "%s/dump%d/0/%s.grad@allreduce.npy", dir, acc, params[p]);
+            float *reduced = npy_values(got, &n);
+            double *mean = calloc((size_t)n, sizeof(double));
+            for (int k = 0; k < 4; k++) {
+                snprintf(got, sizeof got, "%s/dump%d/rank-%d/0/%s.grad.npy", dir, acc, k,
+                         params[p]);
+                float *g = npy_values(got, &m);
+                cr_assert_eq(m, n);
+                for (int64_t i = 0; i < n; i++)
+                    mean[i] += (double)g[i] / 4;
+                free(g);
+            }
+            for (int64_t i = 0; i < n; i++)
+                cr_expect_leq(fabs(mean[i] - (double)reduced[i]), 1e-6,
+                              "accumulate = %d: %s.grad[%lld]: the ranks' mean %.9g, reduced %.9g",
+                              acc, params[p], (long long)i, mean[i], (double)reduced[i]);
+            free(mean), free(reduced);
+        }
+        for (int p = 0; p < 4; p++) {
+            int64_t n_ref, n_got, n_init;
+            snprintf(ref, sizeof ref, "%s/step.%s.npy", r, params[p]);
+            snprintf(got, sizeof got, "%s/dump%d/0/%s.npy", dir, acc, params[p]);
+            float *want = npy_values(ref, &n_ref), *have = npy_values(got, &n_got);
+            snprintf(ref, sizeof ref, "%s/init.%s.npy", r, params[p]);
+            float *init = npy_values(ref, &n_init);
+            cr_assert_eq(n_ref, n_got);
+            for (int64_t i = 0; i < n_ref; i++) {
+                cr_expect_leq(fabs((double)have[i] - (double)want[i]), 1e-6,
+                              "accumulate = %d: %s[%lld]: %.9g, PyTorch %.9g", acc, params[p],
+                              (long long)i, (double)have[i], (double)want[i]);
+                moved = fmax(moved, fabs((double)want[i] - (double)init[i]));
+            }
+            free(want), free(have), free(init);
+        }
+        cr_expect_gt(moved, 1e-3, "the step moves the weights");
+    }
+    rm_rf(dir);
+}
+#endif
+
+#ifdef TEST_MPI_CHECK
+static const char endless_text[] = "[model]\nfc1 = linear 6 -> 4\nrelu = relu\nfc2 = linear 4 -> 3\n"
+                                   "[data]\nbatch = 2\ntarget = classes\n"
+                                   "[train]\nloss = cross_entropy\noptimizer = sgd lr=0.1\n"
+                                   "steps = 100000000\n"
+                                   "[distributed]\nworld_size = 2\n";
+
+/* `ampscope run CASE --out DIR/out --dump DIR/dump` started in the background */
+static pid_t start_endless(const char *dir, const char *case_path)
+{
+    char out[600], dump[600];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(dump, sizeof dump, "%s/dump", dir);
+    const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
+        execl(bin, bin, "run", case_path, "--device", "cpu", "--quiet", "--out", out, "--dump",
+              dump, "--dump-only", "target", (char *)NULL);
+        _exit(127);
+    }
+    /* rank 0 dumps the target once step 0 is done: every rank is then in its steps */
+    snprintf(dump, sizeof dump, "%s/dump/init/target.npy", dir);
+    for (int i = 0; i < 600 && access(dump, F_OK) != 0; i++)
+        usleep(50 * 1000);
+    return pid;
+}
+
+static int exit_status(pid_t pid)
+{
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Ctrl-C at the launcher of a 2-rank case: every rank stops after the same step K and rank 0's
+ * K steps are kept, as summary.csv says; a second signal ends the ranks and keeps nothing */
+Test(distributed, ctrl_c_keeps_every_ranks_completed_steps, .timeout = 120)
+{
+    char dir[256], path[512], file[600];
+    make_temp_dir(dir, sizeof dir);
+    write_file(dir, "endless.case", endless_text, path, sizeof path);
+    pid_t pid = start_endless(dir, path);
+    kill(pid, SIGINT);
+    cr_assert_eq(exit_status(pid), 128 + SIGINT);
+    snprintf(file, sizeof file, "%s/out/summary.csv", dir);
+    csv s;
+    cr_assert(csv_read(file, &s));
+    char **row = csv_find(&s, "case", "endless", "status", "interrupted", NULL, NULL);
+    cr_assert_not_null(row);
+    long k = -1;
+    cr_assert_eq(sscanf(row[csv_col(&s, "error")], "interrupted after step %ld of 100000000 (SIGINT)",
+                        &k), 1, "%s", row[csv_col(&s, "error")]);
+    csv_free(&s);
+    snprintf(file, sizeof file, "%s/out/endless/steps.csv", dir);
+    cr_assert(csv_read(file, &s));
+    cr_expect_eq(s.n_rows, k, "steps.csv: %d rows, summary.csv: %ld", s.n_rows, k);
+    for (int i = 0; i < s.n_rows; i++)
+        cr_expect_eq(atol(s.rows[i][csv_col(&s, "step")]), i);
+    csv_free(&s);
+    snprintf(file, sizeof file, "%s/out/endless/ranks.csv", dir);
+    cr_assert(csv_read(file, &s));
+    cr_expect_not_null(csv_find(&s, "rank", "1", "step", "0", NULL, NULL), "rank 1's rows too");
+    csv_free(&s);
+
+    /* again, with two signals: the results above stay whole */
+    char before[8192], after[8192];
+    snprintf(file, sizeof file, "%s/out/endless/steps.csv", dir);
+    FILE *f = fopen(file, "r");
+    size_t n = fread(before, 1, sizeof before - 1, f);
+    before[n] = '\0';
+    fclose(f);
+    snprintf(file, sizeof file, "%s/dump", dir);
+    rm_rf(file);
+    pid = start_endless(dir, path);
+    kill(pid, SIGINT);
+    kill(pid, SIGTERM);
+    int rc = exit_status(pid);
+    cr_expect(rc == 128 + SIGINT || rc == 128 + SIGTERM, "exit status %d", rc);
+    snprintf(file, sizeof file, "%s/out/endless/steps.csv", dir);
+    f = fopen(file, "r");
+    cr_assert_not_null(f);
+    n = fread(after, 1, sizeof after - 1, f);
+    after[n] = '\0';
+    fclose(f);
+    cr_expect(strcmp(before, after) == 0, "the earlier results stay whole");
+    rm_rf(dir);
+}
+
+/* --sweep over a 2-rank case: each variant's values reach the ranks (its steps, both ranks'
+ * rows), and the table has a row per variant */
+Test(distributed, sweep_runs_each_variant_on_the_ranks, .timeout = 120)
+{
+    char dir[256], path[512], out[8192], args[1024], file[600];
+    make_temp_dir(dir, sizeof dir);
+    write_file(dir, "two.case", case_text, path, sizeof path);
+    snprintf(args, sizeof args, "run %s --device cpu --quiet --out %s/out --sweep train.steps=1,3",
+             path, dir);
+    cr_assert_eq(run_bin("", args, out, sizeof out), 0, "%s", out);
+    for (int steps = 1; steps <= 3; steps += 2) {
+        csv c;
+        snprintf(file, sizeof file, "%s/out/two+train.steps=%d/steps.csv", dir, steps);
+        cr_assert(csv_read(file, &c), "%s", file);
+        cr_expect_eq(c.n_rows, steps);
+        csv_free(&c);
+        snprintf(file, sizeof file, "%s/out/two+train.steps=%d/ranks.csv", dir, steps);
+        cr_assert(csv_read(file, &c), "%s", file);
+        char last[16];
+        snprintf(last, sizeof last, "%d", steps - 1);
+        cr_expect_not_null(csv_find(&c, "rank", "1", "step", last, NULL, NULL));
+        csv_free(&c);
+    }
+    csv t;
+    snprintf(file, sizeof file, "%s/out/two.sweep/sweep.csv", dir);
+    cr_assert(csv_read(file, &t));
+    cr_expect_eq(t.n_rows, 2);
+    csv_free(&t);
+    rm_rf(dir);
+}
+
+/* a rank killed with SIGKILL mid-step ends every rank; the message names the signal, exit 2 */
+Test(distributed, a_rank_killed_ends_every_rank_with_its_status, .timeout = 120)
+{
+    char dir[256], path[512], out[8192], args[1024];
+    make_temp_dir(dir, sizeof dir);
+    write_file(dir, "two.case", case_text, path, sizeof path);
+    snprintf(args, sizeof args, "run %s --device cpu --quiet --out %s/out", path, dir);
+    cr_expect_eq(run_bin("AMPSCOPE_DISTRIBUTED_FAIL=1:1:kill", args, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "two: mpirun ended with status ") != NULL, "%s", out);
+    cr_expect(strstr(out, "rank 1") != NULL && strstr(out, "signal 9") != NULL, "%s", out);
+    rm_rf(dir);
+}
+#endif
+
+/* with accumulate > 1 too, a data file holds accumulate x world_size x batch samples, the
+ * layout said at the file's line; hosts = FILE must be a file; the float32 masters' own
+ * accumulation is refused with ranks */
+Test(distributed, accumulation_with_ranks_at_load_time)
+{
+    char dir[256], path[512], text[1024], err[256];
+    make_temp_dir(dir, sizeof dir);
+    const float x[4 * 4] = {0};
+    snprintf(path, sizeof path, "%s/x.npy", dir);
+    cr_assert_eq(npy_write(path, DTYPE_FLOAT32, 2, (int64_t[]){4, 4}, x, err, sizeof err), 0);
+    snprintf(text, sizeof text,
+             "[model]\nfc1 = linear 4 -> 2\n[data]\nbatch = 2\ninput = file %s\ntarget = classes\n"
+             "[train]\nloss = cross_entropy\noptimizer = sgd lr=0.1\naccumulate = 2\n"
+             "[distributed]\nworld_size = 2\nhosts = no-such-hostfile\n",
+             path);
+    write_file(dir, "bad.case", text, path, sizeof path);
+    case_config *cfg = calloc(1, sizeof *cfg);
+    err_list errs = {0};
+    cr_assert_eq(case_load(path, NULL, 0, cfg, &errs), 2);
+    cr_expect(strstr(errs.msgs[1], "bad.case:13: no such file: ") != NULL &&
+                  strstr(errs.msgs[1], "/no-such-hostfile") != NULL,
+              "%s", errs.msgs[1]);
+    cr_expect(strstr(errs.msgs[0], "bad.case:5: ") != NULL, "%s", errs.msgs[0]);
+    cr_expect(strstr(errs.msgs[0], "x.npy: shape 4x4, expected 8x4 (accumulate = 2 micro-batches "
+                                   "x world_size = 2 ranks of batch 2: sample i of micro-batch "
+                                   "k of rank r is row (k * batch + i) * world_size + r)") != NULL,
+              "%s", errs.msgs[0]);
+    err_list_free(&errs);
+    write_file(dir, "masters.case",
+               "[model]\nfc1 = linear 4 -> 2\n[data]\nbatch = 2\ntarget = classes\n"
+               "[precision]\nparams = float16\nmaster_weights = yes\n"
+               "[train]\nloss = cross_entropy\noptimizer = sgd lr=0.1\naccumulate = 2\n"
+               "[distributed]\nworld_size = 2\n",
+               path, sizeof path);
+    cr_assert_eq(case_load(path, NULL, 0, cfg, &errs), 1);
+    cr_expect(strstr(errs.msgs[0], "masters.case:14: world_size > 1 with [train] accumulate > 1 "
+                                   "and master weights needs delay_unscale = yes") != NULL,
+              "%s", errs.msgs[0]);
+    err_list_free(&errs);
+    free(cfg);
+    rm_rf(dir);
 }

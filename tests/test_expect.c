@@ -3,7 +3,7 @@
  * key on tests/cases/small-fp8-delayed.case. Which operands saturate, how many values and
  * from which step come from tools/fp8_linear_reference.py's PyTorch emulation of the case
  * (tests/references/fp8/small-fp8-delayed.fp8.csv), not from the run's own fp8.csv; and
- * MXFP8's column-wise copies counted with their operand, on an fp8.csv written by hand.
+ * MXFP8's column-wise copies counted with their operand, on float8 rows written by hand.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -98,26 +98,39 @@ Test(expect, saturated_fails_and_says_what_fp8_csv_shows)
 }
 
 /* Under MXFP8 `saturated L.input` means either copy of fc1's input: the rows of
- * L.input.colwise count with L.input's. A hand-written fp8.csv in which only fc1.input's
- * column-wise copy clamped (2 values in step 1) and fc2.input's copies clamped nothing. */
+ * L.input.colwise count with L.input's. A record's float8 rows written by hand, in which
+ * only fc1.input's column-wise copy clamped (2 values in step 1) and fc2.input's copies
+ * clamped nothing. */
 Test(expect, saturated_counts_the_column_wise_copy)
 {
-    char dir[256], path[768];
-    make_temp_dir(dir, sizeof dir);
-    write_file(dir, "fp8.csv",
-               "case,step,tensor,format,amax,scale,saturated,underflow\n"
-               "mx,0,fc1.input,float8_e4m3fn,58,4,0,51\n"
-               "mx,0,fc1.input.colwise,float8_e4m3fn,58,4,0,185\n"
-               "mx,0,fc2.input,float8_e4m3fn,15.4375,16,0,0\n"
-               "mx,0,fc2.input.colwise,float8_e4m3fn,15.4375,16,0,0\n"
-               "mx,1,fc1.input,float8_e4m3fn,58,4,0,51\n"
-               "mx,1,fc1.input.colwise,float8_e4m3fn,58,4,2,185\n"
-               "mx,1,fc2.input,float8_e4m3fn,15.5625,16,0,0\n"
-               "mx,1,fc2.input.colwise,float8_e4m3fn,15.5625,16,0,0\n",
-               path, sizeof path);
+    static const struct {
+        int64_t step;
+        const char *tensor;
+        float amax, scale;
+        int64_t saturated, underflow;
+    } rows[] = {
+        {0, "fc1.input", 58, 4, 0, 51},           {0, "fc1.input.colwise", 58, 4, 0, 185},
+        {0, "fc2.input", 15.4375f, 16, 0, 0},     {0, "fc2.input.colwise", 15.4375f, 16, 0, 0},
+        {1, "fc1.input", 58, 4, 0, 51},           {1, "fc1.input.colwise", 58, 4, 2, 185},
+        {1, "fc2.input", 15.5625f, 16, 0, 0},     {1, "fc2.input.colwise", 15.5625f, 16, 0, 0},
+    };
+    run_record *rec = record_new();
+    cr_assert_not_null(rec);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        record_fp8 *q = record_add_fp8(rec);
+        cr_assert_not_null(q);
+        *q = (record_fp8){.step = rows[i].step,
+                          .tensor = record_intern(rec, rows[i].tensor),
+                          .format = DTYPE_FLOAT8_E4M3FN,
+                          .amax = rows[i].amax,
+                          .scale = rows[i].scale,
+                          .saturated = rows[i].saturated,
+                          .underflow = rows[i].underflow};
+    }
     case_config *cfg = calloc(1, sizeof *cfg);
     cr_assert_not_null(cfg);
     snprintf(cfg->path, sizeof cfg->path, "mx.case");
+    snprintf(rec->config.path, sizeof rec->config.path, "mx.case");
     static const struct {
         const char *tensor;
         bool saturated;
@@ -129,12 +142,13 @@ Test(expect, saturated_counts_the_column_wise_copy)
             .kind = EXPECT_SATURATED, .saturated = claims[i].saturated, .line = 10 + i};
         snprintf(e->tensor, sizeof e->tensor, "%s", claims[i].tensor);
     }
-    case_result res = {.ok = true};
-    expect_check(cfg, NULL, dir, &res);
-    cr_expect_eq(res.expect_total, 4);
-    cr_expect_eq(res.expect_passed, 2, "%s", res.failures);
-    cr_expect_not(res.passed);
-    cr_expect_str_eq(res.failures,
+    rec->result.ok = true;
+    expect_check(cfg, rec);
+    const case_result *res = &rec->result;
+    cr_expect_eq(res->expect_total, 4);
+    cr_expect_eq(res->expect_passed, 2, "%s", res->failures);
+    cr_expect_not(res->passed);
+    cr_expect_str_eq(res->failures,
                      "mx.case:12: expectation failed: saturated fc1.input: expected no, 2 values "
                      "saturated in its 4 quantizations, 2 of them of fc1.input.colwise, first in "
                      "step 1 (fp8.csv)\n"
@@ -142,5 +156,5 @@ Test(expect, saturated_counts_the_column_wise_copy)
                      "saturated in its 4 quantizations, 2 of them of fc2.input.colwise "
                      "(fp8.csv)\n");
     free(cfg);
-    rm_rf(dir);
+    record_free(rec);
 }

@@ -3,7 +3,8 @@
  * fp8_block_gemm; harness/ops/cpu/fp8_block.c) on values classified by hand: each block's E8M0
  * byte, its float8 bytes and the counts, the column-wise copy, TE's infinite-amax edge, and
  * the GEMM against the products summed here from the float8 values times 2^(e - 127).
- * No GPU test: the CUDA backend refuses both ops (MXFP8 runs on the CPU only in ampscope).
+ * No GPU test: the CUDA backend leaves both ops out (MXFP8 runs on the CPU only in ampscope;
+ * test_backend.c and test_gpu_path.c check how a case is refused then).
  */
 #include <criterion/criterion.h>
 #include <math.h>

@@ -1,13 +1,16 @@
 /*
  * test_fp8_linear.c: te.Linear under fp8_autocast (harness/layers/fp8_linear.h) and the [fp8]
  * section.
- *  - tests/cases/small-fp8-{delayed,current,mxfp8,delayed-scaler}.case against tools/fp8_linear_reference.py's
- *    PyTorch emulation (tests/references/fp8/): every quantization's amax, scale, saturated
- *    and underflow counts in fp8.csv, and every quantized copy's float8 values (`--dump`),
- *    exactly; the loss within 4 float32 ulps: the GEMMs sum in float32 in OpenBLAS's order
- *    here and MKL's in PyTorch, which may round a sum of exact float8 products differently by
- *    an ulp before the output's rounding (in these cases they agree: the test would still
- *    pass with such an ulp, the bytes and scales would show it);
+ *  - tests/cases/small-fp8-{delayed,current,mxfp8,delayed-scaler}.case against
+ *    tools/fp8_linear_reference.py (tests/references/fp8/): an emulation of te.Linear written
+ *    in this project with PyTorch's float8 dtypes from Transformer Engine's sources, not
+ *    Transformer Engine itself (hence the tests' names: *_matches_the_te_emulation): every
+ *    quantization's amax, scale, saturated and underflow counts in fp8.csv, and every
+ *    quantized copy's float8 values (`--dump`), exactly; the loss within 4 float32 ulps: the
+ *    GEMMs sum in float32 in OpenBLAS's order here and MKL's in PyTorch, which may round a
+ *    sum of exact float8 products differently by an ulp before the output's rounding (in
+ *    these cases they agree: the test would still pass with such an ulp, the bytes and
+ *    scales would show it);
  *  - delayed scaling's rule across steps, recomputed here from fp8.csv's amax column: the
  *    scale of step s is 1 for s = 0, else fp8_max / (the largest of the last
  *    amax_history_len amaxes, s - 1 back) for max, fp8_max / amax(s - 1) for most_recent;
@@ -110,19 +113,25 @@ static void compare_with_reference(const char *name)
         cr_expect_gt(saturated, 0, "no saturation in %s", name);
 }
 
-Test(fp8_linear, delayed_scaling_matches_pytorch) { compare_with_reference("small-fp8-delayed"); }
+Test(fp8_linear, delayed_scaling_matches_the_te_emulation)
+{
+    compare_with_reference("small-fp8-delayed");
+}
 
-Test(fp8_linear, current_scaling_matches_pytorch) { compare_with_reference("small-fp8-current"); }
+Test(fp8_linear, current_scaling_matches_the_te_emulation)
+{
+    compare_with_reference("small-fp8-current");
+}
 
 /* autocast float16 and a GradScaler: the output gradients quantized with the loss scale in them */
-Test(fp8_linear, delayed_scaling_with_grad_scaler_matches_pytorch)
+Test(fp8_linear, delayed_scaling_with_grad_scaler_matches_the_te_emulation)
 {
     compare_with_reference("small-fp8-delayed-scaler");
 }
 
 /* MXFP8 (the CPU only): every row-wise and column-wise copy's bytes, amax, block-scale column,
  * counts, and the loss, against the reference's own E8M0 rule and dequantized GEMMs */
-Test(fp8_linear, mxfp8_matches_pytorch) { compare_with_reference("small-fp8-mxfp8"); }
+Test(fp8_linear, mxfp8_matches_the_te_emulation) { compare_with_reference("small-fp8-mxfp8"); }
 
 /* fp8.csv's scales against the rule, recomputed from its amaxes, over 6 steps */
 static void check_delayed_rule(int history_len, bool most_recent, int margin)

@@ -144,12 +144,7 @@ static int run_stderr(const char *env, const char *args, char *err, size_t len)
     const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s %s %s 2>&1 >/dev/null", env, bin, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t n = fread(err, 1, len - 1, p);
-    err[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_command(cmd, err, len);
 }
 
 static int count_lines(const char *s)
@@ -219,5 +214,33 @@ Test(gpu_path, a_missing_library_leaves_auto_on_the_cpu, .timeout = 120)
     cr_expect(strstr(err, "libampscope_cuda.so: cannot open shared object file") != NULL,
               "got: %s", err);
     cr_expect(strstr(err, "; running on the CPU\n") != NULL, "got: %s", err);
+    rm_rf(dir);
+}
+
+/* A CUDA library that leaves MXFP8's ops out (tests/fixtures/backend/no_mxfp8.c, as the GPU
+ * backend does): its table passes the loader's check, and an MXFP8 case is refused before it
+ * runs, at its [fp8] recipe line (line 39 of tests/cases/small-fp8-mxfp8.case), exit 2. */
+Test(gpu_path, a_backend_without_mxfp8_refuses_the_case_at_its_recipe_line, .timeout = 120)
+{
+    char dir[256], cmd[2048], env[600], args[1024], err[8192];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd,
+             "cc -std=c11 -Iharness -shared -fPIC tests/fixtures/backend/no_mxfp8.c -o "
+             "%s/libampscope_cuda.so",
+             dir);
+    cr_assert_eq(system(cmd), 0, "could not build the stand-in library");
+    snprintf(env, sizeof env, "AMPSCOPE_LIB_DIR=%s", dir);
+    snprintf(args, sizeof args,
+             "run tests/cases/small-fp32.case tests/cases/small-fp8-mxfp8.case --device cuda "
+             "--out %s/r --quiet",
+             dir);
+    cr_expect_eq(run_stderr(env, args, err, sizeof err), 2, "stderr: %s", err);
+    cr_expect(strstr(err, "tests/cases/small-fp8-mxfp8.case:39: recipe = mxfp8 on the no-mxfp8 "
+                          "backend (a stand-in GPU): MXFP8 runs on the CPU only") == err,
+              "got: %s", err);
+    cr_expect(strstr(err, "---> HINT: run the case with --device cpu\n") != NULL, "got: %s", err);
+    cr_expect(strstr(err, "stand-in library") == NULL, "an op ran: %s", err);
+    snprintf(args, sizeof args, "%s/r", dir);
+    cr_expect_neq(access(args, F_OK), 0, "a case ran: %s exists", args);
     rm_rf(dir);
 }

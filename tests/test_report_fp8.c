@@ -33,10 +33,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "report/report.h"
-#include "report/fp8.h"
-#include "helpers.h"
 #include "case/load.h"
+#include "helpers.h"
+#include "report/fp8.h"
+#include "report/report.h"
+#include "results/read.h"
 
 #define FIXTURE "tests/fixtures/fp8/fp8-fixture"
 #define MX_FIXTURE "tests/fixtures/fp8/fp8-mxfp8"
@@ -62,24 +63,50 @@ static void copy_in(const char *dir, const char *name)
     free(text);
 }
 
-/* The float8 section of a case folder, as report.md gets it from a run of cfg (NULL: the
- * recipe inferred). */
-static char *section_with(const char *dir, const case_config *cfg)
+/* A case folder's record, through the CSV reader (the fixtures have no config.csv). */
+static run_record *read_folder(const char *dir)
 {
-    case_files c;
+    run_record *rec = record_new();
     char err[1024] = "";
-    cr_assert_eq(case_files_read(&c, dir, false, err, sizeof err), 0, "%s", err);
+    cr_assert_not_null(rec);
+    cr_assert_eq(results_read_case(dir, rec, err, sizeof err), 0, "%s", err);
+    return rec;
+}
+
+/* The float8 section of a case folder, as report.md gets it from a run of [fp8] recipe
+ * (-1: no [fp8] in the config: the recipe inferred). */
+static char *section_with(const char *dir, int recipe)
+{
+    run_record *rec = read_folder(dir);
+    rec->config.fp8 = recipe >= 0;
+    rec->config.fp8_recipe = recipe;
+    char err[1024] = "";
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     cr_assert_not_null(f);
-    cr_assert_eq(report_put_fp8(f, dir, &c, cfg, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(report_put_fp8(f, rec, err, sizeof err), 0, "%s", err);
     cr_assert_eq(fclose(f), 0);
-    case_files_free(&c);
+    record_free(rec);
     return text;
 }
 
-static char *section_of(const char *dir) { return section_with(dir, NULL); }
+static char *section_of(const char *dir) { return section_with(dir, -1); }
+
+/* report.md of OUT's only case, re-made from its folder's files (as `ampscope report`) */
+static void report_again(const char *out)
+{
+    csv_table sum;
+    char err[1024] = "", dir[1024];
+    cr_assert_eq(results_read_summary(out, &sum, err, sizeof err), 0, "%s", err);
+    run_record *rec = record_new();
+    cr_assert_not_null(rec);
+    cr_assert_eq(results_read(out, &sum, 0, rec, err, sizeof err), 0, "%s", err);
+    snprintf(dir, sizeof dir, "%s/%s", out, rec->result.name);
+    cr_assert_eq(report_case(rec, dir, err, sizeof err), 0, "%s", err);
+    record_free(rec);
+    csv_table_free(&sum);
+}
 
 static void expect_has(const char *text, const char *want)
 {
@@ -140,17 +167,11 @@ Test(report_fp8, counts_each_gemm_operand_by_hand)
 
 Test(report_fp8, report_md_has_the_section_only_with_fp8_csv)
 {
-    char out[256], dir[512], path[768], err[1024];
+    char out[256], dir[512], path[768];
     make_temp_dir(out, sizeof out);
-    case_config *cfg = calloc(1, sizeof *cfg);
-    cr_assert_not_null(cfg);
-    err_list errs = {0};
-    cr_assert_eq(case_load("tests/cases/small-fp32.case", NULL, 0, cfg, &errs), 0);
-    err_list_free(&errs);
     case_result res;
     run_case_file("tests/cases/small-fp32.case", out, &res, NULL);
-    snprintf(dir, sizeof dir, "%s/%s", out, cfg->name);
-    cr_assert_eq(report_case(cfg, &res, dir, err, sizeof err), 0, "%s", err);
+    snprintf(dir, sizeof dir, "%s/%.200s", out, res.name);
     snprintf(path, sizeof path, "%s/report.md", dir);
     char *md = slurp(path);
     cr_expect_null(strstr(md, "## Float8"), "a case without fp8.csv has no float8 section");
@@ -158,7 +179,7 @@ Test(report_fp8, report_md_has_the_section_only_with_fp8_csv)
     /* the fixture's fp8.csv in this folder: its operands have no quantized copies in this
      * tensors.csv, so the section has fp8.csv's counts and no subnormals */
     copy_in(dir, "fp8.csv");
-    cr_assert_eq(report_case(cfg, &res, dir, err, sizeof err), 0, "%s", err);
+    report_again(out);
     md = slurp(path);
     const char *sec = strstr(md, "## Float8\n\n6 GEMM operands of 2 layers");
     cr_expect_not_null(sec, "%s", md);
@@ -170,7 +191,6 @@ Test(report_fp8, report_md_has_the_section_only_with_fp8_csv)
                                   "step 1"));
     cr_expect_null(strstr(md, "fp8_hist.png"), "no histogram without the copies' rows");
     free(md);
-    free(cfg);
     rm_rf(out);
 }
 
@@ -191,7 +211,7 @@ Test(report_fp8, report_all_has_the_float8_line)
                "fp8-fixture,cpu,ok,,float32,bfloat16,float32,bfloat16,float32,float32,"
                "float8_e5m2,bfloat16,348,5376,2.22789955,45056,1.5,0,0\n",
                path, sizeof path);
-    cr_assert_eq(report_all(out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(report_all(out, NULL, 0, err, sizeof err), 0, "%s", err);
     snprintf(path, sizeof path, "%s/REPORT.md", out);
     char *md = slurp(path);
     cr_expect_not_null(strstr(md, "[memory](fp8-fixture/memory.png), [float8 copies](fp8-fixture/"
@@ -216,15 +236,14 @@ Test(report_fp8, a_bad_number_names_the_file_and_row)
                "fp8-fixture,0,fc.input,float8_e4m3fn,3.4418869,1,0,3\n"
                "fp8-fixture,1,fc.input,float8_e4m3fn,3.4418869,130.161163,many,0\n",
                path, sizeof path);
-    case_files c;
-    cr_assert_eq(case_files_read(&c, out, false, err, sizeof err), 0, "%s", err);
-    fp8_summary s;
-    cr_expect_eq(fp8_summary_read(&s, out, &c, err, sizeof err), -1);
+    run_record *rec = record_new();
+    cr_assert_not_null(rec);
+    cr_expect_eq(results_read_case(out, rec, err, sizeof err), -1);
     cr_expect_not_null(strstr(err, "fp8.csv: row 2: saturated is not a number"), "%s", err);
     write_file(out, "fp8.csv", "case,step,tensor,format,amax,scale,underflow\n", path, sizeof path);
-    cr_expect_eq(fp8_summary_read(&s, out, &c, err, sizeof err), -1);
+    cr_expect_eq(results_read_case(out, rec, err, sizeof err), -1);
     cr_expect_not_null(strstr(err, "has no column saturated"), "%s", err);
-    case_files_free(&c);
+    record_free(rec);
     rm_rf(out);
 }
 
@@ -298,45 +317,37 @@ Test(report_fp8, mxfp8_column_wise_copies_are_rows_of_their_operand)
     expect_has(md, "as `fc1.weight.grad@bfloat16` and `fc2.weight.grad@bfloat16`, and were");
     free(md);
 
-    case_files c;
     char err[1024] = "", line[512];
-    cr_assert_eq(case_files_read(&c, MX_FIXTURE, false, err, sizeof err), 0, "%s", err);
+    run_record *rec = read_folder(MX_FIXTURE);
     fp8_summary s;
-    cr_assert_eq(fp8_summary_read(&s, MX_FIXTURE, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(fp8_summary_of(&s, rec, err, sizeof err), 0, "%s", err);
     fp8_summary_line(&s, line, sizeof line);
     cr_expect_str_eq(line, "Float8 (fp8.csv): 6 GEMM operands (5 of them with a column-wise copy, "
                            "MXFP8) over 3 steps; 0 values saturated, 709 underflowed (most in "
                            "`fc1.input` (column-wise)).");
     fp8_summary_free(&s);
-    case_files_free(&c);
+    record_free(rec);
 }
 
 /* With the case's config the section names its recipe, and says of the scales what that
  * recipe does: only delayed scaling has an initial scale no amax chose */
 Test(report_fp8, the_recipe_comes_from_the_case)
 {
-    case_config *cfg = calloc(1, sizeof *cfg);
-    cr_assert_not_null(cfg);
-    cfg->fp8 = true;
-    cfg->fp8_recipe = FP8_RECIPE_DELAYED;
-    char *md = section_with(FIXTURE, cfg);
+    char *md = section_with(FIXTURE, FP8_RECIPE_DELAYED);
     expect_has(md, "Recipe: delayed scaling (each scale from its tensor's amax history of the "
                    "steps before). The scale multiplies the values before the cast; the GEMM's "
                    "output is multiplied by the two operands' `1 / scale`.");
     expect_has(md, "(the initial scale: no amax was recorded before the first step)");
     free(md);
-    cfg->fp8_recipe = FP8_RECIPE_CURRENT;
-    md = section_with(FIXTURE, cfg);
+    md = section_with(FIXTURE, FP8_RECIPE_CURRENT);
     expect_has(md, "Recipe: current scaling (each scale from the quantized tensor's own amax).");
     cr_expect_null(strstr(md, "the initial scale"), "%s", md);
     free(md);
-    cfg->fp8_recipe = FP8_RECIPE_MXFP8;
-    md = section_with(MX_FIXTURE, cfg);
+    md = section_with(MX_FIXTURE, FP8_RECIPE_MXFP8);
     expect_has(md, "Recipe: MXFP8 block scaling (CPU only). Each operand");
     free(md);
     /* without a config and without column-wise copies: no recipe named */
     md = section_of(FIXTURE);
     cr_expect_null(strstr(md, "Recipe:"), "%s", md);
     free(md);
-    free(cfg);
 }

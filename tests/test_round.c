@@ -370,45 +370,65 @@ static char *slurp(const char *path, long *len)
 }
 
 /*
- * AMPSCOPE_CPU_ISA (cpu.h): bin/ampscope ($AMPSCOPE) at each level this processor runs writes,
- * byte for byte, the tensors.csv (counts, amax, amin) and hist.csv of the best level, on cases
- * that store float16 (autocast + GradScaler, binary cross-entropy) and bfloat16 (AdamW under
- * autocast); a name that is not a level stops it with exit 2 and a message naming the
- * variable and the levels.
+ * AMPSCOPE_CPU_ISA reaches the counting and the conversions: bin/ampscope run at each level
+ * this processor runs, its tensors.csv, hist.csv and steps.csv (timings aside) against the
+ * best level's, field by field. What this compares must come from the code a level chooses
+ * (the counting, the float16 and bfloat16 stores, the optimizer's update), never from
+ * OpenBLAS: at AMPSCOPE_CPU_ISA=avx2 or x86-64 the harness also runs OpenBLAS on such a
+ * processor's GEMM kernels (core/libenv.c), whose float32 sums may differ from the best
+ * level's in the last bits (Haswell's and SkylakeX's do on an AVX-512 machine), and every
+ * value after a GEMM with them. So:
+ *  - tests/fixtures/isa/, models without a GEMM (position_embedding, layer_norm, tanh, scale,
+ *    mse: the harness's own loops, one build at every level) in float32 with a GradScaler,
+ *    float16 under autocast, and bfloat16 with float32 master weights, are compared at every
+ *    level on every machine;
+ *  - cases with GEMMs (tests/cases/) are compared between levels whose runs used the same
+ *    OpenBLAS kernels, as `ampscope --version` at each level names them (where the shell
+ *    sets OPENBLAS_CORETYPE, which the harness keeps, or on an AVX2 machine), and only
+ *    logged as not compared otherwise.
+ * The test neither sets nor reads OPENBLAS_CORETYPE. A name that is not a level stops the
+ * harness with exit 2 and a message naming the variable and the levels.
  */
-Test(round, every_isa_level_of_the_harness_writes_the_same_results, .timeout = 120)
+Test(round, every_isa_level_of_the_harness_writes_the_same_results, .timeout = 180)
 {
     const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
-    static const char *const cases[] = {"small-autocast-fp16-scaler", "small-bce-autocast",
-                                        "small-adamw"};
-    static const char *const files[] = {"tensors.csv", "hist.csv"};
-    char dir[256], cmd[2048], path[1024];
+    static const char *const gemm_free[] = {"isa-fp32-scaler", "isa-half", "isa-bf16-master"};
+    static const char *const gemm[] = {"small-autocast-fp16-scaler", "small-bce-autocast",
+                                       "small-adamw"};
+    static const char *const files[] = {"tensors.csv", "hist.csv", "steps.csv"};
+    char dir[256], cmd[2048], a[1024], b[1024], path[1024], why[2048], best_blas[64], blas[64];
     make_temp_dir(dir, sizeof dir);
     for (int l = 0; l < CPU_ISA_COUNT; l++) {
         if (!cpu_isa_runs((cpu_isa)l))
             continue;
         snprintf(cmd, sizeof cmd,
-                 "for c in %s %s %s; do AMPSCOPE_CPU_ISA=%s %s run tests/cases/$c.case --device "
-                 "cpu --out %s/%s --quiet || exit 1; done >%s/log 2>&1",
-                 cases[0], cases[1], cases[2], cpu_isa_name((cpu_isa)l), bin, dir,
-                 cpu_isa_name((cpu_isa)l), dir);
+                 "AMPSCOPE_CPU_ISA=%s %s run tests/fixtures/isa/%s.case tests/fixtures/isa/%s.case "
+                 "tests/fixtures/isa/%s.case tests/cases/%s.case tests/cases/%s.case "
+                 "tests/cases/%s.case --device cpu --out %s/%s --quiet >%s/log 2>&1",
+                 cpu_isa_name((cpu_isa)l), bin, gemm_free[0], gemm_free[1], gemm_free[2], gemm[0],
+                 gemm[1], gemm[2], dir, cpu_isa_name((cpu_isa)l), dir);
         cr_assert_eq(system(cmd), 0, "%s failed (see %s/log)", cmd, dir);
     }
     const char *best = cpu_isa_name(cpu_isa_best());
-    for (int l = 0; l < CPU_ISA_COUNT; l++)
-        for (int c = 0; l != (int)cpu_isa_best() && cpu_isa_runs((cpu_isa)l) && c < 3; c++)
-            for (int f = 0; f < 2; f++) {
-                long na = 0, nb = 0;
-                snprintf(path, sizeof path, "%s/%s/%s/%s", dir, best, cases[c], files[f]);
-                char *a = slurp(path, &na);
-                snprintf(path, sizeof path, "%s/%s/%s/%s", dir, cpu_isa_name((cpu_isa)l), cases[c],
-                         files[f]);
-                char *b = slurp(path, &nb);
-                cr_assert(a && b && na > 0, "%s and the %s run's", path, best);
-                cr_expect(na == nb && memcmp(a, b, (size_t)na) == 0, "%s differs from the %s run's",
-                          path, best);
-                free(a), free(b);
+    isa_blas_kernels(best, best_blas, sizeof best_blas);
+    for (int l = 0; l < CPU_ISA_COUNT; l++) {
+        if (l == (int)cpu_isa_best() || !cpu_isa_runs((cpu_isa)l))
+            continue;
+        const char *level = cpu_isa_name((cpu_isa)l);
+        isa_blas_kernels(level, blas, sizeof blas);
+        bool same_blas = strcmp(blas, best_blas) == 0;
+        if (!same_blas)
+            cr_log_info("the cases with GEMMs not compared at %s: OpenBLAS's %s kernels there, "
+                        "%s at %s",
+                        level, blas, best_blas, best);
+        for (int c = 0; c < 6; c++)
+            for (int f = 0; f < 3 && (c < 3 || same_blas); f++) {
+                const char *name = c < 3 ? gemm_free[c] : gemm[c - 3];
+                snprintf(a, sizeof a, "%s/%s/%s/%s", dir, best, name, files[f]);
+                snprintf(b, sizeof b, "%s/%s/%s/%s", dir, level, name, files[f]);
+                cr_expect(same_run_file(a, b, why, sizeof why), "at %s: %s", level, why);
             }
+    }
     snprintf(cmd, sizeof cmd, "AMPSCOPE_CPU_ISA=avx3 %s --version >%s/bad 2>&1", bin, dir);
     int rc = system(cmd);
     cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "an unknown level exits 2");

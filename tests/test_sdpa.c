@@ -260,8 +260,10 @@ static void against_pytorch(const char *config)
     ref_values(&rc, "dout", dout, MAXN);
 
     run_open();
-    layer_spec spec = {.name = "att", .kind = LAYER_SCALED_DOT_PRODUCT_ATTENTION};
-    const layer_def *d = layer_def_of(LAYER_SCALED_DOT_PRODUCT_ATTENTION);
+    int kind = layer_kind_of_name("scaled_dot_product_attention");
+    cr_assert_geq(kind, 0);
+    layer_spec spec = {.name = "att", .kind = (layer_kind)kind};
+    const layer_def *d = layer_def_of(spec.kind);
     cr_assert_eq(d->n_inputs, 3);
     spec.opt_bool[0] = ref_int(&rc, "causal") != 0;
     const char *scale = rc.t.rows[rc.first][csv_col(&rc.t, "scale")];

@@ -183,18 +183,12 @@ static const char *case_text(const bench_case *b, char *buf, size_t len)
 }
 
 /* the fastest and the median step time after the warm-up, from steps.csv */
-static void step_times(const char *dir, double *fastest, double *median)
+static void step_times(const run_record *rec, double *fastest, double *median)
 {
-    csv_table t;
-    char err[CSV_PATH_LEN + 256];
     double v[64];
-    int n = 0, k = -1;
-    if (csv_table_read_in(&t, dir, csv_steps.file, false, NULL, NULL, err, sizeof err) == 0) {
-        k = csv_table_col(&t, csv_steps.names[STEPS_COL_STEP_MS]);
-        for (int r = 1; k >= 0 && r < t.n_rows && n < 64; r++) /* after the warm-up step */
-            v[n++] = atof(t.rows[r][k]);
-        csv_table_free(&t);
-    }
+    int n = 0;
+    for (int64_t r = 1; r < rec->n_steps && n < 64; r++) /* after the warm-up step */
+        v[n++] = rec->steps[r].step_ms;
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     *fastest = n ? v[0] : NAN;
     *median = n ? v[n / 2] : NAN;
@@ -209,7 +203,7 @@ static void step_times(const char *dir, double *fastest, double *median)
  * fills memory */
 static void run_once(const bench_case *b, bool observe_off, bench_row *row)
 {
-    char dir[] = "/tmp/ampscope-bench-XXXXXX", path[4096], text[2048], err[1024];
+    char dir[] = "/tmp/ampscope-bench-XXXXXX", path[4096], text[2048];
     if (!mkdtemp(dir))
         exit(2);
     snprintf(path, sizeof path, "%s/bench.case", dir);
@@ -225,24 +219,25 @@ static void run_once(const bench_case *b, bool observe_off, bench_row *row)
     mem_account account = {0};
     backend *be = backend_cpu_open(&account);
     train_options opt = {.quiet = true, .observe_off = observe_off};
-    case_result res;
-    char out[4096];
-    snprintf(out, sizeof out, "%s/out", dir);
-    if (results_begin(out, "bench", path, sizeof path, err, sizeof err) ||
-        train_case(&cfg, be, &opt, path, &res) || !res.ok) {
-        fprintf(stderr, "bench: %s\n", res.error[0] ? res.error : err);
+    run_record *rec = record_new();
+    if (!rec)
+        exit(2);
+    const case_result *res = &rec->result;
+    if (train_case(&cfg, be, &opt, rec) || !res->ok) {
+        fprintf(stderr, "bench: %s\n", res->error);
         exit(2);
     }
     double fastest, median;
-    step_times(path, &fastest, &median);
+    step_times(rec, &fastest, &median);
     if (observe_off) {
         row->step_off_ms = fmin(row->step_off_ms, fastest);
     } else {
         row->step_ms = fmin(row->step_ms, fastest);
         row->step_median_ms = fmin(row->step_median_ms, median);
-        row->account_mib = (double)res.peak_bytes / 1048576.0;
-        row->workspace_mib = (double)res.workspace_peak_bytes / 1048576.0;
+        row->account_mib = (double)res->peak_bytes / 1048576.0;
+        row->workspace_mib = (double)res->workspace_peak_bytes / 1048576.0;
     }
+    record_free(rec);
     results_discard(dir);
     be->close(be);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fp8_linear_reference.py: the references of tests/test_fp8_linear.c, written by PyTorch.
+"""fp8_linear_reference.py: the references of tests/test_fp8_linear.c, an emulation (not TE itself).
 
 Transformer Engine's te.Linear under fp8_autocast (transformer_engine/pytorch/module/linear.py,
 _Linear.forward and backward) emulated explicitly with PyTorch's float8 dtypes, for the model

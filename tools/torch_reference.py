@@ -318,7 +318,7 @@ def make_layer(l):
     if kind == "scaled_dot_product_attention":
         return Sdpa(l["causal"], l["scale"])
     if kind == "dropout":
-        raise SystemExit("torch_reference: dropout's mask is not PyTorch's (README.md): "
+        raise SystemExit("torch_reference: dropout's mask is not PyTorch's (docs/SEMANTICS.md): "
                          "its values cannot be compared; refused")
     raise SystemExit("torch_reference: unknown layer kind %s" % kind)
 

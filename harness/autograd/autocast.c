@@ -13,11 +13,78 @@ static void cast_backward(run *r, node *n)
     node_give_grad(r, n, 0, g, stp);
 }
 
-/* a cast of src named `name` */
-static tensor *cast_named(run *r, tensor *src, dtype dt, mem_category cat, const char *name)
+/* the reason an op's policy gives its output under autocast */
+static dtype_reason list_reason(autocast_policy p)
+{
+    switch (p) {
+    case AUTOCAST_LOWER_PRECISION_FP:
+        return DTYPE_REASON_LOWER_PRECISION_FP;
+    case AUTOCAST_FP32:
+        return DTYPE_REASON_FP32;
+    case AUTOCAST_FP32_SET_OPT_DTYPE:
+        return DTYPE_REASON_FP32_SET_OPT_DTYPE;
+    case AUTOCAST_FP32_APPEND_DTYPE:
+        return DTYPE_REASON_FP32_APPEND_DTYPE;
+    case AUTOCAST_PROMOTE:
+        return DTYPE_REASON_PROMOTE;
+    case AUTOCAST_NONE:
+        return DTYPE_REASON_INPUT;
+    case AUTOCAST_BANNED: /* autocast_arg fails the run first */
+    case AUTOCAST_UNSET:
+    case AUTOCAST_POLICY_COUNT:
+        break;
+    }
+    return DTYPE_REASON_UNSET;
+}
+
+/* the operands' own reason: "input" when their floating dtypes agree, else "promote" */
+static dtype_reason operands_reason(tensor *const *in, int n)
+{
+    int first = -1;
+    for (int i = 0; i < n; i++) {
+        if (!in[i] || in[i]->dtype == DTYPE_INT64)
+            continue;
+        if (first < 0)
+            first = i;
+        else if (in[i]->dtype != in[first]->dtype)
+            return DTYPE_REASON_PROMOTE;
+    }
+    return DTYPE_REASON_INPUT;
+}
+
+dtype_reason autocast_reason(const run *r, const autocast_op *op, tensor *const *in, int n)
+{
+    autocast_policy p = op->policy;
+    if (p == AUTOCAST_NONE)
+        return operands_reason(in, n);
+    if (r->autocast)
+        return list_reason(p);
+    if (r->cfg && r->cfg->autocast)
+        return DTYPE_REASON_AUTOCAST_OFF;
+    return operands_reason(in, n);
+}
+
+void autocast_why(const run *r, tensor *y, const autocast_op *op, tensor *const *in, int n)
+{
+    dtype_reason why = autocast_reason(r, op, in, n);
+    bool by_operands = why == DTYPE_REASON_INPUT || why == DTYPE_REASON_PROMOTE ||
+                       why == DTYPE_REASON_AUTOCAST_OFF;
+    tensor *floating[NODE_MAX_INPUTS];
+    int k = 0;
+    for (int i = 0; by_operands && i < n && k < NODE_MAX_INPUTS; i++)
+        if (in[i] && in[i]->dtype != DTYPE_INT64)
+            floating[k++] = in[i];
+    tensor_why(y, why, op->op, (const tensor *const *)floating, k);
+}
+
+/* a cast of src named `name`, with dt for the reason why */
+static tensor *cast_named(run *r, tensor *src, dtype dt, mem_category cat, const char *name,
+                          dtype_reason why, const char *op)
 {
     tensor *y = run_tensor_like(r, src, name, dt, cat);
     y->is_cast = true;
+    const tensor *from = src;
+    tensor_why(y, why, op, &from, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->cast(r->be, src, y, stp));
@@ -26,18 +93,18 @@ static tensor *cast_named(run *r, tensor *src, dtype dt, mem_category cat, const
     return y;
 }
 
-tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat)
+tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat, dtype_reason why, const char *op)
 {
     char name[TENSOR_NAME_MAX + 16];
     snprintf(name, sizeof name, "%s@%s", src->name, dtype_name(dt));
-    return cast_named(r, src, dt, cat, name);
+    return cast_named(r, src, dt, cat, name, why, op);
 }
 
 /* Autocast's cast of an activation: cached_cast caches only leaves (parameters), so each
  * consumer of an activation makes a cast node and a copy of its own (three linears reading
  * ln1.out: three float16 copies, three gradient casts). The copies are named in the order
  * they are made in the region: "ln1.out@float16", "ln1.out@float16_2", ... */
-static tensor *cast_activation(run *r, tensor *src, dtype dt)
+static tensor *cast_activation(run *r, tensor *src, dtype dt, dtype_reason why, const char *op)
 {
     int k = 0;
     while (k < r->n_cast_of && strcmp(r->cast_of[k], src->name) != 0)
@@ -55,7 +122,7 @@ static tensor *cast_activation(run *r, tensor *src, dtype dt)
         snprintf(name, sizeof name, "%s@%s", src->name, dtype_name(dt));
     else
         snprintf(name, sizeof name, "%s@%s_%d", src->name, dtype_name(dt), nth);
-    return cast_named(r, src, dt, MEM_ACTIVATIONS, name);
+    return cast_named(r, src, dt, MEM_ACTIVATIONS, name, why, op);
 }
 
 tensor *autocast_arg(run *r, const autocast_op *op, tensor *t)
@@ -79,7 +146,7 @@ tensor *autocast_arg(run *r, const autocast_op *op, tensor *t)
     bool cacheable = p == AUTOCAST_LOWER_PRECISION_FP && t->is_leaf && t->requires_grad &&
                      t->dtype == DTYPE_FLOAT32;
     if (!cacheable)
-        return cast_activation(r, t, want);
+        return cast_activation(r, t, want, list_reason(p), op->op);
     for (int i = 0; i < r->n_cache; i++)
         if (r->cache_src[i] == t) {
             tensor_retain(r->cache_copy[i]);
@@ -87,7 +154,7 @@ tensor *autocast_arg(run *r, const autocast_op *op, tensor *t)
         }
     if (r->n_cache == RUN_MAX_CACHE)
         run_fail(r, "more than %d parameters in one autocast region", RUN_MAX_CACHE);
-    tensor *y = cast_to(r, t, want, MEM_AUTOCAST_CACHE);
+    tensor *y = cast_to(r, t, want, MEM_AUTOCAST_CACHE, list_reason(p), op->op);
     r->cache_src[r->n_cache] = t;
     r->cache_copy[r->n_cache++] = y;
     tensor_retain(y);
@@ -119,27 +186,17 @@ void autocast_args(run *r, const autocast_op *op, tensor *const *in, int n, tens
             tensor_retain(in[k]);
             out[k] = in[k];
         } else {
-            out[k] = cast_activation(r, in[k], want);
+            out[k] = cast_activation(r, in[k], want, DTYPE_REASON_PROMOTE, op->op);
         }
     }
 }
 
-dtype autocast_output_dtype(const run *r, const autocast_op *op, tensor *const *args, int n,
-                            output_dtype_rule *why)
+dtype autocast_output_dtype(tensor *const *args, int n)
 {
     dtype dt = DTYPE_INT64;
-    bool mixed = false;
-    for (int k = 0; k < n; k++) {
-        if (args[k]->dtype == DTYPE_INT64)
-            continue;
-        mixed |= dt != DTYPE_INT64 && args[k]->dtype != dt;
-        dt = dt == DTYPE_INT64 ? args[k]->dtype : promote_types(dt, args[k]->dtype);
-    }
-    output_dtype_rule reason = mixed ? OUTPUT_DTYPE_PROMOTION : OUTPUT_DTYPE_INPUT;
-    if (r->autocast && op->policy != AUTOCAST_NONE)
-        reason = OUTPUT_DTYPE_AUTOCAST;
-    if (why)
-        *why = reason;
+    for (int k = 0; k < n; k++)
+        if (args[k]->dtype != DTYPE_INT64)
+            dt = dt == DTYPE_INT64 ? args[k]->dtype : promote_types(dt, args[k]->dtype);
     return dt;
 }
 

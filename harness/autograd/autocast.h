@@ -43,21 +43,23 @@ tensor *autocast_arg(run *r, const autocast_op *op, tensor *t);
  * that differ fail the run with PyTorch's text). */
 void autocast_args(run *r, const autocast_op *op, tensor *const *in, int n, tensor **out);
 
-/* Why an op's output has its dtype: the reason a report gives for a float32 tensor. */
-typedef enum output_dtype_rule {
-    OUTPUT_DTYPE_AUTOCAST,  /* the op's autocast list chose it (under autocast) */
-    OUTPUT_DTYPE_PROMOTION, /* type promotion of operands of several dtypes */
-    OUTPUT_DTYPE_INPUT      /* the dtype of its input(s) */
-} output_dtype_rule;
-
-/* The one place that decides the dtype of an op's output: the promotion of the floating
- * operands args[0..n) as autocast_args gave them (a Python scalar takes no part), and in
- * *why (may be NULL) the reason. */
-dtype autocast_output_dtype(const run *r, const autocast_op *op, tensor *const *args, int n,
-                            output_dtype_rule *why);
+/* The dtype of an op's output: the promotion of the floating operands args[0..n) as
+ * autocast_args gave them (a Python scalar takes no part); autocast_why says why. */
+dtype autocast_output_dtype(tensor *const *args, int n);
 /* An explicit cast: a new tensor "<name>@<dtype>" and its cast node (backward casts the
- * gradient back to the source dtype); cat is its memory category. */
-tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat);
+ * gradient back to the source dtype); cat is its memory category, why and op say why it
+ * has dt (dtype_reason.h; the source is its operand). */
+tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat, dtype_reason why, const char *op);
+/* Why the output of `op` has its dtype, from the op's autocast policy and the operands it
+ * computed from (as it received them, after autocast's casts; NULL and int64 ones
+ * skipped): under autocast, the op's list (lower_precision_fp, fp32, fp32_set_opt_dtype);
+ * for an op on no list, or with autocast off, its operands' dtype ("input"), or type
+ * promotion when they differ; for an op on a list run outside the autocast region of a
+ * case that has one, "autocast_off". */
+dtype_reason autocast_reason(const run *r, const autocast_op *op, tensor *const *in, int n);
+/* tensor_why(y, autocast_reason(r, op, in, n), op's name, ...): the one call an op's forward
+ * makes for its output; the operands are named where they, not a list, gave the dtype. */
+void autocast_why(const run *r, tensor *y, const autocast_op *op, tensor *const *in, int n);
 /* Leaves the autocast region: drops the cache of parameter copies (nodes keep theirs). */
 void autocast_exit(run *r);
 

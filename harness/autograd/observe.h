@@ -1,60 +1,30 @@
 /*
- * observe.h: the observer records every tensor a step produces or casts, when it is made:
- * one row in tensors.csv (its dtype, shape, and what the rounding that made it lost) and its
- * log2|x| histogram in hist.csv, for the steps the case observes. It also remembers every
- * tensor name's dtype and role (for [expect] and summary.csv) on every step.
- *
- * Roles: input, target, param, activation, loss, cast, grad_activation, grad_cast,
- * grad_param, optimizer_state, master_param, grad_master (a half gradient copied up to
- * float32 for the master weights).
+ * observe.h: the observer sees every tensor a step produces or casts, when it is made: for
+ * the steps the case observes, one row in the run's record (its dtype and why, shape, and
+ * what the rounding that made it lost; record.h's tensors.csv row) with its log2|x|
+ * histogram; on every step, the name's dtype (for [expect] and summary.csv), the gradients'
+ * dtypes and underflow, and the step's first non-finite tensor. With --dump it writes the
+ * observed tensors as .npy files.
  */
 #ifndef AMPSCOPE_OBSERVE_H
 #define AMPSCOPE_OBSERVE_H
 
 #include <stdbool.h>
-#include <stdio.h>
 
 #include "core/stats.h"
 #include "ops/tensor.h"
-
-typedef enum tensor_role {
-    ROLE_INPUT = 0,
-    ROLE_TARGET,
-    ROLE_PARAM,
-    ROLE_ACTIVATION,
-    ROLE_LOSS,
-    ROLE_CAST,
-    ROLE_GRAD_ACTIVATION,
-    ROLE_GRAD_CAST,
-    ROLE_GRAD_PARAM,
-    ROLE_OPTIMIZER_STATE,
-    ROLE_MASTER_PARAM,
-    ROLE_GRAD_MASTER,
-    ROLE_BUFFER, /* a module's buffer, as its forward updates it (batch_norm's running stats) */
-    ROLE_COUNT
-} tensor_role;
-
-typedef enum pass_kind { PASS_FORWARD = 0, PASS_BACKWARD, PASS_OPTIMIZER } pass_kind;
-
-typedef struct seen_tensor {
-    char name[TENSOR_NAME_MAX];
-    dtype dt;
-    tensor_role role;
-} seen_tensor;
+#include "record/record.h"
 
 typedef struct observer {
-    const char *case_name;
-    FILE *tensors, *hist; /* NULL: rows are not written (dry runs) */
+    run_record *rec; /* NULL: nothing is kept (the memory preflight's dry pass) */
     int64_t step;
     pass_kind pass;
     int order;
-    bool recording; /* this step's rows are written */
-    seen_tensor *seen;
-    int n_seen, cap_seen;
+    bool recording;                        /* this step's rows are kept */
     unsigned grad_dtypes[ROLE_COUNT];      /* bit per dtype, backward and optimizer passes */
-    int64_t grad_underflow, grad_numel;    /* backward-pass gradient rows written */
+    int64_t grad_underflow, grad_numel;    /* backward-pass gradient rows kept */
     char first_nonfinite[TENSOR_NAME_MAX]; /* this step's; "" when none */
-    bool write_failed;
+    bool write_failed;                     /* a --dump file could not be written */
     /* --dump: observed tensors go to DUMP_DIR/<step>/<tensor>.npy (matching dump_only) */
     struct backend *be;
     const char *dump_dir, *dump_only;
@@ -63,17 +33,12 @@ typedef struct observer {
     char dump_error[512];
 } observer;
 
-const char *tensor_role_name(tensor_role r);
-const char *pass_name(pass_kind p);
 /* Sets the step and whether it is recorded; resets order and first_nonfinite. */
 void observe_begin_step(observer *o, int64_t step, bool recording);
 void observe_begin_pass(observer *o, pass_kind p);
-/* st NULL: counting is off; the row is written with empty counts. */
+/* st NULL: counting is off; the row has no counts. */
 void observe_tensor(observer *o, const tensor *t, tensor_role role, const round_stats *st);
-/* The dtype a name was seen with; false when the run never made such a tensor. */
-bool observe_find(const observer *o, const char *name, dtype *dt);
 /* "float16|float32" for one role's gradient dtypes */
 void observe_dtype_set(const observer *o, tensor_role role, char *buf, int len);
-void observe_free(observer *o);
 
 #endif

@@ -25,9 +25,9 @@ void run_fail(run *r, const char *fmt, ...)
 tensor *run_tensor(run *r, const char *name, dtype dt, int ndim, const int64_t *shape,
                    mem_category cat)
 {
-    if (interrupt_signal()) {
+    if (interrupt_stop_now()) { /* a second signal: the step is not finished */
         r->interrupted = true;
-        run_fail(r, "interrupted by %s", strsignal(interrupt_signal()));
+        run_fail(r, "interrupted by a second %s", interrupt_name(interrupt_signal()));
     }
     char err[512];
     tensor *t = tensor_new(&r->pool, name, dt, ndim, shape, cat, err, sizeof err);

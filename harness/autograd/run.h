@@ -108,9 +108,8 @@ void tape_save(node *n, int i, tensor *t);
 /* Runs backward from `root` (a one-element tensor) with gradient value `seed`. */
 void tape_backward(run *r, tensor *root, float seed);
 /* Bytes of the distinct storages the nodes keep for backward, parameters and autocast's
- * copies left out (what saved_tensors_hooks would count as activations). */
-int64_t tape_saved_bytes(const run *r);
-/* the same, also split by the storages' dtypes into by_dtype (report.md's memory table) */
+ * copies left out (what saved_tensors_hooks would count as activations), also split by the
+ * storages' dtypes into by_dtype (report.md's memory table). */
 int64_t tape_saved_bytes_by_dtype(const run *r, int64_t by_dtype[DTYPE_COUNT]);
 /* Releases every node's saved tensors and pending gradients. */
 void tape_clear(run *r);

@@ -120,6 +120,7 @@ static void accumulate(run *r, tensor **held, tensor *g, const char *name, tenso
                  dtype_name(old->dtype), dtype_name(g->dtype));
     bool steal = old->refs == 1 && !old->base;
     tensor *sum = steal ? old : run_tensor_like(r, old, name, old->dtype, MEM_GRADS);
+    sum->why = old->why; /* the sum of a tensor's gradients, in its dtype */
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     const tensor *terms[2] = {old, g};
@@ -140,6 +141,8 @@ static tensor_role grad_role(const tensor *t)
 void node_give_grad(run *r, node *n, int i, tensor *g, round_stats *st)
 {
     tensor_role role = grad_role(&n->in[i]);
+    const tensor *of = &n->in[i]; /* the engine's validate_outputs: in of's dtype */
+    tensor_why(g, DTYPE_REASON_GRAD, n->op, &of, 1);
     observe_tensor(r->obs, g, role, st);
     char name[TENSOR_NAME_MAX + 8];
     snprintf(name, sizeof name, "%s.grad", n->in[i].name);
@@ -202,6 +205,8 @@ void tape_backward(run *r, tensor *root, float seed)
     char name[TENSOR_NAME_MAX + 8];
     snprintf(name, sizeof name, "%s.grad", root->name);
     tensor *g = run_tensor_like(r, root, name, root->dtype, MEM_GRADS);
+    const tensor *of = root;
+    tensor_why(g, DTYPE_REASON_GRAD, "ones_like", &of, 1);
     run_check(r, r->be->fill(r->be, g, seed)); /* torch.ones_like(loss) */
     round_stats st;
     round_stats *stp = run_stats(r, &st);
@@ -229,12 +234,6 @@ void tape_clear(run *r)
         node_clear(r, &r->nodes[k]);
     r->n_nodes = 0;
     r->n_leaves = 0;
-}
-
-int64_t tape_saved_bytes(const run *r)
-{
-    int64_t by_dtype[DTYPE_COUNT];
-    return tape_saved_bytes_by_dtype(r, by_dtype);
 }
 
 int64_t tape_saved_bytes_by_dtype(const run *r, int64_t by_dtype[DTYPE_COUNT])

@@ -264,9 +264,15 @@ static void shape_str(int ndim, const int64_t *shape, char *buf, size_t len)
 /* Why a data file's first dim is more than batch, or "" */
 static const char *samples_note(const case_config *cfg)
 {
-    static char note[160];
+    static char note[256];
     note[0] = '\0';
-    if (cfg->accumulate > 1)
+    if (cfg->accumulate > 1 && cfg->world_size > 1) /* model_file_rows's layout */
+        snprintf(note, sizeof note,
+                 " (accumulate = %" PRId64 " micro-batches x world_size = %" PRId64
+                 " ranks of batch %" PRId64 ": sample i of micro-batch k of rank r is row "
+                 "(k * batch + i) * world_size + r)",
+                 cfg->accumulate, cfg->world_size, cfg->batch);
+    else if (cfg->accumulate > 1)
         snprintf(note, sizeof note,
                  " (accumulate = %" PRId64 " micro-batches of batch %" PRId64 ")", cfg->accumulate,
                  cfg->batch);
@@ -445,7 +451,7 @@ void check_fp8(parse_ctx *c)
     int chosen = 0;
     for (int i = 0; i < cfg->n_layers; i++) {
         layer_spec *l = &cfg->layers[i];
-        if (l->kind != LAYER_LINEAR || (le && !cfg->fp8_layer[i]))
+        if (!layer_def_of(l->kind)->te_linear || (le && !cfg->fp8_layer[i]))
             continue;
         bool ok = fp8_shape_ok(cfg, l);
         if (le && !ok)

@@ -5,6 +5,12 @@
  *   comm = ddp | fp16_compress | bf16_compress | fsdp reduce_dtype=D | fsdp2 reduce_dtype=D
  *   allreduce_algorithm = default | basic_linear | nonoverlapping | recursive_doubling |
  *                         ring | segmented_ring | rabenseifner   (Open MPI's, pinned)
+ *   hosts = FILE                    an Open MPI hostfile (relative to the case file), read by
+ *                                   the launcher; a rank, which never reads it, takes the path
+ *                                   as written (its host need not have the file)
+ * With accumulate = A > 1, each rank accumulates its A micro-batches locally and the
+ * gradients are all-reduced once, after the last (DDP's no_sync), and a data file holds
+ * A x world_size x batch samples (case/check.c, model_file_rows).
  */
 #include "parse.h"
 #include "distributed/distributed.h"
@@ -55,10 +61,19 @@ static void key_algorithm(parse_ctx *c, entry *e)
         c->cfg->allreduce_algorithm = a;
 }
 
+static void key_hosts(parse_ctx *c, entry *e)
+{
+    if (!distributed_is_rank())
+        parse_path(c, e, c->cfg->hosts);
+    else
+        snprintf(c->cfg->hosts, sizeof c->cfg->hosts, "%s", e->value);
+}
+
 void parse_distributed_section(parse_ctx *c)
 {
-    static const char *const names[] = {"world_size", "comm", "allreduce_algorithm"};
-    static void (*const fns[])(parse_ctx *, entry *) = {key_world_size, key_comm, key_algorithm};
+    static const char *const names[] = {"world_size", "comm", "allreduce_algorithm", "hosts"};
+    static void (*const fns[])(parse_ctx *, entry *) = {key_world_size, key_comm, key_algorithm,
+                                                        key_hosts};
     c->cfg->world_size = 1;
     c->cfg->comm = COMM_DDP;
     c->cfg->reduce_dtype = DTYPE_FLOAT32;
@@ -66,9 +81,9 @@ void parse_distributed_section(parse_ctx *c)
         entry *e = &c->entries[i];
         if (e->sec != SEC_DISTRIBUTED)
             continue;
-        int k = find_name(names, 3, e->key);
+        int k = find_name(names, 4, e->key);
         if (k < 0) {
-            char *h = hint(e->key, names, 3, "allowed keys");
+            char *h = hint(e->key, names, 4, "allowed keys");
             err_at(c, e, "unknown key '%s' in [distributed]; %s", e->key, h);
             free(h);
         } else if (need_value(c, e)) {
@@ -77,13 +92,13 @@ void parse_distributed_section(parse_ctx *c)
     }
     entry *e = find_entry(c, SEC_DISTRIBUTED, "world_size");
     const case_config *cfg = c->cfg;
-    if (!e || cfg->world_size == 1)
+    if (!e || cfg->world_size == 1 || cfg->accumulate <= 1)
         return;
-    /* what a rank cannot do yet: each says why */
-    if (cfg->accumulate > 1)
-        err_at(c, e, "world_size > 1 with [train] accumulate > 1 is not supported: the "
-                     "all-reduce runs after each micro-batch's backward (DDP's no_sync is not "
-                     "modelled)");
+    /* DDP reduces the model's .grad; Apex O2 unscales each micro-batch's into the masters */
+    if (cfg->master_weights && !cfg->delay_unscale)
+        err_at(c, e, "world_size > 1 with [train] accumulate > 1 and master weights needs "
+                     "delay_unscale = yes: DDP all-reduces the model's accumulated .grad, not "
+                     "the float32 masters each micro-batch is unscaled into");
 }
 
 void distributed_write_json(const case_config *cfg, FILE *f)
@@ -94,6 +109,8 @@ void distributed_write_json(const case_config *cfg, FILE *f)
             (long long)cfg->world_size, comm_policy_names[cfg->comm]);
     if (cfg->comm == COMM_FSDP || cfg->comm == COMM_FSDP2)
         fprintf(f, ", \"reduce_dtype\": \"%s\"", dtype_name(cfg->reduce_dtype));
-    fprintf(f, ", \"allreduce_algorithm\": \"%s\"},\n",
+    fprintf(f, ", \"allreduce_algorithm\": \"%s\", \"hosts\": ",
             allreduce_algorithm_names[cfg->allreduce_algorithm]);
+    json_text(f, cfg->hosts);
+    fputs("},\n", f);
 }

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A string, or null when it is empty. */
-static void json_text(FILE *f, const char *s)
+/* A string, or null when it is empty (case/parse.h). */
+void json_text(FILE *f, const char *s)
 {
     if (*s)
         json_string(f, s);

@@ -57,7 +57,7 @@ static void parse_optimizer(parse_ctx *c, entry *e, const words *t, optim_kind k
     const char *names[OPTIM_MAX_OPTS] = {0}, *vals[OPTIM_MAX_OPTS];
     for (int i = 0; i < d->n_opts; i++)
         names[i] = d->opts[i].name;
-    if (!parse_options(c, e, t, 1, d->name, names, d->n_opts, vals))
+    if (!parse_options(c, e, t, 1, optim_name(kind), names, d->n_opts, vals))
         return;
     optim_config o = optim_default(kind);
     bool ok = true;

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config/case.h"
 #include "load.h"
@@ -172,6 +173,11 @@ bool parse_dtype(parse_ctx *c, entry *e, const char *what, bool observed, dtype 
 int parse_file_value(parse_ctx *c, entry *e, char *path);
 /* names[0..n-2] are words, names[n-1] is "file" (then PATH follows); -1 after an error. */
 int parse_source(parse_ctx *c, entry *e, const char *const *names, int n, char *path);
+/* e's value, a path resolved against the case file's folder into path (CASE_PATH_MAX), which
+ * must be a file; false after an error */
+bool parse_path(parse_ctx *c, entry *e, char *path);
+/* A JSON string, or null when s is empty (case/json.c) */
+void json_text(FILE *f, const char *s);
 
 /* ---- sections (case/sections.c, case/model.c, case/optim.c) ---- */
 

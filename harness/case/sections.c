@@ -641,7 +641,8 @@ static void key_fp8_margin(parse_ctx *c, entry *e)
         c->cfg->fp8_margin = v;
 }
 
-/* layers = q, k, v: linear layers of [model], each once */
+/* layers = q, k, v: layers of [model] whose kind runs as te.Linear (layer_def.te_linear),
+ * each once */
 static void key_fp8_layers(parse_ctx *c, entry *e)
 {
     case_config *cfg = c->cfg;
@@ -659,7 +660,7 @@ static void key_fp8_layers(parse_ctx *c, entry *e)
             err_at(c, e, "layers: an empty name in '%s'", e->value);
         } else if (i == cfg->n_layers) {
             err_at(c, e, "layers: no layer '%s' in [model]", name);
-        } else if (cfg->layers[i].kind != LAYER_LINEAR) {
+        } else if (!layer_def_of(cfg->layers[i].kind)->te_linear) {
             err_at(c, e, "layers: '%s' is a %s layer; te.Linear replaces linear layers only",
                    name, layer_def_of(cfg->layers[i].kind)->name);
         } else if (cfg->fp8_layer[i]) {
@@ -683,6 +684,9 @@ void parse_fp8_section(parse_ctx *c)
                                    {"margin", key_fp8_margin},
                                    {"layers", key_fp8_layers}};
     parse_keyed(c, SEC_FP8, defs, 7);
+    entry *where = find_entry(c, SEC_FP8, "recipe");
+    where = where ? where : find_entry(c, SEC_FP8, "enabled");
+    c->cfg->fp8_line = where ? where->line : 0;
     fp8_recipe_kind recipe = c->cfg->fp8_recipe;
     /* MXFP8BlockScaling's fp8_format defaults to E4M3 (transformer_engine/common/recipe/
      * __init__.py; HYBRID is accepted there and quantizes the gradients to E5M2) */

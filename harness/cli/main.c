@@ -3,14 +3,17 @@
  *   ampscope run CASE... [--device cpu|cuda|auto] [--out DIR] [--steps N] [--dump DIR]
  *                        [--dump-only PATTERN] [--set SECTION.KEY=VALUE]... [--observe off]
  *                        [--quiet | --progress] [--sweep SECTION.KEY=V1,V2,...]...
+ *                        [--dump-ranks] [--hostfile FILE]
  *   ampscope matrix CASE... [--device ...] [--out DIR] [--set SECTION.KEY=VALUE]...
  *   ampscope check CASE... [--json] [--set SECTION.KEY=VALUE]...
  *   ampscope compare CASE... [--out DIR]
+ *   ampscope report DIR
  *   ampscope selftest [--device cpu|cuda|auto]
  *   ampscope ops
  *   ampscope formats [--json]
  * Exit status: 0 every case passed, 1 a case did not, 2 bad input (case files, options).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,18 +21,20 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "results/compare.h"
-#include "distributed/distributed.h"
+#include "case/load.h"
 #include "core/format.h"
 #include "core/interrupt.h"
 #include "core/libenv.h"
+#include "layers/fp8_linear.h"
+#include "distributed/distributed.h"
 #include "matrix.h"
 #include "ops.h"
-#include "report/report.h"
 #include "ops/selftest.h"
+#include "report/report.h"
+#include "results/compare.h"
+#include "results/read.h"
 #include "results/results.h"
 #include "sweep.h"
-#include "case/load.h"
 
 #define AMPSCOPE_VERSION "0.1.0"
 #define MAX_SETS 32
@@ -40,6 +45,8 @@ static const char usage[] =
     "                                        configurations, errors against fp32\n"
     "       ampscope check CASE... [--json] [--set S.K=V]...   validate case files\n"
     "       ampscope compare CASE... [--out DIR]   memory by category against baselines\n"
+    "       ampscope report DIR              rebuild DIR's report.md files and REPORT.md\n"
+    "                                        from its CSV files\n"
     "       ampscope selftest [--device cuda]   every op on the device against the CPU\n"
     "       ampscope ops [--json]            print every op with its ATen ops and autocast policy\n"
     "       ampscope formats [--json]        print the number formats' table\n"
@@ -56,6 +63,10 @@ static const char usage[] =
     "  --dump DIR               write initial parameters, input, target and observed\n"
     "                           tensors as .npy files under DIR\n"
     "  --dump-only PATTERN      only tensors whose name matches PATTERN (shell glob)\n"
+    "  --dump-ranks             with --dump, world_size > 1: every rank's own gradients,\n"
+    "                           before the all-reduce, under DIR/rank-R/\n"
+    "  --hostfile FILE          run distributed cases on the hosts of an Open MPI hostfile\n"
+    "                           (instead of [distributed] hosts, or this host)\n"
     "  --observe off            record dtypes only: no counts, no histograms\n"
     "  --gpu-math exact|native  exact (default): GEMMs accumulate into float32 and the\n"
     "                           harness rounds and counts; native: half outputs straight\n"
@@ -72,6 +83,7 @@ typedef struct cli {
     const char *sets[MAX_SETS];
     int n_sets;
     const char *device, *out;
+    const char *hostfile; /* --hostfile: the hosts of every distributed case */
     bool native_math;
     int64_t steps; /* --steps N, applied as train.steps=N; 0 when not given */
     train_options train;
@@ -92,7 +104,7 @@ static bool is_value_option(const char *a)
 {
     static const char *const names[] = {"--device",    "--out",     "--steps", "--dump",
                                         "--dump-only", "--observe", "--set",   "--gpu-math",
-                                        "--sweep"};
+                                        "--sweep",   "--hostfile"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(a, names[i]) == 0)
             return true;
@@ -119,6 +131,8 @@ static int parse_cli(int argc, char **argv, cli *c)
             c->train.quiet = true;
         } else if (strcmp(a, "--progress") == 0) {
             c->train.progress = true;
+        } else if (strcmp(a, "--dump-ranks") == 0) {
+            c->train.dump_ranks = true;
         } else if (!is_value_option(a)) {
             return bad_usage("unknown option %s", a);
         } else if (!has_value) {
@@ -136,6 +150,8 @@ static int parse_cli(int argc, char **argv, cli *c)
                 return bad_usage("--steps takes a positive integer, not '%s'", argv[i]);
         } else if (strcmp(a, "--dump") == 0) {
             c->train.dump_dir = argv[++i];
+        } else if (strcmp(a, "--hostfile") == 0) {
+            c->hostfile = argv[++i];
         } else if (strcmp(a, "--dump-only") == 0) {
             c->train.dump_only = argv[++i];
         } else if (strcmp(a, "--observe") == 0) {
@@ -166,6 +182,8 @@ static int parse_cli(int argc, char **argv, cli *c)
         return bad_usage("%s needs at least one case file", c->cmd);
     if (c->train.quiet && c->train.progress)
         return bad_usage("%s", "--quiet and --progress contradict each other");
+    if (c->train.dump_ranks && !c->train.dump_dir)
+        return bad_usage("%s", "--dump-ranks needs --dump DIR");
     return 0;
 }
 
@@ -272,7 +290,8 @@ static int cmd_compare(const cli *c)
     return rc;
 }
 
-/* The memory preflight of every case (train_preflight); returns the number that cannot fit. */
+/* The preflight of every case: what the backend cannot run (fp8_refusal) and the memory
+ * (train_preflight); returns the number of cases refused. */
 static int preflight(const cli *c, const case_config *cfgs, int n_cfgs, backend *be)
 {
     const double gib = 1024.0 * 1024.0 * 1024.0;
@@ -290,6 +309,11 @@ static int preflight(const cli *c, const case_config *cfgs, int n_cfgs, backend 
     for (int i = 0; i < n_cfgs; i++) {
         int64_t need = 0, dump = 0;
         char err[1024];
+        if (fp8_refusal(&cfgs[i], be, err, sizeof err)) {
+            fprintf(stderr, "%s:%d: %s\n", cfgs[i].path, cfgs[i].fp8_line, err);
+            refused++;
+            continue;
+        }
         /* a case that ends in an error still counted what it held until then */
         train_preflight(&cfgs[i], &c->train, &need, &dump, err, sizeof err);
         if (avail >= 0 && need > avail) {
@@ -328,15 +352,11 @@ static int cmd_selftest(const cli *c)
     return failed ? 1 : 0;
 }
 
-/* --sweep: each case's table from its variants' results (all of them ran) */
-static int write_sweeps(const cli *c, const case_config *cfgs, const case_result *res)
+/* --sweep: each case's table from its variants' rows (all of them ran; sweep_collect filled
+ * rows[k] from variant k's record) */
+static int write_sweeps(const cli *c, const case_config *cfgs, sweep_row *all)
 {
     int64_t n_var = sweep_count(c->axes, c->n_axes);
-    sweep_row *rows = calloc((size_t)n_var, sizeof *rows);
-    if (!rows) {
-        fprintf(stderr, "ampscope: out of memory\n");
-        return 2;
-    }
     char err[1024], variant[SWEEP_MAX_AXES][192];
     int status = 0;
     for (int i = 0; i < c->n_cases && !status; i++) {
@@ -351,19 +371,14 @@ static int write_sweeps(const cli *c, const case_config *cfgs, const case_result
         if (base && !status)
             results_variant_name(base->name, c->sets, c->n_sets, name, sizeof name);
         free(base);
+        sweep_row *rows = all + i * n_var;
         for (int64_t v = 0; v < n_var && !status; v++) {
-            int64_t k = i * n_var + v;
             sweep_row *r = &rows[v];
-            memset(r, 0, sizeof *r);
-            snprintf(r->variant, sizeof r->variant, "%s", cfgs[k].name);
+            snprintf(r->variant, sizeof r->variant, "%s", cfgs[i * n_var + v].name);
             sweep_variant(c->axes, c->n_axes, v, variant);
             for (int a = 0, off = 0; a < c->n_axes; a++)
                 off += snprintf(r->settings + off, sizeof r->settings - (size_t)off, "%s%s",
                                 a ? " " : "", variant[a]);
-            char dir[4096];
-            snprintf(dir, sizeof dir, "%s/%s", c->out, cfgs[k].name);
-            if (sweep_collect(dir, &res[k], r, err, sizeof err))
-                status = 2;
         }
         if (!status && sweep_write(c->out, name, c->axes, c->n_axes, rows, (int)n_var, err,
                                    sizeof err))
@@ -374,7 +389,6 @@ static int write_sweeps(const cli *c, const case_config *cfgs, const case_result
             printf("sweep of %s: %lld variants, the table in %s/%s.sweep/\n", name,
                    (long long)n_var, c->out, name);
     }
-    free(rows);
     return status;
 }
 
@@ -390,7 +404,7 @@ static int cmd_matrix(const cli *c)
         return 2;
     if (c->native_math)
         be->native_math = be->has_native_math;
-    interrupt_install();
+    interrupt_install(false);
     int status = 0;
     for (int i = 0; i < c->n_cases && !status; i++)
         status = matrix_run(c->cases[i], c->sets, c->n_sets, be, &c->train, c->out, stdout);
@@ -401,6 +415,7 @@ static int cmd_matrix(const cli *c)
 /* A rank of a distributed case, as mpirun started it (cli/launch.c) */
 static int cmd_rank(const cli *c)
 {
+    interrupt_install(true); /* before anything: SIGUSR1's default would end the rank */
     int n_cfgs;
     case_config *cfgs = load_cases(c, &n_cfgs);
     backend *be = cfgs && n_cfgs == 1 ? open_backend(c->device, NULL) : NULL;
@@ -411,22 +426,33 @@ static int cmd_rank(const cli *c)
     return rc;
 }
 
-/* a distributed case's run over mpirun: the ranks' command line is this one's for it */
-static int run_ranks(const cli *c, const case_config *cfg, const char *dir, case_result *r)
+/* a distributed case's run over mpirun: the ranks' command line is this one's for it, with
+ * its --sweep variant's values as --set ones (the ranks name it as load_cases did) */
+static int run_ranks(const cli *c, const case_config *cfg, int64_t variant, const char *dir,
+                     run_record *r)
 {
-    const char *argv[8 + 2 * MAX_SETS];
-    char steps[32];
+    const char *argv[16 + 2 * (MAX_SETS + SWEEP_MAX_AXES)];
+    char steps[32], values[SWEEP_MAX_AXES][192];
     int n = 0;
     argv[n++] = "run", argv[n++] = cfg->path, argv[n++] = "--device", argv[n++] = c->device;
     argv[n++] = "--quiet";
     for (int i = 0; i < c->n_sets; i++)
         argv[n++] = "--set", argv[n++] = c->sets[i];
+    sweep_variant(c->axes, c->n_axes, variant, values);
+    for (int a = 0; a < c->n_axes; a++)
+        argv[n++] = "--set", argv[n++] = values[a];
     if (c->steps) {
         snprintf(steps, sizeof steps, "%lld", (long long)c->steps);
         argv[n++] = "--steps", argv[n++] = steps;
     }
     if (c->train.observe_off)
         argv[n++] = "--observe", argv[n++] = "off";
+    if (c->train.dump_dir)
+        argv[n++] = "--dump", argv[n++] = c->train.dump_dir;
+    if (c->train.dump_only)
+        argv[n++] = "--dump-only", argv[n++] = c->train.dump_only;
+    if (c->train.dump_ranks)
+        argv[n++] = "--dump-ranks";
     return distributed_train_case(cfg, argv, n, dir, r);
 }
 
@@ -438,13 +464,13 @@ static int cmd_run(const cli *c)
     case_config *cfgs = load_cases(c, &n_cfgs);
     if (!cfgs)
         return 2;
-    for (int i = 0; i < n_cfgs; i++)
-        if (cfgs[i].world_size > 1 && (c->n_axes || c->train.dump_dir)) {
-            fprintf(stderr, "%s:0: world_size = %lld: --sweep and --dump are not supported for "
-                            "distributed cases yet\n", cfgs[i].path, (long long)cfgs[i].world_size);
-            free(cfgs);
-            return 2;
-        }
+    if (c->hostfile && access(c->hostfile, R_OK) != 0) {
+        fprintf(stderr, "ampscope: --hostfile %s: %s\n", c->hostfile, strerror(errno));
+        free(cfgs);
+        return 2;
+    }
+    for (int i = 0; c->hostfile && i < n_cfgs; i++)
+        snprintf(cfgs[i].hosts, sizeof cfgs[i].hosts, "%s", c->hostfile);
     backend *be = open_backend(c->device, NULL);
     if (be && c->native_math && !be->has_native_math) {
         fprintf(stderr, "ampscope: --gpu-math native needs the CUDA backend (running on %s)\n",
@@ -454,40 +480,48 @@ static int cmd_run(const cli *c)
     }
     if (be)
         be->native_math = c->native_math;
+    /* what outlives each case's record: its summary row, its REPORT.md entry, its sweep row */
     case_result *res = calloc((size_t)n_cfgs, sizeof *res);
-    if (!be || !res || preflight(c, cfgs, n_cfgs, be)) {
-        free(cfgs);
-        free(res);
+    report_entry *entries = calloc((size_t)n_cfgs, sizeof *entries);
+    sweep_row *sweeps = c->n_axes ? calloc((size_t)n_cfgs, sizeof *sweeps) : NULL;
+    run_record *rec = record_new();
+    if (!be || !res || !entries || (c->n_axes && !sweeps) || !rec ||
+        preflight(c, cfgs, n_cfgs, be)) {
+        free(cfgs), free(res), free(entries), free(sweeps);
+        record_free(rec);
         if (be)
             be->close(be);
         return 2;
     }
-    interrupt_install();
+    interrupt_install(false);
     int status = 0, done = 0;
     bool variants = c->n_sets || c->n_axes; /* --set and --sweep runs report, never fail */
     for (int i = 0; i < n_cfgs; i++) {
         char tmp[4096], err[1024];
-        case_result *r = &res[done];
+        case_result *r = &rec->result;
         if (results_begin(c->out, cfgs[i].name, tmp, sizeof tmp, err, sizeof err)) {
             fprintf(stderr, "ampscope: %s\n", err);
             status = 2;
             break;
         }
-        int rc = cfgs[i].world_size > 1 ? run_ranks(c, &cfgs[i], tmp, r)
-                                         : train_case(&cfgs[i], be, &c->train, tmp, r);
-        if (rc == 0 && r->interrupted) {
-            results_discard(tmp);
-            fprintf(stderr,
-                    "ampscope: %s during case %s; its earlier results are kept, and "
-                    "those of the %d case%s that finished\n",
-                    r->error, cfgs[i].name, done, done == 1 ? "" : "s");
-            status = 128 + interrupt_signal();
-            break;
-        }
-        if (rc == 0 && (report_case(&cfgs[i], r, tmp, err, sizeof err) ||
-                        (cfgs[i].world_size > 1 && distributed_report(&cfgs[i], tmp, err, sizeof err)))) {
+        int64_t variant = i % sweep_count(c->axes, c->n_axes);
+        int rc = cfgs[i].world_size > 1 ? run_ranks(c, &cfgs[i], variant, tmp, rec)
+                                         : results_run_case(&cfgs[i], be, &c->train, tmp, rec);
+        if (rc == 0 && report_case(rec, tmp, err, sizeof err)) {
             snprintf(r->error, sizeof r->error, "%s", err);
             rc = -1;
+        }
+        /* a second signal (during the case or while its files were written), or a first one
+         * before its first step finished: nothing of it is kept, OUT/<case> stays as it was */
+        bool interrupted = rc == 0 && r->interrupted;
+        if (interrupt_stop_now() || (interrupted && (!r->ok || !rec->n_steps))) {
+            results_discard(tmp);
+            fprintf(stderr,
+                    "ampscope: interrupted by %s during case %s, which keeps its earlier "
+                    "results; the %d case%s that finished keep theirs\n",
+                    interrupt_name(interrupt_signal()), cfgs[i].name, done, done == 1 ? "" : "s");
+            status = 128 + interrupt_signal();
+            break;
         }
         if (rc || results_commit(c->out, cfgs[i].name, tmp, err, sizeof err)) {
             fprintf(stderr, "ampscope: %s: %s\n", cfgs[i].name, rc ? r->error : err);
@@ -495,7 +529,19 @@ static int cmd_run(const cli *c)
             status = 2;
             break;
         }
+        res[done] = *r;
+        report_entry_of(rec, &entries[done]);
+        if (sweeps)
+            sweep_collect(rec, &sweeps[done]);
         done++;
+        if (interrupted) { /* the completed steps are kept; no case after it runs */
+            printf("STOP %s on %s: %s; its %lld completed step%s kept in %s/%s\n", r->name,
+                   r->device, r->error, (long long)rec->n_steps, rec->n_steps == 1 ? "" : "s",
+                   c->out, cfgs[i].name);
+            fflush(stdout);
+            status = 128 + interrupt_signal();
+            break;
+        }
         bool passed = r->passed || variants;
         printf("%s %s on %s: %s%s, %d/%d expectations held%s\n",
                r->passed ? "PASS"
@@ -509,19 +555,26 @@ static int cmd_run(const cli *c)
         fflush(stdout);
         if (!passed && status == 0)
             status = 1;
+        if (interrupt_signal()) { /* during its last step: the case is whole, none after it runs */
+            fprintf(stderr, "ampscope: interrupted by %s after case %s; %d case%s finished\n",
+                    interrupt_name(interrupt_signal()), r->name, done, done == 1 ? "" : "s");
+            status = 128 + interrupt_signal();
+            break;
+        }
     }
     char err[1024];
     if (done && (results_write_summary(c->out, res, done, err, sizeof err) ||
-                 report_all(c->out, err, sizeof err))) {
+                 report_all(c->out, entries, done, err, sizeof err))) {
         fprintf(stderr, "ampscope: %s\n", err);
         status = 2;
     }
     if (c->n_axes && done == n_cfgs && status != 2) {
-        int rc = write_sweeps(c, cfgs, res);
+        int rc = write_sweeps(c, cfgs, sweeps);
         status = rc ? rc : status;
     }
     be->close(be);
-    free(res);
+    record_free(rec);
+    free(res), free(entries), free(sweeps);
     free(cfgs);
     return status;
 }
@@ -539,6 +592,52 @@ static int print_listing(int argc, char **argv, void (*table)(FILE *), void (*js
     return 0;
 }
 
+/* `ampscope report DIR`: every case of DIR's summary.csv re-reported from its folder's
+ * files (report.md), then DIR/REPORT.md; nothing is run and no CSV file is written */
+static int cmd_report(const cli *c)
+{
+    if (c->n_cases != 1) {
+        fprintf(stderr, "ampscope: report takes one results folder\n%s", usage);
+        return 2;
+    }
+    const char *out = c->cases[0];
+    char err[1024];
+    csv_table sum;
+    if (results_read_summary(out, &sum, err, sizeof err)) {
+        fprintf(stderr, "ampscope: %s\n", err);
+        return 2;
+    }
+    report_entry *entries = calloc((size_t)sum.n_rows + 1, sizeof *entries);
+    run_record *rec = record_new();
+    int status = entries && rec ? 0 : 2, n = 0;
+    if (status)
+        fprintf(stderr, "ampscope: out of memory\n");
+    for (int i = 0; i < sum.n_rows && !status; i++) {
+        int rc = results_read(out, &sum, i, rec, err, sizeof err);
+        char dir[CSV_PATH_LEN];
+        snprintf(dir, sizeof dir, "%s/%s", out, rec->result.name);
+        if (rc == 0 && report_case(rec, dir, err, sizeof err))
+            rc = -1;
+        if (rc < 0) {
+            fprintf(stderr, "ampscope: %s\n", err);
+            status = 2;
+        } else if (rc == 0) {
+            report_entry_of(rec, &entries[n++]);
+        }
+    }
+    if (!status && report_all(out, entries, n, err, sizeof err)) {
+        fprintf(stderr, "ampscope: %s\n", err);
+        status = 2;
+    }
+    if (!status)
+        printf("report: %d case%s re-reported from %s's files, and %s/REPORT.md\n", n,
+               n == 1 ? "" : "s", out, out);
+    record_free(rec);
+    free(entries);
+    csv_table_free(&sum);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     /* OpenMP and OpenBLAS read their settings when they load: set, then start again */
@@ -551,7 +650,7 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("ampscope %s\n", AMPSCOPE_VERSION);
+        printf("ampscope %s (OpenBLAS kernels %s)\n", AMPSCOPE_VERSION, libenv_blas_core());
         return 0;
     }
     if (strcmp(argv[1], "ops") == 0)
@@ -565,6 +664,7 @@ int main(int argc, char **argv)
                     {"check", cmd_check},
                     {"compare", cmd_compare},
                     {"matrix", cmd_matrix},
+                    {"report", cmd_report},
                     {"selftest", cmd_selftest}};
     int which = -1;
     for (int i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++)

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "results/csv_table.h"
+#include "case/load.h"
+#include "core/interrupt.h"
 #include "report/report.h"
 #include "results/results.h"
-#include "case/load.h"
 
 enum { CFG_FP32 = 0, CFG_BF16_SCALER = 3, CFG_BF16 = 4 };
 
@@ -76,50 +76,29 @@ static int fail(char *err, int errlen, const char *what, const char *path)
     return -1;
 }
 
-/* what the variant's own files say: lost updates and skipped steps (steps.csv), peaks
- * (memory.csv), step 0's gradient counts (tensors.csv) */
-static int read_entry(const char *dir, matrix_entry *e, char *err, int errlen)
+/* what the variant's record says: lost updates and skipped steps, peaks by category, step
+ * 0's gradient counts */
+static void read_entry(const run_record *rec, matrix_entry *e)
 {
-    csv_table t;
-    if (csv_table_read_in(&t, dir, "steps.csv", false, NULL, NULL, err, errlen))
-        return -1;
-    int lost = csv_table_col(&t, "lost_updates"), sk = csv_table_col(&t, "skipped");
-    for (int r = 0; r < t.n_rows; r++) {
-        int64_t v;
-        if (lost >= 0 && csv_parse_i64(t.rows[r][lost], &v))
-            e->lost_updates += v;
-        if (sk >= 0 && csv_parse_i64(t.rows[r][sk], &v))
-            e->skipped += v != 0;
+    for (int64_t i = 0; i < rec->n_steps; i++) {
+        e->lost_updates += rec->steps[i].lost_updates;
+        e->skipped += rec->steps[i].skipped;
     }
-    csv_table_free(&t);
-    if (csv_table_read_in(&t, dir, "memory.csv", false, NULL, NULL, err, errlen))
-        return -1;
-    int cat = csv_table_col(&t, "category"), peak = csv_table_col(&t, "peak_bytes");
-    for (int r = 0; r < t.n_rows && cat >= 0 && peak >= 0; r++)
+    for (int64_t i = 0; i < rec->n_memory; i++)
         for (int k = 0; k < N_MEM; k++)
-            if (strcmp(t.rows[r][cat], mem_cols[k]) == 0)
-                csv_parse_i64(t.rows[r][peak], &e->peak[k]);
-    csv_table_free(&t);
-    if (csv_table_read_in(&t, dir, "tensors.csv", false, NULL, NULL, err, errlen))
-        return -1;
-    int step = csv_table_col(&t, "step"), role = csv_table_col(&t, "role");
-    const char *names[4] = {"subnormal", "underflow", "overflow", "nan"};
-    int64_t *sums[4] = {&e->grad_subnormal, &e->grad_underflow, &e->grad_overflow, &e->grad_nan};
-    int cols[4];
-    for (int i = 0; i < 4; i++)
-        cols[i] = csv_table_col(&t, names[i]);
-    for (int r = 0; r < t.n_rows && step >= 0 && role >= 0; r++) {
-        char **f = t.rows[r];
-        if (strcmp(f[step], "0") != 0 || strncmp(f[role], "grad_", 5) != 0)
+            if (strcmp(rec->memory[i].category, mem_cols[k]) == 0)
+                e->peak[k] = rec->memory[i].peak;
+    for (int64_t i = 0; i < rec->n_tensors; i++) {
+        const record_tensor *t = &rec->tensors[i];
+        if (t->step != 0 || !tensor_role_is_grad(t->role) || !t->counted)
             continue;
-        for (int i = 0; i < 4; i++) {
-            int64_t v;
-            if (cols[i] >= 0 && csv_parse_i64(f[cols[i]], &v))
-                *sums[i] += v;
+        e->grad_subnormal += t->subnormal;
+        e->grad_nan += t->nan;
+        if (!t->unseen) { /* --gpu-math native: not seen */
+            e->grad_underflow += t->underflow;
+            e->grad_overflow += t->overflow;
         }
     }
-    csv_table_free(&t);
-    return 0;
 }
 
 /* the capture of e holding a gradient called name, or -1 */
@@ -348,8 +327,10 @@ int matrix_run(const char *path, const char *const *sets, int n_sets, backend *b
     matrix_entry *e = calloc(MATRIX_CONFIGS, sizeof *e);
     case_config *cfg = calloc(1, sizeof *cfg);
     const char **all = calloc((size_t)n_sets + 5, sizeof *all);
-    if (!e || !cfg || !all) {
-        free(e), free(cfg), free(all);
+    report_entry *entries = calloc(MATRIX_CONFIGS, sizeof *entries);
+    run_record *rec = record_new();
+    if (!e || !cfg || !all || !entries || !rec) {
+        free(e), free(cfg), free(all), free(entries), record_free(rec);
         fprintf(stderr, "ampscope: out of memory\n");
         return 2;
     }
@@ -375,31 +356,46 @@ int matrix_run(const char *path, const char *const *sets, int n_sets, backend *b
         train_options o = *opt;
         o.capture = &e[c].cap;
         err[0] = '\0';
-        char tmp[4096], dir[4096];
+        char tmp[4096];
         if (results_begin(out, cfg->name, tmp, sizeof tmp, err, sizeof err) ||
-            train_case(cfg, be, &o, tmp, &e[c].res) ||
-            report_case(cfg, &e[c].res, tmp, err, sizeof err) ||
+            results_run_case(cfg, be, &o, tmp, rec)) {
+            fprintf(stderr, "ampscope: %s: %s\n", cfg->name, err[0] ? err : rec->result.error);
+            results_discard(tmp);
+            status = 2;
+            break;
+        }
+        if (rec->result.interrupted && !rec->result.ok) { /* a second signal: nothing kept */
+            results_discard(tmp);
+            fprintf(stderr, "ampscope: %s: %s\n", cfg->name, rec->result.error);
+            status = 128 + interrupt_signal();
+            break;
+        }
+        if (report_case(rec, tmp, err, sizeof err) ||
             results_commit(out, cfg->name, tmp, err, sizeof err)) {
-            fprintf(stderr, "ampscope: %s: %s\n", cfg->name, err[0] ? err : e[c].res.error);
+            fprintf(stderr, "ampscope: %s: %s\n", cfg->name, err[0] ? err : rec->result.error);
             results_discard(tmp);
             status = 2;
             break;
         }
         done++;
-        snprintf(dir, sizeof dir, "%s/%s", out, cfg->name);
-        if (read_entry(dir, &e[c], err, sizeof err)) {
-            fprintf(stderr, "ampscope: %s\n", err);
-            status = 2;
-        }
+        e[c].res = rec->result;
+        read_entry(rec, &e[c]);
+        report_entry_of(rec, &entries[c]);
         fprintf(log, "matrix %s: %s %s\n", base, matrix_config_names[c],
-                e[c].res.ok ? "ran" : e[c].res.error);
+                e[c].res.ok && !e[c].res.interrupted ? "ran" : e[c].res.error);
         fflush(log);
+        if (interrupt_signal()) { /* the configurations run are kept; no table of a part */
+            fprintf(stderr, "ampscope: matrix of %s stopped by %s after %s; its table is not "
+                            "written\n", base, interrupt_name(interrupt_signal()),
+                    matrix_config_names[c]);
+            status = 128 + interrupt_signal();
+        }
     }
     case_result *res = calloc(MATRIX_CONFIGS, sizeof *res);
     for (int c = 0; res && c < done; c++)
         res[c] = e[c].res;
     if (done && res && (results_write_summary(out, res, done, err, sizeof err) ||
-                        report_all(out, err, sizeof err))) {
+                        report_all(out, entries, done, err, sizeof err))) {
         fprintf(stderr, "ampscope: %s\n", err);
         status = 2;
     }
@@ -418,6 +414,7 @@ int matrix_run(const char *path, const char *const *sets, int n_sets, backend *b
     }
     for (int c = 0; c < MATRIX_CONFIGS; c++)
         train_capture_free(&e[c].cap);
-    free(e), free(cfg), free(all);
+    free(e), free(cfg), free(all), free(entries);
+    record_free(rec);
     return status;
 }

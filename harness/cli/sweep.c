@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include "results/columns.h"
-#include "results/csv_table.h"
 #include "results/results.h"
 
 static int sweep_fail(char *err, int errlen, const char *arg, const char *why)
@@ -107,48 +106,22 @@ void sweep_variant(const sweep_axis *axes, int n_axes, int64_t v, char (*sets)[1
     }
 }
 
-static bool backward_grad_row(const csv_table *t, char **f, void *ctx)
+void sweep_collect(const run_record *rec, sweep_row *row)
 {
-    const int *k = ctx;
-    return strcmp(f[k[0]], "backward") == 0 && strncmp(f[k[1]], "grad_", 5) == 0;
-}
-
-int sweep_collect(const char *case_dir, const case_result *res, sweep_row *row, char *err,
-                  int errlen)
-{
-    row->ok = res->ok;
-    row->final_loss = res->final_loss;
-    csv_table t;
-    if (csv_table_read_in(&t, case_dir, csv_steps.file, false, NULL, NULL, err, errlen))
-        return -1;
-    int skipped = csv_table_col(&t, "skipped");
-    for (int r = 0; r < t.n_rows; r++) {
-        int64_t v = 0;
-        row->steps++;
-        if (skipped >= 0 && csv_parse_i64(t.rows[r][skipped], &v))
-            row->steps_skipped += v != 0;
-    }
-    csv_table_free(&t);
-    /* the filter needs the columns' places, which the header gives: read it first */
-    if (csv_table_read_in(&t, case_dir, csv_tensors.file, false, NULL, NULL, err, errlen))
-        return -1;
-    int k[2] = {csv_table_col(&t, "pass"), csv_table_col(&t, "role")};
-    int cols[4] = {csv_table_col(&t, "underflow"), csv_table_col(&t, "subnormal"),
-                   csv_table_col(&t, "overflow"), csv_table_col(&t, "numel")};
-    int64_t *sums[4] = {&row->grad_underflow, &row->grad_subnormal, &row->grad_overflow,
-                        &row->grad_numel};
-    for (int r = 0; r < t.n_rows && k[0] >= 0 && k[1] >= 0; r++) {
-        if (!backward_grad_row(&t, t.rows[r], k))
+    row->ok = rec->result.ok;
+    row->final_loss = rec->result.final_loss;
+    row->steps = rec->n_steps;
+    for (int64_t i = 0; i < rec->n_steps; i++)
+        row->steps_skipped += rec->steps[i].skipped;
+    for (int64_t i = 0; i < rec->n_tensors; i++) { /* the backward pass's counted gradients */
+        const record_tensor *t = &rec->tensors[i];
+        if (t->pass != PASS_BACKWARD || !tensor_role_is_grad(t->role) || !t->counted || t->unseen)
             continue;
-        int64_t v[4];
-        bool counted = true;
-        for (int i = 0; i < 4; i++)
-            counted &= cols[i] >= 0 && csv_parse_i64(t.rows[r][cols[i]], &v[i]);
-        for (int i = 0; counted && i < 4; i++)
-            *sums[i] += v[i];
+        row->grad_underflow += t->underflow;
+        row->grad_subnormal += t->subnormal;
+        row->grad_overflow += t->overflow;
+        row->grad_numel += t->numel;
     }
-    csv_table_free(&t);
-    return 0;
 }
 
 /* "2^10" for a power of two, else the value as written */

@@ -6,9 +6,9 @@
  * is comma-separated; an item `2^A..2^B` stands for the powers of two 2^A, 2^A+1, ..., 2^B
  * (A <= B, integers in [-126, 127]).
  *
- * Per variant the table has: the steps skipped (steps.csv), and over the backward passes
- * of the observed steps the gradients' underflows, subnormals and overflows and their
- * element count (the rows of tensors.csv with pass backward and a grad_* role: the values
+ * Per variant the table has, from its run's record: the steps skipped, and over the
+ * backward passes of the observed steps the gradients' underflows, subnormals and overflows
+ * and their element count (the tensor rows with pass backward and a grad_* role: the values
  * summary.csv's grad_underflow sums), and the final loss. For a sweep of
  * scaler.init_scale alone the report names the safe window: the scales at which no
  * gradient overflowed and no step was skipped, among them those where the fewest
@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "train/train.h"
+#include "record/record.h"
 
 #define SWEEP_MAX_AXES 4
 #define SWEEP_MAX_VALUES 256
@@ -47,9 +47,8 @@ int sweep_parse(const char *arg, sweep_axis *ax, char *err, int errlen);
 int64_t sweep_count(const sweep_axis *axes, int n_axes);
 /* Variant v's settings: sets[i] = "KEY=VALUE" for axis i (buffers of 192 bytes). */
 void sweep_variant(const sweep_axis *axes, int n_axes, int64_t v, char (*sets)[192]);
-/* The row of a variant run into case_dir (its steps.csv and tensors.csv) with result res. */
-int sweep_collect(const char *case_dir, const case_result *res, sweep_row *row, char *err,
-                  int errlen);
+/* The figures of a variant's row from its run's record (row's names are the caller's). */
+void sweep_collect(const run_record *rec, sweep_row *row);
 /* Writes OUT/<name>.sweep/sweep.csv and report.md. */
 int sweep_write(const char *out, const char *name, const sweep_axis *axes, int n_axes,
                 const sweep_row *rows, int n_rows, char *err, int errlen);

@@ -137,7 +137,7 @@ typedef struct case_config {
     double eta_min; /* cosine: default 0 */
     int64_t steps;  /* default 1 */
     uint64_t seed;  /* default 0 */
-    /* gradient accumulation and clipping (README.md's [train]; train.c, clip.c) */
+    /* gradient accumulation and clipping (docs/CASES.md, docs/SEMANTICS.md; train.c, clip.c) */
     int64_t accumulate;       /* micro-batches per optimizer step; default 1 */
     bool delay_unscale;       /* master weights: accumulate in the half .grad, unscale once */
     double clip_grad_norm;    /* max_norm of clip_grad_norm_; 0: no clipping */
@@ -156,6 +156,7 @@ typedef struct case_config {
     int comm;                /* a comm_policy; default ddp */
     dtype reduce_dtype;      /* comm = fsdp|fsdp2 reduce_dtype=...; else unused */
     int allreduce_algorithm; /* Open MPI's coll_tuned_allreduce_algorithm; 0: its own pick */
+    char hosts[CASE_PATH_MAX]; /* hosts = FILE: an Open MPI hostfile, resolved; "": this host */
     /* [fp8] (fp8_linear.h): the chosen linear layers run as te.Linear under fp8_autocast */
     bool fp8;                          /* enabled; default no */
     fp8_format_kind fp8_format;        /* default hybrid (TE's DelayedScaling) */
@@ -164,6 +165,7 @@ typedef struct case_config {
     int fp8_amax_compute_algo;         /* delayed: an fp8_amax_algo (fp8_recipe.h); max */
     int64_t fp8_margin;                /* delayed: default 0 */
     bool fp8_layer[CASE_MAX_LAYERS];   /* by layer index: runs as te.Linear */
+    int fp8_line;                      /* [fp8]'s recipe line, else its enabled line (0: --set) */
     /* overrides applied (for naming variants: "<case>+<key>=<value>") */
     int n_sets;
 } case_config;

@@ -13,11 +13,14 @@
  */
 #include "distributed.h"
 
+#include <fnmatch.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "state.h"
+#include "autograd/dump.h"
 #include "autograd/host_values.h"
 #include "autograd/run.h"
 
@@ -39,19 +42,23 @@ void distributed_broadcast_params(run *r, tensor *const *params, int n)
     }
 }
 
-/* AMPSCOPE_DISTRIBUTED_FAIL=RANK:STEP makes that rank fail there (the tests' way to end a
- * rank mid-step; tests/test_distributed.c) */
+/* AMPSCOPE_DISTRIBUTED_FAIL=RANK:STEP makes that rank fail there, RANK:STEP:kill kill itself
+ * with SIGKILL there (the tests' ways to end a rank mid-step; tests/test_distributed.c) */
 static void maybe_fail(run *r)
 {
     const char *spec = getenv("AMPSCOPE_DISTRIBUTED_FAIL");
     long rank, step;
-    if (spec && sscanf(spec, "%ld:%ld", &rank, &step) == 2 && rank == dist.rank &&
-        step == r->obs->step)
-        run_fail(r, "failing at step %ld after backward, as AMPSCOPE_DISTRIBUTED_FAIL=%s asks",
-                 step, spec);
+    char how[8] = "";
+    if (!spec || sscanf(spec, "%ld:%ld:%7s", &rank, &step, how) < 2 || rank != dist.rank ||
+        step != r->obs->step)
+        return;
+    if (strcmp(how, "kill") == 0)
+        raise(SIGKILL);
+    run_fail(r, "failing at step %ld after backward, as AMPSCOPE_DISTRIBUTED_FAIL=%s asks", step,
+             spec);
 }
 
-/* the rank's own gradient as stored, gathered to rank 0's ranks.csv */
+/* the rank's own gradient as stored, gathered to rank 0's record (ranks.csv) */
 enum { LOCAL_NUMEL, LOCAL_ZEROS, LOCAL_SUBNORMAL, LOCAL_INF, LOCAL_NAN, LOCAL_AMAX, LOCAL_N };
 
 static void local_counts(run *r, const tensor *g, const float *v)
@@ -71,14 +78,22 @@ static void local_counts(run *r, const tensor *g, const float *v)
     if (dist.rank == 0 && !all)
         run_fail(r, "out of host memory");
     distributed_gather_i64(mine, all, LOCAL_N);
-    for (int k = 0; all && k < dist.world_size; k++) {
+    run_record *rec = r->obs->rec;
+    for (int k = 0; all && rec && k < dist.world_size; k++) {
         const int64_t *a = &all[k * LOCAL_N];
         memcpy(&amax, &a[LOCAL_AMAX], sizeof amax);
-        fprintf(dist.ranks_csv, "%s,%lld,%d,%s,%s,%lld,%lld,%lld,%lld,%lld,%.9g\n",
-                r->cfg->name, (long long)r->obs->step, k, g->name, dtype_name(g->dtype),
-                (long long)a[LOCAL_NUMEL], (long long)a[LOCAL_ZEROS],
-                (long long)a[LOCAL_SUBNORMAL], (long long)a[LOCAL_INF], (long long)a[LOCAL_NAN],
-                amax);
+        record_rank *row = record_add_rank(rec);
+        if (row)
+            *row = (record_rank){.step = r->obs->step,
+                                 .rank = k,
+                                 .tensor = record_intern(rec, g->name),
+                                 .dtype = g->dtype,
+                                 .numel = a[LOCAL_NUMEL],
+                                 .zeros = a[LOCAL_ZEROS],
+                                 .subnormal = a[LOCAL_SUBNORMAL],
+                                 .inf = a[LOCAL_INF],
+                                 .nan = a[LOCAL_NAN],
+                                 .amax = record_g9(amax)};
     }
     free(all);
 }
@@ -118,10 +133,23 @@ static void reduce_values(run *r, const comm_plan *plan, dtype grad, float *v, i
     distributed_finish(plan, grad, v, n);
 }
 
+/* --dump-ranks: this rank's own gradient as its backward left it, DIR/rank-R/<step>/ */
+static void dump_local(run *r, const tensor *g)
+{
+    if (!dist.dump_dir[0] || !r->obs->recording ||
+        (dist.dump_only && fnmatch(dist.dump_only, g->name, 0) != 0))
+        return;
+    char sub[32], err[512];
+    snprintf(sub, sizeof sub, "%lld", (long long)r->obs->step);
+    if (dump_tensor(r->be, dist.dump_dir, sub, g, err, sizeof err))
+        run_fail(r, "%s", err);
+}
+
 static void reduce_one(run *r, tensor *g)
 {
     const case_config *cfg = r->cfg;
     int64_t n = g->numel;
+    dump_local(r, g);
     comm_plan plan = distributed_plan((comm_policy)cfg->comm, g->dtype, cfg->reduce_dtype,
                                       cfg->world_size);
     float *v = host_values_get(r, g);
@@ -153,17 +181,26 @@ static void reduce_one(run *r, tensor *g)
     tensor seen = *g; /* the same storage, under the name of the rounding point */
     snprintf(seen.name, sizeof seen.name, "%.*s@allreduce", TENSOR_NAME_MAX - 11, g->name);
     observe_tensor(r->obs, &seen, ROLE_GRAD_PARAM, r->counting ? &st : NULL);
-    if (recording && dist.rank == 0) {
+    run_record *rec = r->obs->rec;
+    record_allreduce *row = recording && dist.rank == 0 && rec ? record_add_allreduce(rec) : NULL;
+    if (row) {
         double rel = sig2 > 0 ? sqrt(err2 / sig2) : (err2 > 0 ? INFINITY : 0.0);
         double sqnr = err2 > 0 ? 10.0 * log10(sig2 / err2) : INFINITY;
-        fprintf(dist.allreduce_csv, "%s,%lld,%s,%s,%s,%s,%lld,%s,%lld,%lld,%lld,%lld,%.9g,%.9g\n",
-                cfg->name, (long long)r->obs->step, seen.name, dtype_name(g->dtype),
-                comm_policy_names[cfg->comm], dtype_name(plan.wire), (long long)cfg->world_size,
-                allreduce_algorithm_names[cfg->allreduce_algorithm], (long long)n,
-                (long long)st.counts.underflow, (long long)st.counts.overflow,
-                (long long)nonfinite, rel, sqnr);
-        distributed_note_row(seen.name, st.counts.underflow, st.counts.overflow, nonfinite, rel,
-                             sqnr, r->obs->step);
+        *row = (record_allreduce){
+            .step = r->obs->step,
+            .tensor = record_intern(rec, seen.name),
+            .comm = comm_policy_names[cfg->comm],
+            .algorithm = allreduce_algorithm_names[cfg->allreduce_algorithm],
+            .dtype = g->dtype,
+            .wire = plan.wire,
+            .world_size = cfg->world_size,
+            .numel = n,
+            .underflow = st.counts.underflow,
+            .overflow = st.counts.overflow,
+            .nonfinite = nonfinite,
+            .rel_error = record_g9(rel),
+            .sqnr_db = record_g9(sqnr),
+        };
     }
     free(v);
 }
@@ -176,4 +213,9 @@ void distributed_reduce_grads(run *r, tensor *const *params, int n)
     for (int i = 0; i < n; i++)
         if (params[i]->grad)
             reduce_one(r, params[i]->grad);
+}
+
+int distributed_agree_signal(int sig)
+{
+    return dist.active ? distributed_max_int(sig) : sig;
 }

@@ -12,9 +12,14 @@
  * policy rounds element by element, so a bucket gives the same values; only Open MPI's
  * choice of algorithm (by message size) could differ, and a case pins the algorithm.
  *
- * Rank 0 writes the results: tensors.csv gets a row `NAME.grad@allreduce` per parameter
- * per observed step, counted against the exact float64 mean of the ranks' gradients;
- * allreduce.csv its relative error and SQNR; ranks.csv every rank's local gradient counts.
+ * With accumulate > 1 the micro-batches accumulate locally and the all-reduce runs once, on
+ * the accumulated .grad (DDP's no_sync; train.c). After every step the ranks agree on
+ * whether a signal stops them (distributed_agree_signal), so that all stop after the same
+ * step.
+ *
+ * Rank 0 keeps the results in its record: a tensor row `NAME.grad@allreduce` per parameter
+ * per observed step, counted against the exact float64 mean of the ranks' gradients; its
+ * relative error and SQNR (allreduce.csv); every rank's local gradient counts (ranks.csv).
  */
 #ifndef AMPSCOPE_DISTRIBUTED_H
 #define AMPSCOPE_DISTRIBUTED_H
@@ -78,6 +83,8 @@ void distributed_bcast(void *buf, int64_t bytes);
 void distributed_allreduce(void *buf, int64_t n, dtype dt);
 /* in place, SUM of doubles (the float64 reference) */
 void distributed_allreduce_f64(double *buf, int64_t n);
+/* the largest of every rank's v, on every rank */
+int distributed_max_int(int v);
 /* rank 0 receives every rank's n int64s into all (n * world_size) */
 void distributed_gather_i64(const int64_t *mine, int64_t *all, int n);
 _Noreturn void distributed_abort(int code);
@@ -98,21 +105,23 @@ struct tensor;
 void distributed_broadcast_params(struct run *r, struct tensor *const *params, int n);
 /* after backward: every parameter's .grad all-reduced under the case's policy, observed */
 void distributed_reduce_grads(struct run *r, struct tensor *const *params, int n);
+/* after a step: the signal that stops the run, as every rank agrees (the largest of the
+ * ranks' sig; 0: none), so that all ranks stop after the same step; sig outside a rank */
+int distributed_agree_signal(int sig);
 
 /* ---- the rank's side and the launcher (cli/launch.c) ---- */
 struct backend;
 struct train_options;
-struct case_result;
+struct run_record;
 /* A rank's run of cfg (the process mpirun started): rank 0 writes into the folder the
  * launcher named; a failure on any rank ends all of them. Returns the exit status. */
 int distributed_rank_main(case_config *cfg, struct backend *be, const struct train_options *opt);
 /* `ampscope run`'s side: runs cfg over cfg->world_size ranks with mpirun, the ranks'
  * command line being argv (run CASE and its options, without the program), into dir;
- * fills res as train_case does. Returns non-zero (message in res->error) when no result. */
+ * fills rec with rank 0's record (its files, read back, and its result). Returns non-zero
+ * (message in rec->result.error) when no result. */
 int distributed_train_case(const case_config *cfg, const char *const *argv, int argc,
-                           const char *dir, struct case_result *res);
-/* report.md's section: what the all-reduce lost, per parameter (from allreduce.csv) */
-int distributed_report(const case_config *cfg, const char *dir, char *err, int len);
+                           const char *dir, struct run_record *rec);
 
 /* ---- the case's section (case/distributed.c) ---- */
 void distributed_write_json(const case_config *cfg, FILE *f);

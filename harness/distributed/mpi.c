@@ -21,7 +21,7 @@ const char *const allreduce_algorithm_names[] = {"default",   "basic_linear",   
 const int allreduce_algorithm_count =
     (int)(sizeof allreduce_algorithm_names / sizeof allreduce_algorithm_names[0]);
 
-bool distributed_is_rank(void) { return getenv("AMPSCOPE_RANK_DIR") != NULL; }
+bool distributed_is_rank(void) { return getenv("AMPSCOPE_RANK") != NULL; }
 
 #ifdef AMPSCOPE_MPI
 #include <mpi.h>
@@ -121,6 +121,12 @@ void distributed_allreduce_f64(double *buf, int64_t n)
     }
 }
 
+int distributed_max_int(int v)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return v;
+}
+
 void distributed_gather_i64(const int64_t *mine, int64_t *all, int n)
 {
     MPI_Gather(mine, n, MPI_INT64_T, all, n, MPI_INT64_T, 0, MPI_COMM_WORLD);
@@ -149,6 +155,7 @@ void distributed_mpi_finalize(void) {}
 void distributed_bcast(void *buf, int64_t bytes) {}
 void distributed_allreduce(void *buf, int64_t n, dtype dt) {}
 void distributed_allreduce_f64(double *buf, int64_t n) {}
+int distributed_max_int(int v) { return v; }
 void distributed_gather_i64(const int64_t *mine, int64_t *all, int n)
 {
     for (int i = 0; i < n; i++)

@@ -1,9 +1,18 @@
 /*
  * distributed/policy.c: what each communication policy does to a gradient around the
  * all-reduce, as PyTorch's code does it (distributed.h's comm_plan):
- *   ddp            torch/csrc/distributed/c10d/reducer.cpp, mark_variable_ready_dense:
- *                  at::mul_out(bucket_view, grad, 1 / div_factor) in the gradient's dtype,
- *                  then allreduce (SUM) of the bucket
+ *   ddp            torch/csrc/distributed/c10d/reducer.cpp, Reducer::mark_variable_ready_dense
+ *                  with DDP's defaults gradient_as_bucket_view=False and
+ *                  batched_grad_copy=False: at::mul_out(bucket_view, grad,
+ *                  wrapped_scalar_tensor(1. / div_factor_)), 1/world_size applied while
+ *                  copying into the bucket, in the gradient's dtype, before the allreduce
+ *                  (SUM) of the bucket. (gradient_as_bucket_view=True, once .grad is a view
+ *                  of the bucket, divides it in place, bucket_view.div_(div_factor_);
+ *                  batched_grad_copy=True copies with _foreach_copy_ and divides the flat
+ *                  bucket with div_: a division, which can round otherwise than the multiply
+ *                  by the rounded 1/world_size when world_size is not a power of two.)
+ *                  Under no_sync (accumulation) the hooks fire in the last micro-batch's
+ *                  backward, on .grad holding the sum AccumulateGrad made
  *   fp16_compress  torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py:
  *                  buffer.to(torch.float16).div_(world_size), allreduce, copy_ back
  *   bf16_compress  the same file: the same in torch.bfloat16

@@ -103,10 +103,13 @@ static tensor *batch_norm2d_forward(run *r, const layer_spec *l, tensor *const *
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, x, name, x->dtype, MEM_ACTIVATIONS);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1); /* x's dtype, whatever w's */
     snprintf(name, sizeof name, "%s.save_mean", l->name);
     tensor *mean = run_tensor(r, name, DTYPE_FLOAT32, 1, &g.groups, MEM_ACTIVATIONS);
+    tensor_why(mean, DTYPE_REASON_OPMATH, "batch_norm", NULL, 0);
     snprintf(name, sizeof name, "%s.save_invstd", l->name);
     tensor *invstd = run_tensor(r, name, DTYPE_FLOAT32, 1, &g.groups, MEM_ACTIVATIONS);
+    tensor_why(invstd, DTYPE_REASON_OPMATH, "batch_norm", NULL, 0);
     round_stats st_mean, st_var, st;
     round_stats *stm = run_stats(r, &st_mean), *stv = run_stats(r, &st_var);
     run_check(r, r->be->batch_norm_stats(r->be, &g, x, (float)l->BN_MOMENTUM, mean, invstd,

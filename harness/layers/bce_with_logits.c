@@ -30,6 +30,7 @@ static tensor *bce_forward(run *r, const case_config *cfg, tensor *logits, tenso
     tensor *elem = run_tensor_like(r, xa, "bce_with_logits.out", ta->dtype, MEM_ACTIVATIONS);
     run_check(r, r->be->bce_logits_forward(r->be, xa, ta, elem, NULL)); /* not observed */
     tensor *loss = run_tensor(r, "loss", ta->dtype, 0, NULL, MEM_ACTIVATIONS);
+    autocast_why(r, loss, ac, &ta, 1); /* the target's dtype */
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, reduce_all(r->be, RD_OP_mean, elem, loss, stp)); /* apply_loss_reduction */

@@ -28,6 +28,7 @@ static tensor *causal_mask_forward(run *r, const layer_spec *l, tensor *const *i
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, x, name, x->dtype, MEM_ACTIVATIONS);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->causal_fill(r->be, x, -INFINITY, y, stp));

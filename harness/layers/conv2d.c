@@ -64,10 +64,11 @@ static tensor *conv2d_forward(run *r, const layer_spec *l, tensor *const *in, te
     snprintf(name, sizeof name, "%s.out", l->name);
     int64_t shape[4] = {g.n, g.c_out, g.h_out, g.w_out};
     tensor *y = run_tensor(r, name, xa->dtype, 4, shape, MEM_ACTIVATIONS);
+    tensor *args[3] = {xa, wa, ba};
+    autocast_why(r, y, ac, args, 3);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->conv2d_forward(r->be, &g, xa, wa, ba, y, stp));
-    tensor *args[3] = {xa, wa, ba};
     node *n = tape_record(r, "conv2d", conv2d_backward, y, args, 3);
     if (n) {
         n->geom = g;

@@ -30,6 +30,7 @@ static tensor *cross_entropy_forward(run *r, const case_config *cfg, tensor *log
     const autocast_op *ac = loss_def_of(cfg->loss)->autocast; /* log_softmax, nll_loss */
     tensor *xa = autocast_arg(r, &ac[0], logits);
     tensor *logp = run_tensor_like(r, xa, "log_softmax.out", xa->dtype, MEM_ACTIVATIONS);
+    autocast_why(r, logp, &ac[0], &xa, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->log_softmax_forward(r->be, xa, logp, stp));
@@ -40,6 +41,7 @@ static tensor *cross_entropy_forward(run *r, const case_config *cfg, tensor *log
 
     tensor *lp = autocast_arg(r, &ac[1], logp);
     tensor *loss = run_tensor(r, "loss", lp->dtype, 0, NULL, MEM_ACTIVATIONS);
+    autocast_why(r, loss, &ac[1], &lp, 1);
     stp = run_stats(r, &st);
     run_check(r, r->be->nll_loss_forward(r->be, lp, target, loss, stp));
     tensor *in[2] = {lp, target};

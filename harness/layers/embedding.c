@@ -34,6 +34,7 @@ static tensor *embedding_forward(run *r, const layer_spec *l, tensor *const *in,
         shape[d] = idx->shape[d];
     shape[idx->ndim] = w->shape[1];
     tensor *y = run_tensor(r, name, w->dtype, idx->ndim + 1, shape, MEM_ACTIVATIONS);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &w, 1); /* the weight is its floating operand */
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->embedding_forward(r->be, idx, w, y, stp));

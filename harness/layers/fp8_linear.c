@@ -20,26 +20,40 @@ static dtype grad_dtype(const case_config *cfg)
     return cfg->fp8_format == FP8_FORMAT_HYBRID ? DTYPE_FLOAT8_E5M2 : DTYPE_FLOAT8_E4M3FN;
 }
 
-void fp8_begin(run *r, FILE *csv)
+const char *fp8_refusal(const case_config *cfg, const backend *be, char *buf, size_t len)
 {
-    const case_config *cfg = r->cfg;
     if (!cfg->fp8)
-        return;
-    bool mx = cfg->fp8_recipe == FP8_RECIPE_MXFP8;
-    if (mx && !backend_supports(r->be, BACKEND_OP_fp8_block_gemm, DTYPE_FLOAT8_E4M3FN))
-        run_fail(r,
+        return NULL;
+    if (cfg->fp8_recipe == FP8_RECIPE_MXFP8) {
+        if (backend_supports(be, BACKEND_OP_fp8_block_quantize, DTYPE_FLOAT8_E4M3FN) &&
+            backend_supports(be, BACKEND_OP_fp8_block_gemm, DTYPE_FLOAT8_E4M3FN))
+            return NULL;
+        snprintf(buf, len,
                  "recipe = mxfp8 on the %s backend (%s): MXFP8 runs on the CPU only in ampscope "
                  "(cuBLASLt's MXFP8 GEMMs need sm_100)\n---> HINT: run the case with --device cpu",
-                 r->be->name, r->be->device);
-    if (!mx && !backend_supports(r->be, BACKEND_OP_fp8_gemm, DTYPE_FLOAT8_E4M3FN))
-        run_fail(r,
-                 "the %s backend (%s) has no float8 GEMMs: cuBLASLt's need compute capability "
-                 "8.9 or newer (Ada, Hopper)\n---> HINT: run the case with --device cpu",
-                 r->be->name, r->be->device);
+                 be->name, be->device);
+        return buf;
+    }
+    if (backend_supports(be, BACKEND_OP_fp8_gemm, DTYPE_FLOAT8_E4M3FN))
+        return NULL;
+    snprintf(buf, len,
+             "the %s backend (%s) has no float8 GEMMs: cuBLASLt's need compute capability 8.9 "
+             "or newer (Ada, Hopper)\n---> HINT: run the case with --device cpu",
+             be->name, be->device);
+    return buf;
+}
+
+void fp8_begin(run *r)
+{
+    const case_config *cfg = r->cfg;
+    char why[512];
+    if (fp8_refusal(cfg, r->be, why, sizeof why))
+        run_fail(r, "%s", why);
+    if (!cfg->fp8)
+        return;
     r->fp8 = calloc(1, sizeof *r->fp8);
     if (!r->fp8)
         run_fail(r, "out of host memory for [fp8]'s scaling state");
-    r->fp8->csv = csv;
     if (cfg->fp8_recipe != FP8_RECIPE_DELAYED)
         return;
     int len = (int)cfg->fp8_amax_history_len, margin = (int)cfg->fp8_margin;
@@ -95,6 +109,27 @@ static void update_all(run *r, bool forward)
 void fp8_forward_done(run *r) { update_all(r, true); }
 void fp8_backward_done(run *r) { update_all(r, false); }
 
+/* fp8.csv's row of one quantization of tensor `what` (with `suffix`: ".colwise" for MXFP8's
+ * column-wise copy), in the run's record when it keeps one */
+static void keep_row(run *r, const char *what, const char *suffix, dtype format, float amax,
+                     float scale, int64_t saturated, int64_t underflow)
+{
+    run_record *rec = r->obs->rec;
+    if (!rec)
+        return;
+    char name[TENSOR_NAME_MAX + 16];
+    snprintf(name, sizeof name, "%s%s", what, suffix);
+    record_fp8 *row = record_add_fp8(rec);
+    if (row)
+        *row = (record_fp8){.step = r->obs->step,
+                            .tensor = record_intern(rec, name),
+                            .format = format,
+                            .amax = amax,
+                            .scale = scale,
+                            .saturated = saturated,
+                            .underflow = underflow};
+}
+
 /* q (and qt, when not NULL) = float8(x * scale), the scale from d's state (delayed: x's amax
  * recorded) or from x's own amax (current); q observed in role, one row of fp8.csv named
  * `what`. Returns the scale inverse the GEMMs take: 1 / scale in float32, as TE stores it. */
@@ -115,12 +150,10 @@ static float quantize(run *r, fp8_delayed *d, tensor *x, tensor *q, tensor *qt, 
     round_stats_init(&st);
     int64_t saturated = 0;
     run_check(r, be->fp8_quantize(be, x, scale, true, q, qt, &saturated, &st));
+    const tensor *src = x;
+    tensor_why(q, DTYPE_REASON_FP8, "te.Linear", &src, 1);
     observe_tensor(r->obs, q, role, r->counting ? &st : NULL);
-    FILE *f = r->fp8->csv;
-    if (f)
-        fprintf(f, "%s,%lld,%s,%s,%.9g,%.9g,%lld,%lld\n", r->cfg->name, (long long)r->obs->step,
-                what, dtype_name(q->dtype), (double)amax, (double)scale, (long long)saturated,
-                (long long)st.counts.underflow);
+    keep_row(r, what, "", q->dtype, amax, scale, saturated, st.counts.underflow);
     return 1.0f / scale;
 }
 
@@ -145,16 +178,14 @@ static uint8_t *quantize_mx(run *r, tensor *x, bool colwise, tensor *q, const ch
         free(e8m0);
         run_check(r, -1);
     }
+    const tensor *src = x;
+    tensor_why(q, DTYPE_REASON_FP8, "te.Linear", &src, 1);
     observe_tensor(r->obs, q, role, r->counting ? &st : NULL);
     uint8_t top = 0;
     for (int64_t i = 0; i < blocks; i++)
         top = e8m0[i] > top ? e8m0[i] : top;
-    FILE *f = r->fp8->csv;
-    if (f)
-        fprintf(f, "%s,%lld,%s%s,%s,%.9g,%.9g,%lld,%lld\n", r->cfg->name, (long long)r->obs->step,
-                what, colwise ? ".colwise" : "", dtype_name(q->dtype), (double)amax,
-                (double)fp8_e8m0_multiplier(top), (long long)saturated,
-                (long long)st.counts.underflow);
+    keep_row(r, what, colwise ? ".colwise" : "", q->dtype, amax, fp8_e8m0_multiplier(top),
+             saturated, st.counts.underflow);
     return e8m0;
 }
 
@@ -230,7 +261,9 @@ static void fp8_linear_backward(run *r, node *n)
                                        stp));
         if (same) {
             node_give_grad(r, n, 1, dw, stp);
-        } else {
+        } else { /* the GEMM's output in its activation dtype, dy's */
+            const tensor *from = dy;
+            tensor_why(dw, DTYPE_REASON_INPUT, "te.Linear", &from, 1);
             observe_tensor(r->obs, dw, ROLE_GRAD_CAST, stp);
             give_grad_as_is(r, n, 1, dw);
             tensor_release(&r->pool, dw);
@@ -286,6 +319,8 @@ tensor *fp8_linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, te
     shape[xa->ndim - 1] = out;
     layer_out_name(l, name, sizeof name);
     tensor *y = run_tensor(r, name, xa->dtype, xa->ndim, shape, MEM_ACTIVATIONS);
+    tensor *operands[2] = {xa, ba}; /* the surrounding dtype: autocast's, else the input's */
+    autocast_why(r, y, ac, operands, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, mx ? be->fp8_block_gemm(be, xq, x_e8m0, wq, w_e8m0, ba, y, stp)

@@ -61,13 +61,18 @@ typedef struct fp8_layer_state {
 
 typedef struct fp8_state {
     fp8_layer_state layer[CASE_MAX_LAYERS]; /* by layer index; those [fp8] chose */
-    FILE *csv;                              /* fp8.csv; NULL: rows not written (dry runs) */
 } fp8_state;
 
-/* r->fp8 for a case with [fp8] enabled (nothing otherwise), csv its fp8.csv (may be NULL);
- * ends the run when the backend has no float8 GEMMs (for mxfp8: no block-scaled ones, which
- * only the CPU backend has) or memory runs out */
-void fp8_begin(run *r, FILE *csv);
+/* NULL when be runs cfg's [fp8] (or cfg has none); else why not, in buf: the backend has no
+ * float8 GEMMs, or for recipe = mxfp8 not both block-scaled ops (the CPU backend only: the
+ * CUDA backend leaves them out). The CLI refuses such a case before it runs, at
+ * cfg->fp8_line; fp8_begin ends a run with the same message. */
+const char *fp8_refusal(const case_config *cfg, const backend *be, char *buf, size_t len);
+/* r->fp8 for a case with [fp8] enabled (nothing otherwise); every quantization is a row of
+ * the run's record (fp8.csv), when the observer keeps one. Ends the run when the backend
+ * has no float8 GEMMs (for mxfp8: no block-scaled ones, which only the CPU backend has) or
+ * memory runs out */
+void fp8_begin(run *r);
 /* frees r->fp8 (NULL does nothing) */
 void fp8_free(run *r);
 /* whether layer l runs as te.Linear */

@@ -54,6 +54,7 @@ static tensor *heads_forward(run *r, const layer_spec *l, tensor *x, bool split)
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     tensor *y = swap_heads(r, &x4, &like, name, MEM_ACTIVATIONS, stp);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     tape_record(r, split ? "split_heads" : "merge_heads",
                 split ? split_heads_backward : merge_heads_backward, y, &x, 1);
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);

@@ -40,14 +40,16 @@ static tensor *l1_forward(run *r, const case_config *cfg, tensor *pred, tensor *
     round_stats *stp = run_stats(r, &st);
     tensor *diff =
         run_tensor_like(r, pa, "l1.diff", promote_types(pa->dtype, ta->dtype), MEM_ACTIVATIONS);
-    run_check(r, r->be->sub_forward(r->be, pa, ta, diff, stp));
     tensor *in[2] = {pa, ta};
+    autocast_why(r, diff, ac, in, 2);
+    run_check(r, r->be->sub_forward(r->be, pa, ta, diff, stp));
     tape_record(r, "sub", sub_backward, diff, in, 2);
     observe_tensor(r->obs, diff, ROLE_ACTIVATION, stp);
     tensor_release(&r->pool, pa);
     tensor_release(&r->pool, ta);
 
     tensor *abs = run_tensor_like(r, diff, "l1.out", diff->dtype, MEM_ACTIVATIONS);
+    autocast_why(r, abs, ac, &diff, 1);
     stp = run_stats(r, &st);
     run_check(r, r->be->abs_forward(r->be, diff, abs, stp));
     node *n = tape_record(r, "abs", abs_backward, abs, &diff, 1);

@@ -16,7 +16,9 @@
  *  - autocast's policy for each op it runs (the table `ampscope ops` prints);
  *  - its forward, which applies that policy, runs the ops through the backend table,
  *    records each op's backward on the tape and returns a new reference to its output;
- *  - the one-line description reports print.
+ *  - the one-line description reports print;
+ *  - whether [fp8] may run it as te.Linear (te_linear: the parser reads the flag, and no
+ *    code outside the kind's file asks which kind a layer is).
  * Inputs and parameters reach a forward as arrays (in[0..n_inputs), params in the order
  * the params rule gives), so kinds with several inputs or a shared parameter need no other
  * signature. A one-input kind reads the previous layer's output or `from=NAME`; a kind of
@@ -162,6 +164,10 @@ typedef struct layer_def {
     /* "linear 4 → 8 (no bias)": snprintf's contract */
     int (*describe)(const layer_spec *l, char *buf, size_t len);
     int n_inputs; /* inputs the forward takes; 0 means 1 */
+    /* [fp8] may choose it to run as te.Linear (fp8_linear.h): its spec's `in` and `out` are
+     * the GEMM's in_features and out_features, and its forward runs fp8_linear_forward for
+     * the layers [fp8] chose */
+    bool te_linear;
 } layer_def;
 
 typedef struct loss_def {
@@ -197,6 +203,9 @@ extern const loss_def bce_with_logits_def, l1_def;
 
 const layer_def *layer_def_of(layer_kind k);
 const loss_def *loss_def_of(loss_kind k);
+/* The kind a case file calls name ("linear", "mse"), or -1 */
+int layer_kind_of_name(const char *name);
+int loss_kind_of_name(const char *name);
 extern const char *const reduction_names[REDUCTION_COUNT];
 /* "fc1 = linear 4 → 8" (what report.md's **Model:** line lists); snprintf's contract */
 int layer_describe(const layer_spec *l, char *buf, size_t len);

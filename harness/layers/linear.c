@@ -84,10 +84,11 @@ static tensor *linear_forward(run *r, const layer_spec *l, tensor *const *in, te
     memcpy(shape, xa->shape, sizeof shape);
     shape[xa->ndim - 1] = wa->shape[0];
     tensor *y = run_tensor(r, name, xa->dtype, xa->ndim, shape, MEM_ACTIVATIONS);
+    tensor *args[3] = {xa, wa, ba};
+    autocast_why(r, y, ac, args, 3);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->linear_forward(r->be, xa, wa, ba, y, stp));
-    tensor *args[3] = {xa, wa, ba};
     node *n = tape_record(r, "linear", linear_backward, y, args, 3);
     tape_save(n, 0, xa);
     tape_save(n, 1, wa);
@@ -166,4 +167,5 @@ const layer_def linear_def = {
     .n_autocast = COUNT_OF(linear_autocast),
     .forward = linear_forward,
     .describe = linear_describe,
+    .te_linear = true,
 };

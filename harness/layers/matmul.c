@@ -41,10 +41,11 @@ static tensor *matmul_forward(run *r, const layer_spec *l, tensor *const *in, te
         shape[d] = a->shape[d];
     shape[a->ndim - 1] = b->shape[b->ndim - 1];
     tensor *y = run_tensor(r, name, a->dtype, a->ndim, shape, MEM_ACTIVATIONS);
+    tensor *args[2] = {a, b};
+    autocast_why(r, y, ac, args, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->matmul(r->be, a, b, false, false, y, stp));
-    tensor *args[2] = {a, b};
     node *n = tape_record(r, "matmul", matmul_backward, y, args, 2);
     tape_save(n, 0, a);
     tape_save(n, 1, b);

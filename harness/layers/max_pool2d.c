@@ -26,8 +26,10 @@ static tensor *max_pool2d_forward(run *r, const layer_spec *l, tensor *const *in
     snprintf(name, sizeof name, "%s.out", l->name);
     int64_t shape[4] = {g.n, g.c_out, g.h_out, g.w_out};
     tensor *y = run_tensor(r, name, x->dtype, 4, shape, MEM_ACTIVATIONS);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     snprintf(name, sizeof name, "%s.indices", l->name);
     tensor *idx = run_tensor(r, name, DTYPE_INT64, 4, shape, MEM_ACTIVATIONS);
+    tensor_why(idx, DTYPE_REASON_INDEX, "max_pool2d", NULL, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->max_pool2d_forward(r->be, &g, x, y, idx, stp));

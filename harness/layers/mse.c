@@ -36,17 +36,19 @@ static tensor *mse_loss_forward(run *r, const autocast_op *ac, tensor *pred, ten
     tensor *ta = autocast_arg(r, ac, target);
     dtype dt = promote_types(pa->dtype, ta->dtype);
     tensor *elem = run_tensor_like(r, pa, "mse.out", dt, MEM_ACTIVATIONS);
+    tensor *in[2] = {pa, ta};
+    autocast_why(r, elem, ac, in, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->mse_forward(r->be, pa, ta, elem, stp));
     tensor *out = elem;
     if (!reduction_none) { /* apply_loss_reduction: the elementwise loss, then its mean */
         out = run_tensor(r, "loss", dt, 0, NULL, MEM_ACTIVATIONS);
+        autocast_why(r, out, ac, in, 2);
         stp = run_stats(r, &st);
         run_check(r, reduce_all(r->be, RD_OP_mean, elem, out, stp));
         tensor_release(&r->pool, elem);
     }
-    tensor *in[2] = {pa, ta};
     node *n = tape_record(r, "mse_loss", mse_backward, out, in, 2);
     if (n) {
         n->scalar = reduction_none ? 2.0 : 2.0 / (double)pa->numel;

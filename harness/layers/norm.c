@@ -19,12 +19,19 @@ tensor *norm_run(run *r, const layer_spec *l, backward_fn backward, const norm_g
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, xa, name, xa->dtype, MEM_ACTIVATIONS);
+    autocast_why(r, y, ac, &xa, 1);
     dtype sdt = stats == NORM_STATS_FLOAT32 ? DTYPE_FLOAT32 : xa->dtype;
     int64_t rows = g->n * g->groups;
     snprintf(name, sizeof name, "%s.mean", l->name);
     tensor *mean = run_tensor(r, name, sdt, 1, &rows, MEM_ACTIVATIONS);
     snprintf(name, sizeof name, "%s.rstd", l->name);
     tensor *rstd = run_tensor(r, name, sdt, 1, &rows, MEM_ACTIVATIONS);
+    tensor *stats_of[2] = {mean, rstd};
+    for (int i = 0; i < 2; i++) /* float32 statistics: the kernel's accumulate type */
+        if (stats == NORM_STATS_FLOAT32)
+            tensor_why(stats_of[i], DTYPE_REASON_OPMATH, ac->op, NULL, 0);
+        else
+            autocast_why(r, stats_of[i], ac, &xa, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->norm_forward(r->be, g, xa, wa, ba, y, mean, rstd, stp));

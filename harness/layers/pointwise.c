@@ -243,8 +243,9 @@ static tensor *pointwise_forward(run *r, const layer_spec *l, tensor *const *in,
         shape_broadcast(nd, shape, args[k]->ndim, args[k]->shape, &nd, shape);
     char name[TENSOR_NAME_MAX];
     layer_out_name(l, name, sizeof name);
-    tensor *y = run_tensor(r, name, autocast_output_dtype(r, ac, args, row->arity, NULL), nd, shape,
+    tensor *y = run_tensor(r, name, autocast_output_dtype(args, row->arity), nd, shape,
                            MEM_ACTIVATIONS);
+    autocast_why(r, y, ac, args, row->arity);
     op_params p = pointwise_params(r, l, name);
     round_stats st;
     round_stats *stp = run_stats(r, &st);

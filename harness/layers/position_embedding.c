@@ -56,6 +56,8 @@ static tensor *position_embedding_forward(run *r, const layer_spec *l, tensor *c
     char name[TENSOR_NAME_MAX];
     layer_out_name(l, name, sizeof name);
     tensor *y = run_tensor_like(r, x, name, promote_types(x->dtype, w->dtype), MEM_ACTIVATIONS);
+    tensor *operands[2] = {x, w};
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, operands, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     const tensor *terms[2] = {x, &rows}; /* the add row; rows [T, C] repeat over the batch */

@@ -58,6 +58,22 @@ const layer_def *layer_def_of(layer_kind k) { return layer_defs[k]; }
 
 const loss_def *loss_def_of(loss_kind k) { return loss_defs[k]; }
 
+int layer_kind_of_name(const char *name)
+{
+    for (int k = 0; k < LAYER_KIND_COUNT; k++)
+        if (strcmp(layer_defs[k]->name, name) == 0)
+            return k;
+    return -1;
+}
+
+int loss_kind_of_name(const char *name)
+{
+    for (int k = 0; k < LOSS_KIND_COUNT; k++)
+        if (strcmp(loss_defs[k]->name, name) == 0)
+            return k;
+    return -1;
+}
+
 int layer_describe(const layer_spec *l, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s = ", l->name);
@@ -273,6 +289,8 @@ tensor *reduce_record(run *r, rd_op op, tensor *x, unsigned dims, const char *na
                       const int64_t *shape, tensor_role role)
 {
     tensor *y = run_tensor(r, name, x->dtype, ndim, shape, MEM_ACTIVATIONS);
+    const autocast_op row = {rd_rows[op].name, rd_rows[op].policy, "", {NULL}};
+    autocast_why(r, y, &row, &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     const op_params none = {.seed = 0};

@@ -18,7 +18,7 @@
  * So for half inputs the path keeps float32 q_scaled, k_scaled, v and probabilities for
  * backward: the probabilities are a saved float32 tensor the caller never sees. The
  * arithmetic is sdpa_math.h's. The fused kernels PyTorch picks on a GPU by default (flash,
- * memory-efficient, cuDNN) round differently: see README.md.
+ * memory-efficient, cuDNN) round differently: see docs/SEMANTICS.md.
  */
 #include <math.h>
 #include <stdio.h>
@@ -66,6 +66,7 @@ static tensor *scaled(run *r, const layer_spec *l, tensor *x, float sf, const ch
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.%s", l->name, what);
     tensor *y = run_tensor_like(r, x, name, DTYPE_FLOAT32, MEM_ACTIVATIONS);
+    tensor_why(y, DTYPE_REASON_OPMATH, OP_NAME, NULL, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->mul_scalar(r->be, x, sf, y, stp));
@@ -127,7 +128,7 @@ static tensor *as_float32(run *r, tensor *t)
         tensor_retain(t);
         return t;
     }
-    return cast_to(r, t, DTYPE_FLOAT32, MEM_ACTIVATIONS);
+    return cast_to(r, t, DTYPE_FLOAT32, MEM_ACTIVATIONS, DTYPE_REASON_OPMATH, OP_NAME);
 }
 
 static tensor *sdpa_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
@@ -142,6 +143,9 @@ static tensor *sdpa_forward(run *r, const layer_spec *l, tensor *const *in, tens
                  "%s key.dtype: %s and value.dtype: %s instead.",
                  type_meta_name(qa->dtype), type_meta_name(ka->dtype), type_meta_name(va->dtype));
     dtype dt = qa->dtype;
+    tensor out_why = {.dtype = dt}; /* the output's reason, while the operands are at hand */
+    tensor *operands[3] = {qa, ka, va};
+    autocast_why(r, &out_why, ac, operands, 3);
     double scale = l->SDPA_SCALE > 0 ? l->SDPA_SCALE : 1.0 / sqrt((double)qa->shape[3]);
     float sf = (float)sqrt(scale); /* calculate_scale(...).sqrt(), a double, multiplied in */
     tensor *q32 = as_float32(r, qa), *k32 = as_float32(r, ka), *v32 = as_float32(r, va);
@@ -157,6 +161,7 @@ static tensor *sdpa_forward(run *r, const layer_spec *l, tensor *const *in, tens
     snprintf(name, sizeof name, "%s.probs", l->name);
     int64_t ps[4] = {qs->shape[0], qs->shape[1], g.l, g.s};
     tensor *p = run_tensor(r, name, DTYPE_FLOAT32, 4, ps, MEM_ACTIVATIONS);
+    tensor_why(p, DTYPE_REASON_OPMATH, OP_NAME, NULL, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->sdpa_probs_forward(r->be, &g, qs, ks, p, stp));
@@ -175,6 +180,10 @@ static tensor *sdpa_forward(run *r, const layer_spec *l, tensor *const *in, tens
     snprintf(name, sizeof name, dt == DTYPE_FLOAT32 ? "%s.out" : "%s.out_float32", l->name);
     int64_t os[4] = {ps[0], ps[1], g.l, g.ev};
     tensor *o = run_tensor(r, name, DTYPE_FLOAT32, 4, os, MEM_ACTIVATIONS);
+    if (dt == DTYPE_FLOAT32)
+        o->why = out_why.why;
+    else
+        tensor_why(o, DTYPE_REASON_OPMATH, OP_NAME, NULL, 0);
     stp = run_stats(r, &st);
     run_check(r, r->be->sdpa_value_forward(r->be, &g, p, v32, o, stp));
     tensor *pv[2] = {p, v32};
@@ -189,6 +198,7 @@ static tensor *sdpa_forward(run *r, const layer_spec *l, tensor *const *in, tens
 
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, o, name, dt, MEM_ACTIVATIONS);
+    y->why = out_why.why;
     stp = run_stats(r, &st);
     run_check(r, r->be->cast(r->be, o, y, stp));
     tape_record(r, "to", to_backward, y, &o, 1);

@@ -44,13 +44,15 @@ static tensor *row_forward(run *r, const layer_spec *l, tensor *x, bool log)
     if (r->autocast && ac->policy == AUTOCAST_FP32_SET_OPT_DTYPE && x->dtype != DTYPE_FLOAT32) {
         out_dt = DTYPE_FLOAT32;
         if (x->dtype != DTYPE_FLOAT16) /* bfloat16: toType(float32), then _softmax */
-            src = cast_to(r, x, DTYPE_FLOAT32, MEM_ACTIVATIONS);
+            src = cast_to(r, x, DTYPE_FLOAT32, MEM_ACTIVATIONS, DTYPE_REASON_FP32_SET_OPT_DTYPE,
+                          ac->op);
     }
     if (src == x)
         tensor_retain(x);
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, src, name, out_dt, MEM_ACTIVATIONS);
+    autocast_why(r, y, ac, &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, log ? r->be->log_softmax_forward(r->be, src, y, stp)

@@ -59,6 +59,7 @@ static tensor *transpose_forward(run *r, const layer_spec *l, tensor *const *in,
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     tensor *y = swap_copy(r, x, d1, d2, name, MEM_ACTIVATIONS, stp);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     node *n = tape_record(r, "transpose", transpose_backward, y, &x, 1);
     if (n) /* the dims swapped (geom's fields, unused by a transpose otherwise) */
         n->geom.kh = d1, n->geom.kw = d2;

@@ -1,6 +1,7 @@
 /*
  * backend.c: the contract every backend table is held to (backend.h): the names of the
- * ops, the check each open path runs on the table it fills, and the supports() query.
+ * ops, the check each open path runs on the table it fills (an empty slot only for an op
+ * the backend leaves out), and the supports() query.
  */
 #include <stdio.h>
 #include <string.h>
@@ -53,7 +54,7 @@ int backend_check(const backend *be, char *err, int errlen)
     BACKEND_MEMORY_FNS(CHECK_MEMORY_FN)
 #undef CHECK_MEMORY_FN
 #define CHECK_OP(name, params)                                                                   \
-    if (!be->name)                                                                               \
+    if (!be->name && !backend_leaves_out(be, BACKEND_OP_##name))                                 \
         name_missing(list, (int)sizeof list, &n, #name);
     BACKEND_OPS(CHECK_OP)
 #undef CHECK_OP
@@ -67,4 +68,12 @@ int backend_check(const backend *be, char *err, int errlen)
 bool backend_supports(const backend *be, backend_op op, dtype dt)
 {
     return !be->supports || be->supports(be, op, dt);
+}
+
+bool backend_leaves_out(const backend *be, backend_op op)
+{
+    for (int d = 0; d < DTYPE_COUNT; d++)
+        if (backend_supports(be, op, (dtype)d))
+            return false;
+    return true;
 }

@@ -22,7 +22,9 @@
  * CPU and CUDA backends' declarations and tables (cpu_<op> in harness/ops/cpu/, cuda_<op> in
  * kernels/): adding an op is one line there plus its cpu_<op> and cuda_<op>. Every open
  * path (CPU, counting, CUDA) runs backend_check(), which names each op or memory function
- * a table leaves NULL.
+ * a table leaves NULL, but for an op the backend leaves out: its supports() says no in
+ * every dtype, and its slot may stay empty (the CUDA backend's MXFP8 ops); the callers of
+ * such an op ask backend_supports() before they call it (layers/fp8_linear.c).
  *
  * ABI: the CUDA backend is a shared library built from these sources; backend_cuda_load()
  * refuses one whose BACKEND_ABI_VERSION or sizeof(struct backend) differs from the
@@ -308,7 +310,7 @@ typedef void *(*backend_values_fn)(void *ctx);
     X(fp8_gemm, (backend *be, const tensor *a, const tensor *b, float scale_inv_a,              \
                  float scale_inv_b, const tensor *bias, bool fast_accum, tensor *y,              \
                  round_stats *st))                                                               \
-    /* ---- MXFP8 (cpu/fp8_block.c; the CPU only: kernels/fp8.cu refuses both) ---- */          \
+    /* ---- MXFP8 (cpu/fp8_block.c; the CPU only: the CUDA backend leaves both out) ---- */      \
     /* x viewed as [rows, cols] (cols its last dim), or its transpose [cols, rows] when         \
      * colwise: q = float8(v * 2^-(e-127)) per block of 32 consecutive values along the last    \
      * dim of that view (a multiple of 32), e = the block's E8M0 exponent (fp8_recipe.h's       \
@@ -361,7 +363,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 10
+#define BACKEND_ABI_VERSION 11
 
 #ifdef __cplusplus
 extern "C" {
@@ -389,11 +391,13 @@ typedef const char *(*backend_rows_fn)(void);
 #define BACKEND_ROW_NAME(name, ...) #name " "
 #define BACKEND_ROW_NAMES POINTWISE_OPS(BACKEND_ROW_NAME) "| " REDUCE_OPS(BACKEND_ROW_NAME)
 
-/* 0 when every memory function and op of be is filled; else -1 with a message in err
- * naming the backend and each one left NULL. */
+/* 0 when every memory function and op of be is filled, an op it leaves out excepted; else
+ * -1 with a message in err naming the backend and each one left NULL. */
 int backend_check(const backend *be, char *err, int errlen);
 /* Whether be runs op with operands of dtype dt (be->supports, or every op when it is NULL). */
 bool backend_supports(const backend *be, backend_op op, dtype dt);
+/* Whether be leaves op out: its supports() says no in every dtype (its slot may be empty). */
+bool backend_leaves_out(const backend *be, backend_op op);
 /* "cast", "linear_forward", ...: the op's name in the list */
 const char *backend_op_name(backend_op op);
 /* db[C] = the sum row over dy viewed as [outer, C, inner], over outer and inner (a bias's

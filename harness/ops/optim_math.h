@@ -23,9 +23,56 @@
 
 #define OPTIM_MAX_STATE 3
 
-/* The optimizers; each has its row in optimizers.c (names, options, states). */
-typedef enum optim_kind { OPTIM_SGD = 0, OPTIM_ADAM, OPTIM_RMSPROP, OPTIM_ADAMW } optim_kind;
-#define OPTIM_KIND_COUNT (OPTIM_ADAMW + 1)
+/*
+ * The optimizers, one row each: X(KIND, name, STATES): OPTIM_KIND in the enum, its name in
+ * case files and reports, and the numbers of state tensors it can keep per parameter as a
+ * bit set (OPTIM_NS(n) for n states; optim_state_count gives one of them, which
+ * train/optimizers.c's check confirms at start-up). The enum, both backends' update
+ * dispatch (an update built for each kind and state count it can keep: harness/ops/cpu/
+ * optim.c, kernels/optim.cu) and the selftest iterate the list. A kind's arithmetic is its
+ * case in optim_hyper_at, optim_state_count and optim_update below; its options, defaults
+ * and state names are its row in train/optimizers.c.
+ */
+#define OPTIM_NS(n) (1u << (n))
+#define OPTIM_KINDS(X)                                                                             \
+    X(SGD, "sgd", OPTIM_NS(0) | OPTIM_NS(1)) /* momentum_buffer when momentum != 0 */             \
+    X(ADAM, "adam", OPTIM_NS(2))                                                                   \
+    X(RMSPROP, "rmsprop", OPTIM_NS(1) | OPTIM_NS(2) | OPTIM_NS(3))                                \
+    X(ADAMW, "adamw", OPTIM_NS(2))
+
+typedef enum optim_kind {
+#define OPTIM_ENUM(KIND, NAME, STATES) OPTIM_##KIND,
+    OPTIM_KINDS(OPTIM_ENUM)
+#undef OPTIM_ENUM
+} optim_kind;
+#define OPTIM_ONE_MORE(KIND, NAME, STATES) +1
+#define OPTIM_KIND_COUNT (0 OPTIM_KINDS(OPTIM_ONE_MORE))
+
+/* The kind's name in case files ("adamw") */
+static inline const char *optim_kind_name(optim_kind k)
+{
+    switch (k) {
+#define OPTIM_NAME(KIND, NAME, STATES)                                                             \
+    case OPTIM_##KIND:                                                                             \
+        return NAME;
+        OPTIM_KINDS(OPTIM_NAME)
+#undef OPTIM_NAME
+    }
+    return "?";
+}
+
+/* The bit set of state counts the kind can keep (OPTIM_KINDS' STATES) */
+static inline unsigned optim_kind_states(optim_kind k)
+{
+    switch (k) {
+#define OPTIM_STATES_OF(KIND, NAME, STATES)                                                        \
+    case OPTIM_##KIND:                                                                             \
+        return STATES;
+        OPTIM_KINDS(OPTIM_STATES_OF)
+#undef OPTIM_STATES_OF
+    }
+    return 0;
+}
 
 /* What the case file says (PyTorch's names and defaults). */
 typedef struct optim_config {

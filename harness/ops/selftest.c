@@ -1419,54 +1419,30 @@ static void check_unscale(selftest *c, round_stats *st)
         }
 }
 
+/* The settings every optimizer kind of OPTIM_KINDS runs under, PyTorch's betas, eps and alpha
+ * in each: a kind reads the fields it has (optim_math.h's optim_update) and ignores the
+ * others, so each kind meets each of its options on and off, and a line may repeat an
+ * earlier check of the same kind under a setting it does not read. */
+#define TORCH_DEFAULTS .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .alpha = 0.99
+static const struct {
+    const char *what;
+    optim_config cfg;
+} optim_settings[] = {
+    {"lr=1e-2", {.lr = 1e-2, TORCH_DEFAULTS}},
+    {"lr=1e-3 momentum=0.9 dampening=0.1 weight_decay=1e-4",
+     {.lr = 1e-3, .momentum = 0.9, .dampening = 0.1, .weight_decay = 1e-4, TORCH_DEFAULTS}},
+    {"lr=1e-2 momentum=0.9 nesterov weight_decay=1e-2",
+     {.lr = 1e-2, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-2, TORCH_DEFAULTS}},
+    {"lr=1e-3 centered", {.lr = 1e-3, .centered = true, TORCH_DEFAULTS}},
+    {"lr=1e-3 centered momentum=0.9 weight_decay=1e-3",
+     {.lr = 1e-3, .centered = true, .momentum = 0.9, .weight_decay = 1e-3, TORCH_DEFAULTS}},
+    {"lr=0.1 weight_decay=0.1", {.lr = 0.1, .weight_decay = 0.1, TORCH_DEFAULTS}},
+};
+#undef TORCH_DEFAULTS
+#define N_SETTINGS ((int)(sizeof optim_settings / sizeof optim_settings[0]))
+
 static void check_optimizers(selftest *c)
 {
-    static const struct {
-        const char *name;
-        optim_config cfg;
-    } optims[] = {
-        {"sgd", {.kind = OPTIM_SGD, .lr = 1e-2}},
-        {"sgd momentum=0.9 dampening=0.1 weight_decay=1e-4",
-         {.kind = OPTIM_SGD, .lr = 1e-2, .momentum = 0.9, .dampening = 0.1, .weight_decay = 1e-4}},
-        {"sgd momentum=0.9 nesterov weight_decay=1e-2",
-         {.kind = OPTIM_SGD, .lr = 1e-2, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-2}},
-        {"adam", {.kind = OPTIM_ADAM, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8}},
-        {"adam weight_decay=1e-2",
-         {.kind = OPTIM_ADAM,
-          .lr = 1e-3,
-          .beta1 = 0.9,
-          .beta2 = 0.999,
-          .eps = 1e-8,
-          .weight_decay = 1e-2}},
-        {"rmsprop", {.kind = OPTIM_RMSPROP, .lr = 1e-3, .alpha = 0.99, .eps = 1e-8}},
-        {"rmsprop momentum=0.9",
-         {.kind = OPTIM_RMSPROP, .lr = 1e-3, .alpha = 0.99, .eps = 1e-8, .momentum = 0.9}},
-        {"rmsprop centered",
-         {.kind = OPTIM_RMSPROP, .lr = 1e-3, .alpha = 0.99, .eps = 1e-8, .centered = true}},
-        {"rmsprop centered momentum=0.9 weight_decay=1e-3",
-         {.kind = OPTIM_RMSPROP,
-          .lr = 1e-3,
-          .alpha = 0.99,
-          .eps = 1e-8,
-          .momentum = 0.9,
-          .centered = true,
-          .weight_decay = 1e-3}},
-        /* adamw */
-        {"adamw",
-         {.kind = OPTIM_ADAMW,
-          .lr = 1e-3,
-          .beta1 = 0.9,
-          .beta2 = 0.999,
-          .eps = 1e-8,
-          .weight_decay = 1e-2}},
-        {"adamw lr=0.1 weight_decay=0.1",
-         {.kind = OPTIM_ADAMW,
-          .lr = 0.1,
-          .beta1 = 0.9,
-          .beta2 = 0.999,
-          .eps = 1e-8,
-          .weight_decay = 0.1}},
-    };
     /* parameter dtype, and the dtype the model sees (a float32 master of a half parameter) */
     static const dtype kinds[5][2] = {{DTYPE_FLOAT32, DTYPE_FLOAT32},
                                       {DTYPE_FLOAT16, DTYPE_FLOAT16},
@@ -1474,9 +1450,11 @@ static void check_optimizers(selftest *c)
                                       {DTYPE_FLOAT32, DTYPE_FLOAT16},
                                       {DTYPE_FLOAT32, DTYPE_BFLOAT16}};
     const int64_t n = 1031;
-    for (size_t o = 0; o < sizeof optims / sizeof optims[0]; o++)
+    for (int o = 0; o < OPTIM_KIND_COUNT * N_SETTINGS; o++) /* each kind in each setting */
         for (int k = 0; k < 5; k++) {
-            const optim_config *cfg = &optims[o].cfg;
+            optim_config setting = optim_settings[o % N_SETTINGS].cfg;
+            setting.kind = (optim_kind)(o / N_SETTINGS);
+            const optim_config *cfg = &setting;
             dtype dt = kinds[k][0], visible = kinds[k][1];
             int ns = optim_state_count(cfg);
             pair p = make_random(c, "param", dt, 1, &n, GEN_NORMAL, 1.0f);
@@ -1522,7 +1500,8 @@ static void check_optimizers(selftest *c)
                     differ(c, "step %lld: lost updates %lld vs %lld", (long long)step,
                            (long long)res[0].lost_updates, (long long)res[1].lost_updates);
             }
-            report(c, "optimizer_step", "%s, %s%s%s, 3 steps", optims[o].name, dtype_name(dt),
+            report(c, "optimizer_step", "%s %s, %s%s%s, 3 steps", optim_kind_name(cfg->kind),
+                   optim_settings[o % N_SETTINGS].what, dtype_name(dt),
                    visible != dt ? " master of " : "", visible != dt ? dtype_name(visible) : "");
         }
 }

@@ -15,11 +15,19 @@
 
 #include "core/dtype.h"
 #include "core/memory.h"
+#include "dtype_reason.h"
 
 #define TENSOR_NAME_MAX 160
 #define TENSOR_MAX_DIMS 4
 
 struct backend;
+
+/* Why a tensor has its dtype (dtype_reason.h), set by the code that makes it. */
+typedef struct dtype_why {
+    dtype_reason reason;
+    const char *op; /* the op whose rule gave the dtype ("layer_norm"), static text; NULL: none */
+    char from[2 * TENSOR_NAME_MAX]; /* the operands whose dtypes gave it, "a|b"; "" */
+} dtype_why;
 
 typedef struct tensor {
     char name[TENSOR_NAME_MAX];
@@ -37,6 +45,7 @@ typedef struct tensor {
     struct tensor *grad; /* a parameter's .grad */
     int grad_fn;         /* index of the tape node that made it; -1 for leaves and data */
     struct tensor *base; /* a view (flatten): data belongs to base, which it retains */
+    dtype_why why;       /* why it has its dtype: tensor_why() */
     struct tensor *next_in_pool;
     struct tensor *prev_in_pool;
 } tensor;
@@ -66,6 +75,11 @@ void tensor_pool_clear(tensor_pool *pool);
  * makes no more tensors than a step before it adds none (tests/test_alloc.c). */
 int64_t tensor_heap_calls(void);
 int64_t tensor_bytes(const tensor *t);
+/* Says why t has its dtype (dtype_reason.h): the reason, the op whose rule gave it (static
+ * text, or NULL) and the operands whose dtypes gave it (NULL entries skipped; their names
+ * are copied). The one call the code that makes a tensor makes for it. */
+void tensor_why(tensor *t, dtype_reason reason, const char *op, const tensor *const *from,
+                int n_from);
 /* "64x16000" */
 void tensor_shape_str(const tensor *t, char *buf, int len);
 int64_t shape_numel(int ndim, const int64_t *shape);

@@ -1,99 +1,78 @@
 /*
  * report/all.c: REPORT.md for a results folder (see report.h): one table row per
- * summary.csv row, sorted by case name, with each case's config.csv, steps.csv and
- * tensors.csv, then links to every case's report and plots and to the plots across cases;
- * a case with fp8.csv gets its float8 line there (report/fp8.h).
+ * summary.csv row, sorted by case name, then links to every case's report and plots and to
+ * the plots across cases; a case with float8 rows gets its float8 line there
+ * (report/fp8.h). The cases of this run come as entries made from their records; the other
+ * rows, from earlier runs, are read from their folders (results/read.h).
  */
 #include "report.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "files.h"
 #include "fp8.h"
+#include "results/read.h"
+#include "results/results.h"
+#include "rows.h"
 #include "text.h"
 
-typedef struct case_entry {
-    char **sum; /* its summary.csv row's fields, by column id (columns.h) */
-    int64_t grad_underflow, grad_numel, peak;
-    bool have_files; /* tensors.csv, steps.csv, memory.csv were read */
-    bool hist_plot;
-    int n_steps;
-    int64_t lost_updates;
-    bool have_config;
-    char scaler[8], baseline[CASE_NAME_MAX], description[CASE_TEXT_MAX];
-    char fp8_line[512]; /* "" without fp8.csv */
-    bool fp8_hist_plot; /* plot.py draws fp8_hist.png (report/fp8.h's rule) */
-} case_entry;
-
 typedef struct all_report {
-    case_entry *cases;
+    report_entry *cases;
     int n;
 } all_report;
 
+void report_entry_of(const run_record *rec, report_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    e->res = rec->result;
+    e->have_config = rec->has_config;
+    e->scaler = rec->config.scaler;
+    snprintf(e->baseline, sizeof e->baseline, "%s", rec->config.baseline);
+    snprintf(e->description, sizeof e->description, "%s", rec->config.description);
+    e->have_files = true;
+    e->hist_plot = report_has_hist_plot(rec);
+    e->n_steps = rec->n_steps;
+    for (int64_t i = 0; i < rec->n_steps; i++)
+        e->lost_updates += rec->steps[i].lost_updates;
+    fp8_summary fp8;
+    char err[256];
+    if (fp8_summary_of(&fp8, rec, err, sizeof err) == 0) {
+        fp8_summary_line(&fp8, e->fp8_line, sizeof e->fp8_line);
+        e->fp8_hist_plot = fp8_summary_has_hist(&fp8);
+        fp8_summary_free(&fp8);
+    }
+}
+
 static int cmp_entry(const void *a, const void *b)
 {
-    const case_entry *x = a, *y = b;
-    return strcmp(x->sum[SUMMARY_COL_CASE], y->sum[SUMMARY_COL_CASE]);
+    const report_entry *x = a, *y = b;
+    return strcmp(x->res.name, y->res.name);
 }
 
-/* Reads what REPORT.md needs from the case's folder; a folder without files is noted. */
-static int read_entry(const char *results_dir, case_entry *e, char *err, int errlen)
-{
-    char dir[REPORT_PATH_LEN];
-    if (report_path_join(dir, results_dir, e->sum[SUMMARY_COL_CASE], err, errlen))
-        return -1;
-    case_files c;
-    int rc = case_files_read(&c, dir, true, err, errlen);
-    if (rc < 0)
-        return -1;
-    if (rc == 0) {
-        e->have_files = true;
-        e->hist_plot = case_files_has_hist_plot(&c);
-        e->n_steps = c.n_steps;
-        for (int i = 0; i < c.n_steps; i++)
-            e->lost_updates += c.steps[i].lost_updates;
-        fp8_summary fp8;
-        rc = fp8_summary_read(&fp8, dir, &c, err, errlen);
-        if (rc == 0) {
-            fp8_summary_line(&fp8, e->fp8_line, sizeof e->fp8_line);
-            e->fp8_hist_plot = fp8_summary_has_hist(&fp8);
-            fp8_summary_free(&fp8);
-        }
-        case_files_free(&c);
-        if (rc < 0)
-            return -1;
-    }
-    csv_table cfg;
-    rc = csv_table_read_in(&cfg, dir, csv_config.file, true, NULL, NULL, err, errlen);
-    if (rc < 0)
-        return -1;
-    if (rc == 0) {
-        static const int want[] = {CONFIG_COL_SCALER, CONFIG_COL_BASELINE, CONFIG_COL_DESCRIPTION};
-        int k[CONFIG_N_COLS];
-        if (csv_table_find(&cfg, &csv_config, want, 3, k, err, errlen) || cfg.n_rows != 1) {
-            if (cfg.n_rows != 1)
-                report_fail(err, errlen, "%s: expected one row", cfg.path);
-            csv_table_free(&cfg);
-            return -1;
-        }
-        char **row = cfg.rows[0];
-        e->have_config = true;
-        snprintf(e->scaler, sizeof e->scaler, "%s", row[k[CONFIG_COL_SCALER]]);
-        snprintf(e->baseline, sizeof e->baseline, "%s", row[k[CONFIG_COL_BASELINE]]);
-        snprintf(e->description, sizeof e->description, "%s", row[k[CONFIG_COL_DESCRIPTION]]);
-        csv_table_free(&cfg);
-    }
-    return 0;
-}
-
-static const case_entry *find_entry(const all_report *a, const char *name)
+static const report_entry *find_entry(const all_report *a, const char *name)
 {
     for (int i = 0; i < a->n; i++)
-        if (!strcmp(a->cases[i].sum[SUMMARY_COL_CASE], name))
+        if (!strcmp(a->cases[i].res.name, name))
             return &a->cases[i];
     return NULL;
+}
+
+/* The entry of summary.csv's row r, a case of an earlier run: the row, and its folder's
+ * files when it has them (a folder without tensors.csv is noted). */
+static int read_entry(const char *results_dir, const csv_table *sum, int r, report_entry *e,
+                      run_record *rec, char *err, int errlen)
+{
+    int rc = results_read(results_dir, sum, r, rec, err, errlen);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        report_entry_of(rec, e);
+        return 0;
+    }
+    memset(e, 0, sizeof *e);
+    return results_summary_row(sum, r, &e->res, err, errlen);
 }
 
 /* "[name](name/file)" with the case name escaped */
@@ -134,36 +113,35 @@ static int write_all_md(FILE *f, const void *ctx, char *err, int errlen)
           "|---|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n",
           f);
     for (int i = 0; i < a->n; i++) {
-        const case_entry *e = &a->cases[i];
-        char **s = e->sum;
-        char under[96], lost[32], ratio[CASE_NAME_MAX + 64] = "–";
-        format_share(e->grad_underflow, e->grad_numel, under, sizeof under);
-        if (e->grad_numel == 0)
+        const report_entry *e = &a->cases[i];
+        const case_result *s = &e->res;
+        char under[96], lost[32], ratio[CASE_NAME_MAX + 64] = "–", step_ms[32] = "–";
+        format_share(s->grad_underflow, s->grad_numel, under, sizeof under);
+        if (s->grad_numel == 0)
             snprintf(under, sizeof under, "–");
         snprintf(lost, sizeof lost, e->n_steps ? "%lld" : "–", (long long)e->lost_updates);
-        const case_entry *base = e->baseline[0] ? find_entry(a, e->baseline) : NULL;
-        if (base && base->peak > 0)
-            snprintf(ratio, sizeof ratio, "%.2f× %s", (double)e->peak / (double)base->peak,
-                     e->baseline);
+        const report_entry *base = e->baseline[0] ? find_entry(a, e->baseline) : NULL;
+        if (base && base->res.peak_bytes > 0)
+            snprintf(ratio, sizeof ratio, "%.2f× %s",
+                     (double)s->peak_bytes / (double)base->res.peak_bytes, e->baseline);
         else if (e->baseline[0])
             snprintf(ratio, sizeof ratio, "(%s not in summary.csv)", e->baseline);
+        if (!isnan(s->step_ms))
+            snprintf(step_ms, sizeof step_ms, "%.3f", s->step_ms);
         fputs("| ", f);
-        put_link(f, s[SUMMARY_COL_CASE], s[SUMMARY_COL_CASE], "report.md");
-        fprintf(f, " | %s | %s | %s | %s | %s | %s | ", s[SUMMARY_COL_STATUS],
-                s[SUMMARY_COL_PARAMS], s[SUMMARY_COL_AUTOCAST], e->have_config ? e->scaler : "?",
-                s[SUMMARY_COL_OUTPUT_DTYPE][0] ? s[SUMMARY_COL_OUTPUT_DTYPE] : "–",
-                s[SUMMARY_COL_LOSS_DTYPE][0] ? s[SUMMARY_COL_LOSS_DTYPE] : "–");
-        put_md(f, s[SUMMARY_COL_PARAM_GRAD_DTYPES][0] ? s[SUMMARY_COL_PARAM_GRAD_DTYPES] : "–");
-        fprintf(f, " | %s | %s | %.2f | ", under, lost, mib_of(e->peak));
+        put_link(f, s->name, s->name, "report.md");
+        fprintf(f, " | %s | %s | %s | %s | %s | %s | ", results_status(s), s->params,
+                s->autocast, e->have_config ? e->scaler ? "yes" : "no" : "?",
+                s->output_dtype[0] ? s->output_dtype : "–", s->loss_dtype[0] ? s->loss_dtype : "–");
+        put_md(f, s->param_grad_dtypes[0] ? s->param_grad_dtypes : "–");
+        fprintf(f, " | %s | %s | %.2f | ", under, lost, mib_of(s->peak_bytes));
         put_md(f, ratio);
-        fprintf(f, " | %s | %s/%s |\n",
-                strcmp(s[SUMMARY_COL_STEP_MS], "nan") ? s[SUMMARY_COL_STEP_MS] : "–",
-                s[SUMMARY_COL_EXPECT_PASSED], s[SUMMARY_COL_EXPECT_TOTAL]);
+        fprintf(f, " | %s | %d/%d |\n", step_ms, s->expect_passed, s->expect_total);
     }
     fputs("\n## Cases\n\n", f);
     for (int i = 0; i < a->n; i++) {
-        const case_entry *e = &a->cases[i];
-        const char *name = e->sum[SUMMARY_COL_CASE];
+        const report_entry *e = &a->cases[i];
+        const char *name = e->res.name;
         fputs("- **", f);
         put_md(f, name);
         fputs("**", f);
@@ -171,9 +149,12 @@ static int write_all_md(FILE *f, const void *ctx, char *err, int errlen)
             fputs(": ", f);
             put_md(f, e->description);
         }
-        if (!strcmp(e->sum[SUMMARY_COL_STATUS], "error")) {
+        if (e->res.interrupted) {
+            fputs(". Stopped: ", f);
+            put_md(f, e->res.error);
+        } else if (!e->res.ok) {
             fputs(". Ended in an error (", f);
-            put_code(f, e->sum[SUMMARY_COL_ERROR]);
+            put_code(f, e->res.error);
             fputc(')', f);
         }
         if (!e->have_files) {
@@ -212,49 +193,34 @@ static int write_all_md(FILE *f, const void *ctx, char *err, int errlen)
     return 0;
 }
 
-int report_all(const char *results_dir, char *err, int errlen)
+int report_all(const char *results_dir, const report_entry *fresh, int n_fresh, char *err,
+               int errlen)
 {
     err[0] = '\0';
     csv_table sum;
-    if (csv_table_read_in(&sum, results_dir, csv_summary.file, false, NULL, NULL, err, errlen))
+    if (results_read_summary(results_dir, &sum, err, errlen))
         return -1;
-    all_report a = {.n = sum.n_rows};
-    static const int want[] = {SUMMARY_COL_CASE,           SUMMARY_COL_STATUS,
-                               SUMMARY_COL_ERROR,          SUMMARY_COL_PARAMS,
-                               SUMMARY_COL_AUTOCAST,       SUMMARY_COL_OUTPUT_DTYPE,
-                               SUMMARY_COL_LOSS_DTYPE,     SUMMARY_COL_PARAM_GRAD_DTYPES,
-                               SUMMARY_COL_GRAD_UNDERFLOW, SUMMARY_COL_GRAD_NUMEL,
-                               SUMMARY_COL_PEAK_BYTES,     SUMMARY_COL_STEP_MS,
-                               SUMMARY_COL_EXPECT_PASSED,  SUMMARY_COL_EXPECT_TOTAL};
-    int k[SUMMARY_N_COLS];
-    int rc =
-        csv_table_find(&sum, &csv_summary, want, (int)(sizeof want / sizeof *want), k, err, errlen);
-    if (rc == 0 && !(a.cases = calloc((size_t)sum.n_rows + 1, sizeof *a.cases)))
+    all_report a = {.n = 0};
+    run_record *rec = record_new();
+    int rc = 0;
+    if (!rec || !(a.cases = calloc((size_t)(sum.n_rows + n_fresh) + 1, sizeof *a.cases)))
         rc = report_fail(err, errlen, "out of memory reading %s", sum.path);
-    /* each entry's sum[] holds its row's fields by column id (NULL for those not wanted) */
-    char **fields =
-        rc == 0 ? calloc((size_t)sum.n_rows * SUMMARY_N_COLS + 1, sizeof *fields) : NULL;
-    if (rc == 0 && !fields)
-        rc = report_fail(err, errlen, "out of memory reading %s", sum.path);
+    /* this run's cases from their records, the others' rows from the earlier runs' files */
+    for (int j = 0; rc == 0 && j < n_fresh; j++)
+        a.cases[a.n++] = fresh[j];
+    int k = csv_table_col(&sum, csv_summary.names[SUMMARY_COL_CASE]);
     for (int i = 0; rc == 0 && i < sum.n_rows; i++) {
-        case_entry *e = &a.cases[i];
-        e->sum = fields + (size_t)i * SUMMARY_N_COLS;
-        for (int j = 0; j < SUMMARY_N_COLS; j++)
-            e->sum[j] = k[j] >= 0 ? sum.rows[i][k[j]] : NULL;
-        if (!csv_parse_i64(e->sum[SUMMARY_COL_GRAD_UNDERFLOW], &e->grad_underflow) ||
-            !csv_parse_i64(e->sum[SUMMARY_COL_GRAD_NUMEL], &e->grad_numel) ||
-            !csv_parse_i64(e->sum[SUMMARY_COL_PEAK_BYTES], &e->peak))
-            rc = report_fail(err, errlen,
-                             "%s: row %d: grad_underflow, grad_numel or peak_bytes is not a number",
-                             sum.path, i + 1);
+        bool ran = false;
+        for (int j = 0; j < n_fresh && !ran; j++)
+            ran = !strcmp(fresh[j].res.name, sum.rows[i][k]);
+        if (!ran)
+            rc = read_entry(results_dir, &sum, i, &a.cases[a.n++], rec, err, errlen);
     }
-    if (rc == 0)
+    if (rc == 0) {
         qsort(a.cases, (size_t)a.n, sizeof *a.cases, cmp_entry);
-    for (int i = 0; rc == 0 && i < a.n; i++)
-        rc = read_entry(results_dir, &a.cases[i], err, errlen);
-    if (rc == 0)
         rc = write_atomically(results_dir, "REPORT.md", write_all_md, &a, err, errlen);
-    free(fields);
+    }
+    record_free(rec);
     free(a.cases);
     csv_table_free(&sum);
     return rc;

@@ -1,10 +1,8 @@
 /*
- * report/case.c: a case's report.md and config.csv (see report.h).
- *
- * report.md is made from the case folder's CSV files (report/files.h; hist.csv only for the
- * rows of the step the report describes) and the case_config and case_result the run still
- * holds. Numbers are either the CSV's own text (amax, loss, loss_scale) or computed from
- * its integer columns, rounded as report/text.h says.
+ * report/case.c: a case's report.md (see report.h), from its record alone: its
+ * configuration, result, rows and histograms. Numbers are either the record's values as
+ * the CSV files print them (amax, loss, loss_scale: %.9g) or computed from its integer
+ * counts, rounded as report/text.h says.
  */
 #include "report.h"
 
@@ -12,11 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "files.h"
+#include <math.h>
+
+#include "allreduce.h"
+#include "config.h"
+#include "core/format.h"
 #include "fp8.h"
 #include "reasons.h"
-#include "core/format.h"
-#include "config.h"
+#include "rows.h"
 #include "text.h"
 
 #define STEPS_TABLE_MAX 20 /* report.md lists every step up to this many */
@@ -24,7 +25,7 @@
 #define NONFINITE_LISTED 8 /* and this many tensor rows with inf or NaN */
 
 /* "a", "a and b", "a, b and c", each in backticks */
-static void put_names(FILE *f, const tensor_row *const *rows, int n, bool strip_grad)
+static void put_names(FILE *f, const record_tensor *const *rows, int n, bool strip_grad)
 {
     for (int i = 0; i < n; i++) {
         const char *name = rows[i]->name;
@@ -47,10 +48,9 @@ static void put_dtype_set(FILE *f, const char *set)
 }
 
 typedef struct case_report {
-    const case_config *cfg;
+    const record_config *cfg;
     const case_result *res;
-    const case_files *c;
-    const char *dir;   /* the case folder (fp8.csv is read from it) */
+    const run_record *rec;
     int64_t step;      /* the step the answer describes; -1: no rows */
     bool scaled_count; /* the GradScaler paragraph has the counts below */
     int log2_scale;
@@ -95,7 +95,7 @@ static void put_rounding_note(FILE *f)
 }
 
 /* "In step S, U of N values (p) underflowed to zero: a p1 (u1), ...; K (q) are subnormal." */
-static void put_losses(FILE *f, const tensor_row *const *rows, int n, int64_t step,
+static void put_losses(FILE *f, const record_tensor *const *rows, int n, int64_t step,
                        const char *where)
 {
     int64_t under = 0, sub = 0, numel = 0;
@@ -125,16 +125,16 @@ static void put_losses(FILE *f, const tensor_row *const *rows, int n, int64_t st
 
 /* The copy autocast made of a parameter whose gradient row is g: the backward pass's
  * grad_cast row "<param>@<dtype>.grad"; NULL when none. */
-static const tensor_row *param_copy_grad(const case_files *c, const tensor_row *g)
+static const record_tensor *param_copy_grad(const run_record *rec, const record_tensor *g)
 {
     size_t base = strlen(g->name);
     if (base <= 5 || strcmp(g->name + base - 5, ".grad"))
         return NULL;
     base -= 5;
-    for (int j = 0; j < c->n_rows; j++) {
-        const tensor_row *r = &c->rows[j];
+    for (int64_t j = 0; j < rec->n_tensors; j++) {
+        const record_tensor *r = &rec->tensors[j];
         size_t len = strlen(r->name);
-        if (r->step == g->step && !strcmp(r->pass, "backward") && !strcmp(r->role, "grad_cast") &&
+        if (r->step == g->step && r->pass == PASS_BACKWARD && r->role == ROLE_GRAD_CAST &&
             !strncmp(r->name, g->name, base) && r->name[base] == '@' && len > 5 &&
             !strcmp(r->name + len - 5, ".grad"))
             return r;
@@ -145,12 +145,12 @@ static const tensor_row *param_copy_grad(const case_files *c, const tensor_row *
 /* The gradient of an fp8 layer's weight as te.Linear's wgrad GEMM made it, before the cast
  * into the parameter's dtype: the backward pass's grad_cast row "<param>.grad@<dtype>"
  * beside the gradient row g "<param>.grad" (fp8_linear.h); NULL when none. */
-static const tensor_row *fp8_wgrad(const case_files *c, const tensor_row *g)
+static const record_tensor *fp8_wgrad(const run_record *rec, const record_tensor *g)
 {
     size_t n = strlen(g->name);
-    for (int j = 0; j < c->n_rows; j++) {
-        const tensor_row *r = &c->rows[j];
-        if (r->step == g->step && !strcmp(r->pass, "backward") && !strcmp(r->role, "grad_cast") &&
+    for (int64_t j = 0; j < rec->n_tensors; j++) {
+        const record_tensor *r = &rec->tensors[j];
+        if (r->step == g->step && r->pass == PASS_BACKWARD && r->role == ROLE_GRAD_CAST &&
             !strncmp(r->name, g->name, n) && r->name[n] == '@')
             return r;
     }
@@ -158,62 +158,63 @@ static const tensor_row *fp8_wgrad(const case_files *c, const tensor_row *g)
 }
 
 /* true when copy, the row param_copy_grad or fp8_wgrad found for g, is fp8_wgrad's */
-static bool is_fp8_wgrad(const tensor_row *g, const tensor_row *copy)
+static bool is_fp8_wgrad(const record_tensor *g, const record_tensor *copy)
 {
     return copy && !strncmp(copy->name, g->name, strlen(g->name));
 }
 
 /* The dtype of fp8 layer L's quantized copy "L.<operand>@<dtype>" in the step of the weight
  * gradient row g ("L.weight.grad"); NULL when the step has none. */
-static const char *fp8_operand_dtype(const case_files *c, const tensor_row *g, const char *operand)
+static const char *fp8_operand_dtype(const run_record *rec, const record_tensor *g,
+                                     const char *operand)
 {
     size_t layer = strlen(g->name) - strlen(".weight.grad");
-    for (int j = 0; j < c->n_rows; j++) {
-        const tensor_row *r = &c->rows[j];
+    for (int64_t j = 0; j < rec->n_tensors; j++) {
+        const record_tensor *r = &rec->tensors[j];
         size_t m = strlen(operand);
         if (r->step == g->step && !strncmp(r->name, g->name, layer) && r->name[layer] == '.' &&
             !strncmp(r->name + layer + 1, operand, m) && r->name[layer + 1 + m] == '@')
-            return r->dtype;
+            return dtype_name(r->dtype);
     }
     return NULL;
 }
 
 /* true when parameters i and j had their gradients made the same way */
-static bool same_way(const tensor_row *const *grads, const tensor_row *const *copies, int i, int j)
+static bool same_way(const record_tensor *const *grads, const record_tensor *const *copies, int i, int j)
 {
-    if (!copies[i] != !copies[j] || strcmp(grads[i]->dtype, grads[j]->dtype) ||
+    if (!copies[i] != !copies[j] || grads[i]->dtype != grads[j]->dtype ||
         is_fp8_wgrad(grads[i], copies[i]) != is_fp8_wgrad(grads[j], copies[j]))
         return false;
-    return !copies[i] || !strcmp(copies[i]->dtype, copies[j]->dtype);
+    return !copies[i] || copies[i]->dtype == copies[j]->dtype;
 }
 
 /* " The gradients of ... were computed in D by te.Linear's weight-gradient GEMM ...": the
  * fp8 layers' weights of a group, their wgrad GEMM outputs in wgrads */
-static void put_fp8_wgrads(FILE *f, const case_report *cr, const tensor_row *const *grads,
-                           const tensor_row *const *wgrads, int m)
+static void put_fp8_wgrads(FILE *f, const case_report *cr, const record_tensor *const *grads,
+                           const record_tensor *const *wgrads, int m)
 {
-    const char *dy = fp8_operand_dtype(cr->c, grads[0], "out.grad");
-    const char *x = fp8_operand_dtype(cr->c, grads[0], "input");
+    const char *dy = fp8_operand_dtype(cr->rec, grads[0], "out.grad");
+    const char *x = fp8_operand_dtype(cr->rec, grads[0], "input");
     fputs(" The gradients of ", f);
     put_names(f, grads, m, true);
-    fprintf(f, " were computed in %s (", wgrads[0]->dtype);
+    fprintf(f, " were computed in %s (", dtype_name(wgrads[0]->dtype));
     put_names(f, wgrads, m, false);
     fputs(") by te.Linear's weight-gradient GEMM, whose operands were float8", f);
     if (dy && x)
         fprintf(f, " (the output gradient in %s, the input in %s)", dy, x);
-    fprintf(f, ", and cast to %s into `.grad`.", grads[0]->dtype);
-    if (is_half_name(wgrads[0]->dtype) && !is_half_name(grads[0]->dtype))
+    fprintf(f, ", and cast to %s into `.grad`.", dtype_name(grads[0]->dtype));
+    if (dtype_is_half(wgrads[0]->dtype) && !dtype_is_half(grads[0]->dtype))
         fputs(" The cast up is exact: what the half-precision GEMM output lost stays lost.", f);
     put_losses(f, wgrads, m, cr->step, "of these GEMM outputs");
 }
 
 /* The paragraph on parameter gradients, one sentence per way they were made. buf holds
- * 4 * c->n_rows pointers. */
-static void put_param_grads(FILE *f, const case_report *cr, const tensor_row **buf)
+ * 4 * rec->n_tensors pointers. */
+static void put_param_grads(FILE *f, const case_report *cr, const record_tensor **buf)
 {
-    const case_files *c = cr->c;
-    const tensor_row **grads = buf, **copies = buf + c->n_rows;
-    const tensor_row **group_grads = buf + 2 * c->n_rows, **group_copies = buf + 3 * c->n_rows;
+    const run_record *rec = cr->rec;
+    const record_tensor **grads = buf, **copies = buf + rec->n_tensors;
+    const record_tensor **group_grads = buf + 2 * rec->n_tensors, **group_copies = buf + 3 * rec->n_tensors;
     fputs("**Parameter gradients (`.grad`): ", f);
     if (!cr->res->param_grad_dtypes[0]) {
         fputs("none.** The run ended before a backward pass made them.\n\n", f);
@@ -222,13 +223,13 @@ static void put_param_grads(FILE *f, const case_report *cr, const tensor_row **b
     put_dtype_set(f, cr->res->param_grad_dtypes);
     fputs(".**", f);
     int n = 0;
-    for (int i = 0; i < c->n_rows; i++) {
-        const tensor_row *g = &c->rows[i];
-        if (g->step == cr->step && !strcmp(g->pass, "backward") && !strcmp(g->role, "grad_param")) {
+    for (int64_t i = 0; i < rec->n_tensors; i++) {
+        const record_tensor *g = &rec->tensors[i];
+        if (g->step == cr->step && g->pass == PASS_BACKWARD && g->role == ROLE_GRAD_PARAM) {
             grads[n] = g;
-            copies[n] = param_copy_grad(c, g);
+            copies[n] = param_copy_grad(rec, g);
             if (!copies[n])
-                copies[n] = fp8_wgrad(c, g);
+                copies[n] = fp8_wgrad(rec, g);
             n++;
         }
     }
@@ -254,19 +255,19 @@ static void put_param_grads(FILE *f, const case_report *cr, const tensor_row **b
             fprintf(f,
                     " were computed in %s, as the gradients of autocast's %s copies of the "
                     "parameters (",
-                    copies[i]->dtype, copies[i]->dtype);
+                    dtype_name(copies[i]->dtype), dtype_name(copies[i]->dtype));
             put_names(f, group_copies, m, false);
             fprintf(f, "), and cast to %s when autograd accumulated them into `.grad`.",
-                    grads[i]->dtype);
-            if (is_half_name(copies[i]->dtype) && !is_half_name(grads[i]->dtype))
+                    dtype_name(grads[i]->dtype));
+            if (dtype_is_half(copies[i]->dtype) && !dtype_is_half(grads[i]->dtype))
                 fputs(" The cast up is exact: what the half-precision computation lost stays "
                       "lost.",
                       f);
             put_losses(f, group_copies, m, cr->step, "of these copies' gradients");
         } else {
             fprintf(f, " were computed directly in %s: autocast made no copy of %s.",
-                    grads[i]->dtype, m == 1 ? "this parameter" : "these parameters");
-            if (is_half_name(grads[i]->dtype))
+                    dtype_name(grads[i]->dtype), m == 1 ? "this parameter" : "these parameters");
+            if (dtype_is_half(grads[i]->dtype))
                 put_losses(f, group_grads, m, cr->step, "of these gradients");
         }
     }
@@ -276,14 +277,14 @@ static void put_param_grads(FILE *f, const case_report *cr, const tensor_row **b
 /* For a float8 case, the share of "In all" that te.Linear's quantized output gradients
  * (grad_cast rows in a float8 dtype: "L.out.grad@float8_e5m2") hold: they are gradients cast
  * (after scaling), so grad_underflow counts them; nothing without such rows. */
-static void put_fp8_grad_copies(FILE *f, const case_files *c)
+static void put_fp8_grad_copies(FILE *f, const run_record *rec)
 {
     int64_t under = 0, numel = 0;
-    const tensor_row *first = NULL;
-    for (int i = 0; i < c->n_rows; i++) {
-        const tensor_row *r = &c->rows[i];
-        if (r->counted && !strcmp(r->pass, "backward") && !strcmp(r->role, "grad_cast") &&
-            !strncmp(r->dtype, "float8_", 7)) {
+    const record_tensor *first = NULL;
+    for (int64_t i = 0; i < rec->n_tensors; i++) {
+        const record_tensor *r = &rec->tensors[i];
+        if (r->counted && r->pass == PASS_BACKWARD && r->role == ROLE_GRAD_CAST &&
+            dtype_is_float8(r->dtype)) {
             first = first ? first : r;
             under += r->underflow;
             numel += r->numel;
@@ -301,35 +302,36 @@ static void put_fp8_grad_copies(FILE *f, const case_files *c)
 }
 
 /* Collects into buf the step's optimizer-pass rows of a role, each name once; returns n. */
-static int optimizer_rows(const case_files *c, int64_t step, const char *role,
-                          const tensor_row **buf)
+static int optimizer_rows(const run_record *rec, int64_t step, tensor_role role,
+                          const record_tensor **buf)
 {
     int n = 0;
-    for (int i = 0; i < c->n_rows; i++) {
-        const tensor_row *r = &c->rows[i];
+    for (int64_t i = 0; i < rec->n_tensors; i++) {
+        const record_tensor *r = &rec->tensors[i];
         bool seen = false;
         for (int k = 0; k < n && !seen; k++)
             seen = !strcmp(buf[k]->name, r->name);
-        if (!seen && r->step == step && !strcmp(r->pass, "optimizer") && !strcmp(r->role, role))
+        if (!seen && r->step == step && r->pass == PASS_OPTIMIZER && r->role == role)
             buf[n++] = r;
     }
     return n;
 }
 
-/* With master weights: where the gradients went after backward. buf holds 2 * c->n_rows. */
-static void put_master(FILE *f, const case_report *cr, const tensor_row **buf)
+/* With master weights: where the gradients went after backward. buf holds 2 * rec->n_tensors. */
+static void put_master(FILE *f, const case_report *cr, const record_tensor **buf)
 {
-    const tensor_row **grads = buf, **masters = buf + cr->c->n_rows;
-    int n = optimizer_rows(cr->c, cr->step, "grad_master", grads);
-    int m = optimizer_rows(cr->c, cr->step, "master_param", masters);
+    const record_tensor **grads = buf, **masters = buf + cr->rec->n_tensors;
+    int n = optimizer_rows(cr->rec, cr->step, ROLE_GRAD_MASTER, grads);
+    int m = optimizer_rows(cr->rec, cr->step, ROLE_MASTER_PARAM, masters);
     if (n == 0)
         return;
-    fprintf(f, "**Master weights:** the optimizer copied these gradients to %s (", grads[0]->dtype);
+    fprintf(f, "**Master weights:** the optimizer copied these gradients to %s (",
+            dtype_name(grads[0]->dtype));
     put_names(f, grads, n, false);
     fputs(")", f);
     if (m) {
         fprintf(f, " and updated its %s master copies of the parameters with them (",
-                masters[0]->dtype);
+                dtype_name(masters[0]->dtype));
         put_names(f, masters, m, false);
         fprintf(f, "), then rounded these back into the %s parameters",
                 dtype_name(cr->cfg->params));
@@ -338,19 +340,19 @@ static void put_master(FILE *f, const case_report *cr, const tensor_row **buf)
 }
 
 /* The paragraph on activation gradients, by dtype, and the casts between them. */
-static void put_activation_grads(FILE *f, const case_report *cr, const tensor_row **buf)
+static void put_activation_grads(FILE *f, const case_report *cr, const record_tensor **buf)
 {
-    const case_files *c = cr->c;
+    const run_record *rec = cr->rec;
     /* the half dtypes first (the losses below are told for them) */
     static const dtype dtypes[] = {DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_FLOAT32};
     fputs("**Activation gradients:**", f);
     bool any = false;
     for (int d = 0; d < (int)(sizeof dtypes / sizeof dtypes[0]); d++) {
         int n = 0;
-        for (int i = 0; i < c->n_rows; i++) {
-            const tensor_row *r = &c->rows[i];
-            if (r->step == cr->step && !strcmp(r->pass, "backward") &&
-                !strcmp(r->role, "grad_activation") && !strcmp(r->dtype, dtype_name(dtypes[d])))
+        for (int64_t i = 0; i < rec->n_tensors; i++) {
+            const record_tensor *r = &rec->tensors[i];
+            if (r->step == cr->step && r->pass == PASS_BACKWARD &&
+                r->role == ROLE_GRAD_ACTIVATION && r->dtype == dtypes[d])
                 buf[n++] = r;
         }
         if (n == 0)
@@ -361,32 +363,33 @@ static void put_activation_grads(FILE *f, const case_report *cr, const tensor_ro
     }
     fputs(any ? "." : " none in this step.", f);
     /* gradients of autocast's copies of activations, and where they went */
-    for (int i = 0; i < c->n_rows; i++) {
-        const tensor_row *r = &c->rows[i];
+    for (int64_t i = 0; i < rec->n_tensors; i++) {
+        const record_tensor *r = &rec->tensors[i];
         const char *at = strchr(r->name, '@');
-        if (r->step != cr->step || strcmp(r->pass, "backward") || strcmp(r->role, "grad_cast") ||
+        if (r->step != cr->step || r->pass != PASS_BACKWARD || r->role != ROLE_GRAD_CAST ||
             !at)
             continue;
         char base[512];
         int len = snprintf(base, sizeof base, "%.*s.grad", (int)(at - r->name), r->name);
-        const tensor_row *to = len > 0 && len < (int)sizeof base
-                                   ? case_files_row(c, cr->step, "backward", base)
+        const record_tensor *to = len > 0 && len < (int)sizeof base
+                                   ? report_row(rec, cr->step, PASS_BACKWARD, base)
                                    : NULL;
-        if (!to || strcmp(to->role, "grad_activation"))
+        if (!to || to->role != ROLE_GRAD_ACTIVATION)
             continue;
         fprintf(f,
                 " `%s` (%s), the gradient of autocast's %s copy of `%.*s`, was cast to %s "
                 "as `%s`.",
-                r->name, r->dtype, r->dtype, (int)(at - r->name), r->name, to->dtype, to->name);
+                r->name, dtype_name(r->dtype), dtype_name(r->dtype), (int)(at - r->name), r->name,
+                dtype_name(to->dtype), to->name);
     }
     for (int d = 0; d < (int)(sizeof dtypes / sizeof dtypes[0]); d++) {
         if (!dtype_is_half(dtypes[d]))
             continue;
         int n = 0;
-        for (int i = 0; i < c->n_rows; i++) {
-            const tensor_row *r = &c->rows[i];
-            if (r->step == cr->step && !strcmp(r->pass, "backward") &&
-                !strcmp(r->role, "grad_activation") && !strcmp(r->dtype, dtype_name(dtypes[d])) &&
+        for (int64_t i = 0; i < rec->n_tensors; i++) {
+            const record_tensor *r = &rec->tensors[i];
+            if (r->step == cr->step && r->pass == PASS_BACKWARD &&
+                r->role == ROLE_GRAD_ACTIVATION && r->dtype == dtypes[d] &&
                 r->counted)
                 buf[n++] = r;
         }
@@ -401,21 +404,21 @@ static void put_activation_grads(FILE *f, const case_report *cr, const tensor_ro
 
 static void put_nonfinite(FILE *f, const case_report *cr)
 {
-    const case_files *c = cr->c;
+    const run_record *rec = cr->rec;
     int n = 0;
-    for (int i = 0; i < c->n_rows; i++) {
-        const tensor_row *r = &c->rows[i];
+    for (int64_t i = 0; i < rec->n_tensors; i++) {
+        const record_tensor *r = &rec->tensors[i];
         if (r->step != cr->step || !r->counted ||
-            !(r->overflow || r->nan || !strcmp(r->amax, "inf")))
+            !(r->overflow || r->nan || isinf(r->amax)))
             continue;
         if (n == 0)
             fprintf(f, "**Inf and NaN in step %lld:**", (long long)cr->step);
         if (n++ >= NONFINITE_LISTED)
             continue;
-        fprintf(f, "%s `%s` (%s:", n > 1 ? "," : "", r->name, r->pass);
+        fprintf(f, "%s `%s` (%s:", n > 1 ? "," : "", r->name, pass_name(r->pass));
         if (r->overflow)
             fprintf(f, " %lld overflowed to inf%s", (long long)r->overflow, r->nan ? "," : "");
-        else if (!strcmp(r->amax, "inf"))
+        else if (isinf(r->amax))
             fprintf(f, " holds inf%s", r->nan ? "," : "");
         if (r->nan)
             fprintf(f, " %lld NaN", (long long)r->nan);
@@ -432,8 +435,8 @@ static void put_nonfinite(FILE *f, const case_report *cr)
 static void put_error(FILE *f, const case_report *cr)
 {
     const case_result *res = cr->res;
-    fprintf(f, "## Error\n\nThe run ended in an error after %d completed step%s (%s):\n\n    ",
-            cr->c->n_steps, cr->c->n_steps == 1 ? "" : "s",
+    fprintf(f, "## Error\n\nThe run ended in an error after %lld completed step%s (%s):\n\n    ",
+            (long long)cr->rec->n_steps, cr->rec->n_steps == 1 ? "" : "s",
             res->passed ? "the case expects it" : "the case did not expect it");
     for (const char *p = res->error; *p; p++)
         fputc(*p == '\n' || *p == '\r' ? ' ' : *p, f);
@@ -448,7 +451,7 @@ static void put_error(FILE *f, const case_report *cr)
 
 static void put_scaler(FILE *f, const case_report *cr)
 {
-    const case_files *c = cr->c;
+    const run_record *rec = cr->rec;
     fputs("## GradScaler\n\n", f);
     if (!cr->cfg->scaler) {
         fputs("None: nothing scaled the loss, so the gradients above have their true size, "
@@ -456,16 +459,19 @@ static void put_scaler(FILE *f, const case_report *cr)
               f);
         return;
     }
-    const step_row *s = case_files_step(c, cr->step);
+    const record_step *s = report_step_row(rec, cr->step);
+    char scale[32];
+    if (s)
+        float_text_g9(s->loss_scale, scale);
     if (s)
         fprintf(f,
                 "In step %lld the loss was multiplied by %s (steps.csv `loss_scale`) before "
                 "backward (`loss.scaled`), so every gradient of that step's backward pass above "
                 "is %s times the true one; `scaler.step()` unscales the %s (multiplies them by "
                 "1/%s) and skips the optimizer step when it finds an inf or NaN there.",
-                (long long)s->step, s->loss_scale, s->loss_scale,
+                (long long)s->step, scale, scale,
                 cr->cfg->master_weights ? "float32 master gradients" : "parameters' `.grad`",
-                s->loss_scale);
+                scale);
     if (cr->scaled_count) {
         char would[96], did[96];
         format_share(cr->would_underflow, cr->half_grad_numel, would, sizeof would);
@@ -483,31 +489,35 @@ static void put_scaler(FILE *f, const case_report *cr)
                 "steps.csv has no row for step %lld (the run ended in it), so its loss scale "
                 "is not recorded.",
                 (long long)cr->step);
-    if (c->n_steps == 0) {
+    if (rec->n_steps == 0) {
         fputs(" No step completed.\n\n", f);
         return;
     }
-    const step_row *first = &c->steps[0], *last = &c->steps[c->n_steps - 1];
+    const record_step *first = &rec->steps[0], *last = &rec->steps[rec->n_steps - 1];
     int found = 0, skipped = 0, grew = 0, backed_off = 0;
-    for (int i = 0; i < c->n_steps; i++) {
-        found += c->steps[i].found_inf;
-        skipped += c->steps[i].skipped;
-        if (i > 0 && c->steps[i].scale > c->steps[i - 1].scale)
+    for (int64_t i = 0; i < rec->n_steps; i++) {
+        found += rec->steps[i].found_inf;
+        skipped += rec->steps[i].skipped;
+        if (i > 0 && rec->steps[i].loss_scale > rec->steps[i - 1].loss_scale)
             grew++;
-        if (i > 0 && c->steps[i].scale < c->steps[i - 1].scale)
+        if (i > 0 && rec->steps[i].loss_scale < rec->steps[i - 1].loss_scale)
             backed_off++;
     }
-    if (c->n_steps == 1)
-        fprintf(f, "\n\nOver 1 step: loss scale %s", first->loss_scale);
+    char first_scale[32], last_scale[32];
+    float_text_g9(first->loss_scale, first_scale);
+    float_text_g9(last->loss_scale, last_scale);
+    if (rec->n_steps == 1)
+        fprintf(f, "\n\nOver 1 step: loss scale %s", first_scale);
     else
-        fprintf(f, "\n\nOver %d steps: loss scale %s in step %lld and %s in step %lld", c->n_steps,
-                first->loss_scale, (long long)first->step, last->loss_scale, (long long)last->step);
+        fprintf(f, "\n\nOver %lld steps: loss scale %s in step %lld and %s in step %lld",
+                (long long)rec->n_steps, first_scale, (long long)first->step, last_scale,
+                (long long)last->step);
     fprintf(f, "; inf or NaN found in %d step%s, %d skipped", found, found == 1 ? "" : "s",
             skipped);
-    for (int i = 0, k = 0; i < c->n_steps; i++)
-        if (c->steps[i].skipped && k++ < SKIPS_LISTED)
+    for (int64_t i = 0, k = 0; i < rec->n_steps; i++)
+        if (rec->steps[i].skipped && k++ < SKIPS_LISTED)
             fprintf(f, "%s step %lld (first non-finite tensor `%s`)", k > 1 ? "," : ":",
-                    (long long)c->steps[i].step, c->steps[i].first_nonfinite);
+                    (long long)rec->steps[i].step, rec->steps[i].first_nonfinite);
     if (skipped > SKIPS_LISTED)
         fprintf(f, " and %d more (steps.csv)", skipped - SKIPS_LISTED);
     fprintf(f,
@@ -520,23 +530,23 @@ static void put_scaler(FILE *f, const case_report *cr)
  * input, and what tensors.csv counted in it when the step was observed. */
 static void put_first_nonfinite(FILE *f, const case_report *cr)
 {
-    const case_files *c = cr->c;
-    const step_row *s = NULL;
-    for (int i = 0; i < c->n_steps && !s; i++)
-        if (c->steps[i].skipped && c->steps[i].first_nonfinite[0])
-            s = &c->steps[i];
+    const run_record *rec = cr->rec;
+    const record_step *s = NULL;
+    for (int64_t i = 0; i < rec->n_steps && !s; i++)
+        if (rec->steps[i].skipped && rec->steps[i].first_nonfinite[0])
+            s = &rec->steps[i];
     if (!s)
         return;
     fprintf(f, "**First non-finite value** (step %lld, the first skipped): `%s`", (long long)s->step,
             s->first_nonfinite);
-    if (s->first_nonfinite_op[0])
-        fprintf(f, ", made by the `%s`; its forward input `%s`", s->first_nonfinite_op,
-                s->first_nonfinite_input);
-    for (int i = 0; i < c->n_rows; i++) {
-        const tensor_row *r = &c->rows[i];
+    if (s->nonfinite_op[0])
+        fprintf(f, ", made by the `%s`; its forward input `%s`", s->nonfinite_op,
+                s->nonfinite_input);
+    for (int64_t i = 0; i < rec->n_tensors; i++) {
+        const record_tensor *r = &rec->tensors[i];
         if (r->step != s->step || !r->counted || strcmp(r->name, s->first_nonfinite) != 0)
             continue;
-        fprintf(f, " (%s pass: %lld of %lld overflowed to inf, %lld NaN)", r->pass,
+        fprintf(f, " (%s pass: %lld of %lld overflowed to inf, %lld NaN)", pass_name(r->pass),
                 (long long)r->overflow, (long long)r->numel, (long long)r->nan);
         break;
     }
@@ -546,12 +556,12 @@ static void put_first_nonfinite(FILE *f, const case_report *cr)
 /* accumulation's and clipping's columns of steps.csv, in words */
 static void put_accumulation_and_clipping(FILE *f, const case_report *cr)
 {
-    const case_files *c = cr->c;
-    const case_config *cfg = cr->cfg;
+    const run_record *rec = cr->rec;
+    const record_config *cfg = cr->cfg;
     if (cfg->accumulate > 1) {
         int64_t lost = 0, lo = INT64_MAX, hi = 0;
-        for (int i = 0; i < c->n_steps; i++) {
-            int64_t v = atoll(c->steps[i].lost_accumulations);
+        for (int64_t i = 0; i < rec->n_steps; i++) {
+            int64_t v = rec->steps[i].lost_accumulations;
             lost += v;
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
@@ -570,22 +580,23 @@ static void put_accumulation_and_clipping(FILE *f, const case_report *cr)
                     : "accumulated in each `.grad`'s own dtype (`grad += new`, rounded at each add)",
                 (long long)lost, (long long)lo, (long long)hi);
     }
-    if (cfg->clip_grad_norm > 0 && c->n_steps > 0) {
+    if (cfg->clip_grad_norm > 0 && rec->n_steps > 0) {
         int clipped = 0;
-        for (int i = 0; i < c->n_steps; i++)
-            clipped += strtod(c->steps[i].clip_coef, NULL) < 1.0;
+        for (int64_t i = 0; i < rec->n_steps; i++)
+            clipped += rec->steps[i].clip_coef < 1.0;
         fprintf(f,
                 "Clipping: `clip_grad_norm_(max_norm=%g, norm_type=%g)` %s; total norm before "
-                "clipping %s in step %lld and %s in step %lld; clip coefficient %s and %s; "
+                "clipping %.9g in step %lld and %.9g in step %lld; clip coefficient %.9g and %.9g; "
                 "%d of %d steps clipped (coefficient below 1).\n\n",
                 cfg->clip_grad_norm, cfg->norm_type,
                 cfg->clip_before_unscale ? "**before** `scaler.unscale_()`, on the scaled "
                                            "gradients (their norm is the loss scale times the "
                                            "true one)"
                                          : "after `scaler.unscale_()`",
-                c->steps[0].total_norm, (long long)c->steps[0].step,
-                c->steps[c->n_steps - 1].total_norm, (long long)c->steps[c->n_steps - 1].step,
-                c->steps[0].clip_coef, c->steps[c->n_steps - 1].clip_coef, clipped, c->n_steps);
+                rec->steps[0].total_norm, (long long)rec->steps[0].step,
+                rec->steps[rec->n_steps - 1].total_norm, (long long)rec->steps[rec->n_steps - 1].step,
+                rec->steps[0].clip_coef, rec->steps[rec->n_steps - 1].clip_coef, clipped,
+                (int)rec->n_steps);
     }
     if (cfg->clip_grad_value > 0)
         fprintf(f, "Clipping: `clip_grad_value_(clip_value=%g)` %s.\n\n", cfg->clip_grad_value,
@@ -595,43 +606,46 @@ static void put_accumulation_and_clipping(FILE *f, const case_report *cr)
 
 static void put_steps(FILE *f, const case_report *cr)
 {
-    const case_files *c = cr->c;
+    const run_record *rec = cr->rec;
     fputs("## Steps\n\n", f);
-    if (c->n_steps == 0) {
+    if (rec->n_steps == 0) {
         fputs("No step completed (steps.csv has no rows).\n\n", f);
         return;
     }
     int64_t lost = 0;
-    for (int i = 0; i < c->n_steps; i++)
-        lost += c->steps[i].lost_updates;
-    const step_row *first = &c->steps[0], *last = &c->steps[c->n_steps - 1];
-    fprintf(f, "%d step%s completed; loss %s in step %lld", c->n_steps, c->n_steps == 1 ? "" : "s",
-            first->loss, (long long)first->step);
-    if (c->n_steps > 1)
-        fprintf(f, ", %s in step %lld", last->loss, (long long)last->step);
+    for (int64_t i = 0; i < rec->n_steps; i++)
+        lost += rec->steps[i].lost_updates;
+    const record_step *first = &rec->steps[0], *last = &rec->steps[rec->n_steps - 1];
+    fprintf(f, "%lld step%s completed; loss %.9g in step %lld", (long long)rec->n_steps,
+            rec->n_steps == 1 ? "" : "s", (double)first->loss, (long long)first->step);
+    if (rec->n_steps > 1)
+        fprintf(f, ", %.9g in step %lld", (double)last->loss, (long long)last->step);
     fprintf(f,
             "; median step time %.3f ms; lost updates (parameter elements a step meant to "
             "change and rounding left as they were): %lld in all.\n\n",
             cr->res->step_ms, (long long)lost);
     put_accumulation_and_clipping(f, cr);
-    if (c->n_steps > STEPS_TABLE_MAX) {
+    if (rec->n_steps > STEPS_TABLE_MAX) {
         fputs("Every step is in steps.csv.\n\n", f);
         return;
     }
     fputs("| step | loss | loss_scale | found_inf | skipped | lost_updates | first_nonfinite |\n"
           "|---:|---:|---:|---:|---:|---:|---|\n",
           f);
-    for (int i = 0; i < c->n_steps; i++) {
-        const step_row *s = &c->steps[i];
-        fprintf(f, "| %lld | %s | %s | %d | %d | %lld | %s%s%s |\n", (long long)s->step, s->loss,
-                cr->cfg->scaler ? s->loss_scale : "–", s->found_inf, s->skipped,
+    for (int64_t i = 0; i < rec->n_steps; i++) {
+        const record_step *s = &rec->steps[i];
+        char scale[32] = "–";
+        if (cr->cfg->scaler)
+            float_text_g9(s->loss_scale, scale);
+        fprintf(f, "| %lld | %.9g | %s | %d | %d | %lld | %s%s%s |\n", (long long)s->step,
+                (double)s->loss, scale, s->found_inf, s->skipped,
                 (long long)s->lost_updates, s->first_nonfinite[0] ? "`" : "", s->first_nonfinite,
                 s->first_nonfinite[0] ? "`" : "");
     }
     fputs("\n", f);
 }
 
-static void put_tensor_table(FILE *f, const case_files *c, int64_t step)
+static void put_tensor_table(FILE *f, const run_record *rec, int64_t step)
 {
     fprintf(f,
             "## Tensors, step %lld\n\n| # | pass | tensor | role | dtype | shape | numel | "
@@ -639,18 +653,20 @@ static void put_tensor_table(FILE *f, const case_files *c, int64_t step)
             "|---:|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n",
             (long long)step);
     int k = 0;
-    for (int i = 0; i < c->n_rows; i++) {
-        const tensor_row *r = &c->rows[i];
+    for (int64_t i = 0; i < rec->n_tensors; i++) {
+        const record_tensor *r = &rec->tensors[i];
         if (r->step != step)
             continue;
-        char under[64], sub[64], over[32], nan[32];
+        char under[64], sub[64], over[32], nan[32], amax[32] = "–";
         format_count_cell(r->counted, r->underflow, r->numel, under, sizeof under);
         format_count_cell(r->counted, r->subnormal, r->numel, sub, sizeof sub);
         snprintf(over, sizeof over, r->counted ? "%lld" : "–", (long long)r->overflow);
         snprintf(nan, sizeof nan, r->counted ? "%lld" : "–", (long long)r->nan);
+        if (r->counted)
+            float_text_g9(r->amax, amax);
         fprintf(f, "| %d | %s | `%s` | %s | %s | %s | %lld | %s | %s | %s | %s | %s |\n", ++k,
-                r->pass, r->name, r->role, r->dtype, r->shape, (long long)r->numel, under, sub,
-                over, nan, r->counted ? r->amax : "–");
+                pass_name(r->pass), r->name, tensor_role_name(r->role), dtype_name(r->dtype),
+                r->shape, (long long)r->numel, under, sub, over, nan, amax);
     }
     fputs("\n", f);
 }
@@ -679,15 +695,15 @@ static const char *mem_meaning(const char *category)
     return "";
 }
 
-static void put_memory(FILE *f, const case_files *c, const case_result *res)
+static void put_memory(FILE *f, const run_record *rec)
 {
     fputs("## Memory\n\nPeak bytes of each category (memory.csv); each category peaks at its "
           "own moment, so the total's peak is not the sum of theirs.\n\n"
           "| category | peak bytes | peak MiB | at the end, bytes | what |\n"
           "|---|---:|---:|---:|---|\n",
           f);
-    for (int i = 0; i < c->n_mem; i++) {
-        const mem_row *m = &c->mem[i];
+    for (int64_t i = 0; i < rec->n_memory; i++) {
+        const record_memory *m = &rec->memory[i];
         bool total = !strcmp(m->category, "total");
         fprintf(f,
                 total ? "| **%s** | **%lld** | **%.2f** | %lld | %s |\n"
@@ -696,9 +712,13 @@ static void put_memory(FILE *f, const case_files *c, const case_result *res)
                 mem_meaning(m->category));
     }
     fputs("\n", f);
+    const record_memory *saved = NULL;
+    for (int64_t i = 0; i < rec->n_memory && !saved; i++)
+        if (!strcmp(rec->memory[i].category, "saved_for_backward"))
+            saved = &rec->memory[i];
     int n = 0;
-    for (int d = 0; d < DTYPE_COUNT; d++) {
-        int64_t b = res->saved_by_dtype[d];
+    for (int d = 0; saved && d < DTYPE_COUNT; d++) {
+        int64_t b = saved->by_dtype[d];
         if (!b)
             continue;
         fprintf(f, "%s%s %lld bytes (%.2f MiB)",
@@ -714,9 +734,9 @@ static void put_memory(FILE *f, const case_files *c, const case_result *res)
 static void put_plots(FILE *f, const case_report *cr)
 {
     fputs("## Plots\n\nDrawn by `plot/plot.py` (`make plots`).\n\n", f);
-    if (case_files_has_hist_plot(cr->c))
+    if (report_has_hist_plot(cr->rec))
         fputs("![log2|x| histogram of the gradients](hist_grads.png)\n\n", f);
-    if (cr->c->n_steps >= 2)
+    if (cr->rec->n_steps >= 2)
         fputs("![loss and loss scale over the steps](loss_scale.png)\n\n", f);
     fputs("![memory by category](memory.png)\n", f);
 }
@@ -724,7 +744,7 @@ static void put_plots(FILE *f, const case_report *cr)
 static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
 {
     const case_report *cr = ctx;
-    const case_files *c = cr->c;
+    const run_record *rec = cr->rec;
     const case_result *res = cr->res;
     fputs("# ", f);
     put_md(f, cr->cfg->name);
@@ -735,11 +755,13 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
         fputs("*\n\n", f);
     }
     put_config_line(f, cr->cfg);
-    fprintf(f, "**Result:** %s on %s; %d of %d expectations held.",
-            res->ok ? "ran"
-                    : "ended in "
-                      "an error",
-            res->device, res->expect_passed, res->expect_total);
+    fputs("**Result:** ", f);
+    if (res->interrupted) /* "interrupted after step K of N (SIGINT)": its K steps below */
+        put_md(f, res->error);
+    else
+        fputs(res->ok ? "ran" : "ended in an error", f);
+    fprintf(f, " on %s; %d of %d expectations held.", res->device, res->expect_passed,
+            res->expect_total);
     if (res->ok)
         fprintf(f, " Final loss %.9g.", res->final_loss);
     fputs(" Compared with the other cases and the baseline in [REPORT.md](../REPORT.md).\n\n", f);
@@ -752,7 +774,7 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
     if (!res->ok)
         put_error(f, cr);
     if (cr->step >= 0) {
-        const tensor_row **buf = calloc(4 * (size_t)c->n_rows + 1, sizeof *buf);
+        const record_tensor **buf = calloc(4 * (size_t)rec->n_tensors + 1, sizeof *buf);
         if (!buf)
             return report_fail(err, errlen, "out of memory writing report.md");
         fprintf(f, "## Answer (step %lld)\n\n", (long long)cr->step);
@@ -766,69 +788,60 @@ static int write_report_md(FILE *f, const void *ctx, char *err, int errlen)
                 "**In all**, over the backward passes of the observed steps, %s gradient "
                 "values underflowed to zero (summary.csv `grad_underflow` of `grad_numel`).",
                 share);
-        put_fp8_grad_copies(f, c);
+        put_fp8_grad_copies(f, rec);
         fputs("\n\n", f);
-        report_put_float32_reasons(f, cr->cfg, c, cr->step);
+        report_put_float32_reasons(f, rec, cr->step);
         put_nonfinite(f, cr);
     }
-    if (report_put_fp8(f, cr->dir, c, cr->cfg, err, errlen))
+    if (report_put_fp8(f, rec, err, errlen))
         return -1;
     put_scaler(f, cr);
     put_first_nonfinite(f, cr);
     put_steps(f, cr);
     int64_t first = -1, last = -1;
-    for (int i = 0; i < c->n_rows; i++) {
-        if (first < 0 || c->rows[i].step < first)
-            first = c->rows[i].step;
-        if (c->rows[i].step > last)
-            last = c->rows[i].step;
+    for (int64_t i = 0; i < rec->n_tensors; i++) {
+        if (first < 0 || rec->tensors[i].step < first)
+            first = rec->tensors[i].step;
+        if (rec->tensors[i].step > last)
+            last = rec->tensors[i].step;
     }
     if (first < 0)
         fputs("## Tensors\n\nNone: tensors.csv has no rows.\n\n", f);
     else
-        put_tensor_table(f, c, first);
+        put_tensor_table(f, rec, first);
     if (last > first)
-        put_tensor_table(f, c, last);
-    put_memory(f, c, res);
+        put_tensor_table(f, rec, last);
+    put_memory(f, rec);
     put_plots(f, cr);
+    report_put_allreduce(f, rec);
     return 0;
 }
 
-/* Fills the counts of the GradScaler paragraph (hist.csv). */
-static int count_scaled(case_report *cr, const char *case_dir, char *err, int errlen)
+/* Fills the counts of the GradScaler paragraph (the histograms). */
+static void count_scaled(case_report *cr)
 {
-    const case_files *c = cr->c;
-    if (cr->step < 0 || !case_files_step_scale(c, cr->step, &cr->log2_scale))
-        return 0;
-    for (int i = 0; i < c->n_rows; i++) {
-        const tensor_row *r = &c->rows[i];
+    const run_record *rec = cr->rec;
+    if (cr->step < 0 || !report_step_scale(rec, cr->step, &cr->log2_scale))
+        return;
+    for (int64_t i = 0; i < rec->n_tensors; i++) {
+        const record_tensor *r = &rec->tensors[i];
         if (r->step == cr->step && row_is_backward_grad(r) && r->counted &&
-            is_half_name(r->dtype)) {
+            dtype_is_half(r->dtype)) {
             cr->half_grad_numel += r->numel;
             cr->half_grad_underflow += r->underflow;
         }
     }
     if (cr->half_grad_numel == 0)
-        return 0;
+        return;
     cr->scaled_count = true;
-    return case_files_hist_below(c, case_dir, cr->step, -cr->log2_scale, &cr->would_underflow, err,
-                                 errlen);
+    cr->would_underflow = report_hist_below(rec, cr->step, -cr->log2_scale);
 }
 
-int report_case(const case_config *cfg, const case_result *res, const char *case_dir, char *err,
-                int errlen)
+int report_case(const run_record *rec, const char *case_dir, char *err, int errlen)
 {
-    case_files c;
     err[0] = '\0';
-    if (case_files_read(&c, case_dir, false, err, errlen))
-        return -1;
     case_report cr = {
-        .cfg = cfg, .res = res, .c = &c, .dir = case_dir, .step = case_files_report_step(&c)};
-    int rc = count_scaled(&cr, case_dir, err, errlen);
-    if (rc == 0)
-        rc = write_atomically(case_dir, "config.csv", config_csv_write, cfg, err, errlen);
-    if (rc == 0)
-        rc = write_atomically(case_dir, "report.md", write_report_md, &cr, err, errlen);
-    case_files_free(&c);
-    return rc;
+        .cfg = &rec->config, .res = &rec->result, .rec = rec, .step = report_step_of(rec)};
+    count_scaled(&cr);
+    return write_atomically(case_dir, "report.md", write_report_md, &cr, err, errlen);
 }

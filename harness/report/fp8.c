@@ -1,8 +1,8 @@
 /*
- * report/fp8.c: the float8 section of report.md and its line in REPORT.md, from fp8.csv and
- * tensors.csv (see report/fp8.h). Columns are found by their names in columns.h; numbers
- * are fp8.csv's own text (amax, scale) or computed from the integer columns, and the two
- * ratios the sentences give (largest / scale, amax against it) are printed with %.4g.
+ * report/fp8.c: the float8 section of report.md and its line in REPORT.md, from the
+ * record's float8 and tensor rows (see report/fp8.h). Numbers are the rows' values as fp8.csv
+ * prints them (amax, scale: %.9g) or computed from the integer counts, and the two ratios
+ * the sentences give (largest / scale, amax against it) are printed with %.4g.
  */
 #include "fp8.h"
 
@@ -47,12 +47,6 @@ static fp8_operand_kind operand_kind(const char *tensor, size_t *layer_len)
     return FP8_OPERAND_OTHER;
 }
 
-static const format_info *format_named(const char *name)
-{
-    dtype dt;
-    return dtype_parse(name, &dt) ? format_of(dt) : NULL;
-}
-
 static int cmp_operand(const void *a, const void *b)
 {
     const fp8_operand *x = a, *y = b;
@@ -65,12 +59,19 @@ static int cmp_operand(const void *a, const void *b)
     return strcmp(x->tensor, y->tensor);
 }
 
+/* "%.9g" of a float, as the CSV files print it */
+static const char *g9(float v, char buf[32])
+{
+    float_text_g9(v, buf);
+    return buf;
+}
+
 /* The operand of (tensor, format), added when new; layer_rank: the first appearance of its
  * layer among the operands so far. */
-static fp8_operand *operand_of(fp8_summary *s, const char *tensor, const char *format)
+static fp8_operand *operand_of(fp8_summary *s, const char *tensor, dtype format)
 {
     for (int i = 0; i < s->n_ops; i++)
-        if (!strcmp(s->ops[i].tensor, tensor) && !strcmp(s->ops[i].format, format))
+        if (!strcmp(s->ops[i].tensor, tensor) && s->ops[i].format == format)
             return &s->ops[i];
     size_t len, other_len;
     fp8_operand_kind kind = operand_kind(tensor, &len);
@@ -87,51 +88,23 @@ static fp8_operand *operand_of(fp8_summary *s, const char *tensor, const char *f
     return op;
 }
 
-static int bad_row(const csv_table *t, int r, const char *col, char *err, int errlen)
-{
-    return report_fail(err, errlen, "%s: row %d: %s is not a number", t->path, r + 1, col);
-}
-
-typedef struct fp8_row {
-    int64_t step, saturated, underflow;
-    double scale;
-    const char *tensor, *format, *amax, *scale_text;
-} fp8_row;
-
-static int parse_row(const csv_table *t, int r, const int *k, fp8_row *x, char *err, int errlen)
-{
-    char **f = t->rows[r];
-    *x = (fp8_row){.tensor = f[k[FP8_COL_TENSOR]],
-                   .format = f[k[FP8_COL_FORMAT]],
-                   .amax = f[k[FP8_COL_AMAX]],
-                   .scale_text = f[k[FP8_COL_SCALE]]};
-    if (!csv_parse_i64(f[k[FP8_COL_STEP]], &x->step))
-        return bad_row(t, r, csv_fp8.names[FP8_COL_STEP], err, errlen);
-    if (!csv_parse_f64(x->scale_text, &x->scale))
-        return bad_row(t, r, csv_fp8.names[FP8_COL_SCALE], err, errlen);
-    if (!csv_parse_i64(f[k[FP8_COL_SATURATED]], &x->saturated))
-        return bad_row(t, r, csv_fp8.names[FP8_COL_SATURATED], err, errlen);
-    if (!csv_parse_i64(f[k[FP8_COL_UNDERFLOW]], &x->underflow))
-        return bad_row(t, r, csv_fp8.names[FP8_COL_UNDERFLOW], err, errlen);
-    return 0;
-}
-
 /* tensors.csv's counted rows of the operand's quantized copy, "<operand>@<format>" (and
  * ".colwise" after it for a column-wise copy), and a weight's gradient row
  * "<operand>.grad@<dtype>" (on the row-wise copy's operand only, so it is told once) */
-static void add_copy_rows(fp8_summary *s, fp8_operand *op, const case_files *c)
+static void add_copy_rows(fp8_summary *s, fp8_operand *op, const run_record *rec)
 {
-    size_t n = (size_t)op->name_len, m = strlen(op->format);
+    const char *format = dtype_name(op->format);
+    size_t n = (size_t)op->name_len, m = strlen(format);
     const char *tail = op->colwise ? colwise_suffix : "";
-    for (int i = 0; i < c->n_rows; i++) {
-        const tensor_row *r = &c->rows[i];
+    for (int64_t i = 0; i < rec->n_tensors; i++) {
+        const record_tensor *r = &rec->tensors[i];
         if (op->kind == FP8_OPERAND_WEIGHT && !op->colwise && !strncmp(r->name, op->tensor, n) &&
             !strncmp(r->name + n, ".grad@", 6)) {
             op->wgrad_name = r->name;
             op->wgrad_dtype = r->dtype;
         }
         if (!r->counted || strncmp(r->name, op->tensor, n) || r->name[n] != '@' ||
-            strncmp(r->name + n + 1, op->format, m) || strcmp(r->name + n + 1 + m, tail))
+            strncmp(r->name + n + 1, format, m) || strcmp(r->name + n + 1 + m, tail))
             continue;
         op->numel = r->numel;
         op->subnormal += r->subnormal;
@@ -145,74 +118,58 @@ static void add_copy_rows(fp8_summary *s, fp8_operand *op, const case_files *c)
 }
 
 /* one row into its operand's sums (the last step's once it is known) */
-static void add_row(fp8_summary *s, const fp8_row *x)
+static void add_row(fp8_summary *s, const record_fp8 *x)
 {
     fp8_operand *op = operand_of(s, x->tensor, x->format);
     op->n_rows++;
     op->saturated += x->saturated;
     op->underflow += x->underflow;
-    if (op->n_rows == 1 || x->scale < op->scale_lo) {
+    if (op->n_rows == 1 || x->scale < op->scale_lo)
         op->scale_lo = x->scale;
-        op->scale_min = x->scale_text;
-    }
-    if (op->n_rows == 1 || x->scale > op->scale_hi) {
+    if (op->n_rows == 1 || x->scale > op->scale_hi)
         op->scale_hi = x->scale;
-        op->scale_max = x->scale_text;
-    }
     if (x->underflow > op->under_most) {
         op->under_most = x->underflow;
         op->under_step = x->step;
-        op->under_scale = x->scale_text;
+        op->under_scale = x->scale;
     }
     if (x->saturated > op->worst_saturated) {
         op->worst_saturated = x->saturated;
         op->worst_step = x->step;
         op->worst_amax = x->amax;
-        op->worst_scale = x->scale_text;
+        op->worst_scale = x->scale;
     }
     s->saturated += x->saturated;
     s->underflow += x->underflow;
 }
 
-static int summarize(fp8_summary *s, const case_files *c, char *err, int errlen)
+static int summarize(fp8_summary *s, const run_record *rec, char *err, int errlen)
 {
-    const csv_table *t = &s->csv;
-    static const int want[] = {FP8_COL_STEP,  FP8_COL_TENSOR,    FP8_COL_FORMAT,   FP8_COL_AMAX,
-                               FP8_COL_SCALE, FP8_COL_SATURATED, FP8_COL_UNDERFLOW};
-    int k[FP8_N_COLS];
-    if (csv_table_find(t, &csv_fp8, want, (int)(sizeof want / sizeof *want), k, err, errlen))
-        return -1;
-    s->ops = calloc((size_t)t->n_rows + 1, sizeof *s->ops);
-    fp8_row *rows = calloc((size_t)t->n_rows + 1, sizeof *rows);
-    int rc = 0;
-    if (!s->ops || !rows)
-        rc = report_fail(err, errlen, "out of memory reading %s", t->path);
+    s->ops = calloc((size_t)rec->n_fp8 + 1, sizeof *s->ops);
+    if (!s->ops)
+        return report_fail(err, errlen, "out of memory summarizing the float8 rows");
     s->first_step = s->last_step = -1;
-    for (int r = 0; rc == 0 && r < t->n_rows; r++) {
-        rc = parse_row(t, r, k, &rows[r], err, errlen);
-        int64_t step = rows[r].step;
+    for (int64_t r = 0; r < rec->n_fp8; r++) {
+        int64_t step = rec->fp8[r].step;
         bool seen = false;
-        for (int i = 0; i < r && !seen; i++)
-            seen = rows[i].step == step;
-        s->n_steps += rc == 0 && !seen;
+        for (int64_t i = 0; i < r && !seen; i++)
+            seen = rec->fp8[i].step == step;
+        s->n_steps += !seen;
         if (s->first_step < 0 || step < s->first_step)
             s->first_step = step;
         if (step > s->last_step)
             s->last_step = step;
     }
-    for (int r = 0; rc == 0 && r < t->n_rows; r++) {
-        add_row(s, &rows[r]);
-        if (rows[r].step == s->last_step) {
-            fp8_operand *op = operand_of(s, rows[r].tensor, rows[r].format);
-            op->last_saturated += rows[r].saturated;
-            op->last_underflow += rows[r].underflow;
+    for (int64_t r = 0; r < rec->n_fp8; r++) {
+        add_row(s, &rec->fp8[r]);
+        if (rec->fp8[r].step == s->last_step) {
+            fp8_operand *op = operand_of(s, rec->fp8[r].tensor, rec->fp8[r].format);
+            op->last_saturated += rec->fp8[r].saturated;
+            op->last_underflow += rec->fp8[r].underflow;
         }
     }
-    free(rows);
-    if (rc)
-        return -1;
     for (int i = 0; i < s->n_ops; i++) {
-        add_copy_rows(s, &s->ops[i], c);
+        add_copy_rows(s, &s->ops[i], rec);
         s->n_colwise += s->ops[i].colwise;
     }
     /* without the case's config: column-wise copies are MXFP8's alone (fp8_linear.h) */
@@ -224,7 +181,7 @@ static int summarize(fp8_summary *s, const case_files *c, char *err, int errlen)
     /* the operands that saturated, most first (an insertion sort: a few dozen at most) */
     s->by_saturated = calloc((size_t)s->n_ops + 1, sizeof *s->by_saturated);
     if (!s->by_saturated)
-        return report_fail(err, errlen, "out of memory reading %s", t->path);
+        return report_fail(err, errlen, "out of memory summarizing the float8 rows");
     for (int i = 0; i < s->n_ops; i++) {
         if (s->ops[i].worst_saturated == 0)
             continue;
@@ -236,13 +193,12 @@ static int summarize(fp8_summary *s, const case_files *c, char *err, int errlen)
     return 0;
 }
 
-int fp8_summary_read(fp8_summary *s, const char *dir, const case_files *c, char *err, int errlen)
+int fp8_summary_of(fp8_summary *s, const run_record *rec, char *err, int errlen)
 {
     memset(s, 0, sizeof *s);
-    int rc = csv_table_read_in(&s->csv, dir, csv_fp8.file, true, NULL, NULL, err, errlen);
-    if (rc)
-        return rc;
-    if (summarize(s, c, err, errlen)) {
+    if (!rec->has_fp8)
+        return 1;
+    if (summarize(s, rec, err, errlen)) {
         fp8_summary_free(s);
         return -1;
     }
@@ -251,7 +207,6 @@ int fp8_summary_read(fp8_summary *s, const char *dir, const case_files *c, char 
 
 void fp8_summary_free(fp8_summary *s)
 {
-    csv_table_free(&s->csv);
     free(s->ops);
     free(s->by_saturated);
     memset(s, 0, sizeof *s);
@@ -267,7 +222,7 @@ static void put_name(FILE *f, const fp8_operand *op)
 static void put_name_format(FILE *f, const fp8_operand *op)
 {
     fprintf(f, "`%.*s` (%s%s)", op->name_len, op->tensor, op->colwise ? "column-wise, " : "",
-            op->format);
+            dtype_name(op->format));
 }
 
 /* a count with its percentage of numel x rows when numel is known */
@@ -308,11 +263,12 @@ static void put_table(FILE *f, const fp8_summary *s)
                           sizeof sub);
         format_count_cell(op->last_counted, op->last_subnormal, op->numel, last_sub,
                           sizeof last_sub);
+        char lo[32], hi[32];
         fputs("| ", f);
         put_name(f, op);
-        fprintf(f, " | %s | %d | %s | %s | %s | %s | %s | %s | %s to %s |\n", op->format,
-                op->n_rows, sat, last_sat, under, last_under, sub, last_sub, op->scale_min,
-                op->scale_max);
+        fprintf(f, " | %s | %d | %s | %s | %s | %s | %s | %s | %s to %s |\n",
+                dtype_name(op->format), op->n_rows, sat, last_sat, under, last_under, sub, last_sub,
+                g9(op->scale_lo, lo), g9(op->scale_hi, hi));
     }
     fputs("\n", f);
 }
@@ -339,15 +295,15 @@ typedef struct saturation {
 
 static saturation saturation_of(const fp8_summary *s, const fp8_operand *op)
 {
-    const format_info *fmt = format_named(op->format);
-    double scale = strtod(op->worst_scale, NULL);
+    const format_info *fmt = format_of(op->format);
+    double scale = (double)op->worst_scale;
     saturation x = {.cause = SATURATION_UNKNOWN};
     /* MXFP8: the scale is one block's, not the scale of every value (fp8_linear.h) */
     if (!fmt || !(scale > 0) || s->recipe == FP8_REPORT_MXFP8)
         return x;
     x.largest = fmt->largest;
     x.fits = fmt->largest / scale;
-    x.amax = strtod(op->worst_amax, NULL);
+    x.amax = (double)op->worst_amax;
     if (x.amax > x.fits * (1 + SATURATION_TOLERANCE))
         x.cause = SATURATION_GREW;
     else if (x.amax >= x.fits * (1 - SATURATION_TOLERANCE))
@@ -375,6 +331,9 @@ static void put_saturated(FILE *f, const fp8_summary *s)
         fprintf(f, " of its %lld values (%s)", (long long)op->numel, pct);
     }
     const char *were = op->worst_saturated == 1 ? "was" : "were";
+    char worst_scale[32], worst_amax[32];
+    g9(op->worst_scale, worst_scale);
+    g9(op->worst_amax, worst_amax);
     saturation x = saturation_of(s, op);
     switch (x.cause) {
     case SATURATION_GREW:
@@ -386,7 +345,7 @@ static void put_saturated(FILE *f, const fp8_summary *s)
                 "largest / amax / 2^margin`), so a tensor whose amax grows between steps "
                 "saturates; current scaling would map this step's amax to the largest value "
                 "itself.",
-                were, x.largest, op->worst_scale, x.fits, x.largest, x.largest, op->worst_amax,
+                were, x.largest, worst_scale, x.fits, x.largest, x.largest, worst_amax,
                 x.amax / x.fits, x.fits);
         break;
     case SATURATION_ROUNDED:
@@ -394,7 +353,7 @@ static void put_saturated(FILE *f, const fp8_summary *s)
                 " %s clamped to ±%g: its scale, %s, is %g / the step's own amax, %s, rounded "
                 "to float32, and the amax times the scale rounded just above %g; rounding to "
                 "nearest gives %g for those values as well, so the clamp changed nothing.",
-                were, x.largest, op->worst_scale, x.largest, op->worst_amax, x.largest, x.largest);
+                were, x.largest, worst_scale, x.largest, worst_amax, x.largest, x.largest);
         break;
     case SATURATION_UNKNOWN:
         fprintf(f, " %s clamped to the format's largest finite value.", were);
@@ -434,26 +393,28 @@ static void put_underflow(FILE *f, const fp8_summary *s)
         fputs(" No non-zero value underflowed to zero in any step.", f);
         return;
     }
-    const format_info *fmt = format_named(most->format);
+    const format_info *fmt = format_of(most->format);
     bool mx = s->recipe == FP8_REPORT_MXFP8;
+    char under_scale[32];
+    g9(most->under_scale, under_scale);
     fprintf(f, " %lld value%s underflowed to zero over the steps; most in ",
             (long long)s->underflow, s->underflow == 1 ? "" : "s");
     put_name_format(f, most);
     fprintf(f, ": %lld", (long long)most->underflow);
     put_share_of(f, most->underflow, most->numel, most->n_rows);
     fprintf(f, ", of which %lld in step %lld with scale %s", (long long)most->under_most,
-            (long long)most->under_step, most->under_scale);
+            (long long)most->under_step, under_scale);
     if (mx)
         fputs(" (the block holding the amax; every other block's multiplier is that or larger)", f);
     /* only delayed scaling starts from a scale no amax chose */
-    if (most->under_step == s->first_step && !strcmp(most->under_scale, "1") &&
+    if (most->under_step == s->first_step && most->under_scale == 1.0f &&
         (s->recipe == FP8_REPORT_PER_TENSOR || s->recipe == FP8_REPORT_DELAYED))
         fputs(" (the initial scale: no amax was recorded before the first step)", f);
     if (fmt)
         fprintf(f,
                 ": multiplied by %s scale they lay at or below half %s's smallest subnormal, "
                 "2^%d, and rounded to zero",
-                mx ? "their block's" : "the", most->format, fmt->zero_exp);
+                mx ? "their block's" : "the", dtype_name(most->format), fmt->zero_exp);
     fprintf(f, "; %lld in step %lld.", (long long)most->last_underflow, (long long)s->last_step);
 }
 
@@ -472,7 +433,7 @@ static void put_wgrad(FILE *f, const fp8_summary *s)
                     " The weight gradients of the float8 layers came out of the wgrad GEMM "
                     "(the quantized output gradient times the quantized input, summed in "
                     "float32) in %s, as",
-                    op->wgrad_dtype);
+                    dtype_name(op->wgrad_dtype));
         fprintf(f, "%s `%s`", k == 0 ? "" : k + 1 < n ? "," : " and", op->wgrad_name);
         k++;
     }
@@ -497,17 +458,17 @@ static void put_subnormal(FILE *f, const fp8_summary *s)
             (long long)s->last_step, (long long)s->last_subnormal,
             s->last_subnormal == 1 ? "" : "s", s->last_subnormal == 1 ? "was" : "were");
     /* the formats present, each once, with its smallest normal */
-    const char *told[8];
+    dtype told[8];
     int n_told = 0;
     for (int i = 0; i < s->n_ops; i++) {
-        const format_info *fmt = format_named(s->ops[i].format);
+        const format_info *fmt = format_of(s->ops[i].format);
         bool seen = false;
         for (int j = 0; j < n_told && !seen; j++)
-            seen = !strcmp(told[j], s->ops[i].format);
+            seen = told[j] == s->ops[i].format;
         if (seen || !fmt || n_told == (int)(sizeof told / sizeof *told))
             continue;
         fprintf(f, "%s2^%d in %s", n_told ? ", " : " (non-zero and, after scaling, below ",
-                fmt->min_normal_exp, s->ops[i].format);
+                fmt->min_normal_exp, dtype_name(s->ops[i].format));
         told[n_told++] = s->ops[i].format;
     }
     fputs(n_told ? "; fewer significant bits)." : ".", f);
@@ -623,9 +584,9 @@ void fp8_summary_line(const fp8_summary *s, char *buf, size_t len)
 }
 
 /* the recipe [fp8] names */
-static fp8_report_recipe recipe_of(const case_config *cfg)
+static fp8_report_recipe recipe_of(const record_config *cfg)
 {
-    switch (cfg->fp8_recipe) {
+    switch ((fp8_recipe_kind)cfg->fp8_recipe) {
     case FP8_RECIPE_DELAYED:
         return FP8_REPORT_DELAYED;
     case FP8_RECIPE_CURRENT:
@@ -636,15 +597,14 @@ static fp8_report_recipe recipe_of(const case_config *cfg)
     return FP8_REPORT_PER_TENSOR; /* not an fp8_recipe_kind: the section says no recipe */
 }
 
-int report_put_fp8(FILE *f, const char *dir, const case_files *c, const case_config *cfg, char *err,
-                   int errlen)
+int report_put_fp8(FILE *f, const run_record *rec, char *err, int errlen)
 {
     fp8_summary s;
-    int rc = fp8_summary_read(&s, dir, c, err, errlen);
+    int rc = fp8_summary_of(&s, rec, err, errlen);
     if (rc)
         return rc < 0 ? -1 : 0;
-    if (cfg && cfg->fp8) {
-        s.recipe = recipe_of(cfg);
+    if (rec->config.fp8) {
+        s.recipe = recipe_of(&rec->config);
         s.recipe_inferred = false;
     }
     fp8_summary_put(f, &s);

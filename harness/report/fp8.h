@@ -1,14 +1,14 @@
 /*
- * report/fp8.h: report.md's float8 section and REPORT.md's float8 line, for a case whose
- * folder has fp8.csv (FP8-SPEC.md: one row per quantization per step, written by the fp8
- * core). Nothing is written for a case without it.
+ * report/fp8.h: report.md's float8 section and REPORT.md's float8 line, for a case with
+ * [fp8] (its record's float8 rows, fp8.csv: one row per quantization per step, made by the
+ * fp8 layers). Nothing is written for a case without it.
  *
  * Per GEMM operand of each fp8 layer L (fp8.csv's tensor: L.input, L.weight, L.out.grad),
  * in fp8.csv's order of first appearance grouped by layer, and under MXFP8 per column-wise
  * copy (fp8.csv's L.input.colwise, ...: a row "`L.input` (column-wise)" after its operand's):
  *   saturated, underflow  fp8.csv's counts, summed over its rows and over the last step's
  *                         rows (the last step fp8.csv has for any operand);
- *   subnormal             tensors.csv's counts of the quantized copy `L.<operand>@<format>`
+ *   subnormal             the tensor rows' counts of the quantized copy `L.<operand>@<format>`
  *                         (`...@<format>.colwise` for a column-wise copy), summed over its
  *                         observed steps and in that last step;
  *   scale                 the smallest and largest scale of its rows;
@@ -19,7 +19,7 @@
  * out of the wgrad GEMM in. Percentages are of numel (tensors.csv's row of the quantized copy)
  * times the rows counted, rounded as report/text.h says; without a tensors.csv row the counts
  * alone. The recipe (what the scale column is, and how the GEMM undoes it) is the case's
- * [fp8] recipe when report_put_fp8 has the config; without it, MXFP8 when fp8.csv has
+ * [fp8] recipe when the record has it (config.csv's fp8); without it, MXFP8 when fp8.csv has
  * column-wise copies (only MXFP8 makes them), else "per-tensor" (delayed or current), as the
  * section then says.
  */
@@ -29,8 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config/case.h"
-#include "files.h"
+#include "record/record.h"
 
 /* the recipe the section describes */
 typedef enum fp8_report_recipe {
@@ -48,9 +47,10 @@ typedef enum fp8_operand_kind {
     FP8_OPERAND_OTHER      /* a name with none of these suffixes, listed last */
 } fp8_operand_kind;
 
-/* One GEMM operand's rows of fp8.csv and its quantized copy's rows of tensors.csv. */
+/* One GEMM operand's float8 rows and its quantized copy's tensor rows. */
 typedef struct fp8_operand {
-    const char *tensor, *format; /* fp8.csv's text: "fc.out.grad", "float8_e5m2" */
+    const char *tensor; /* "fc.out.grad" */
+    dtype format;       /* float8_e5m2 */
     int layer_rank;              /* its layer's first appearance among the operands */
     fp8_operand_kind kind;
     bool colwise; /* MXFP8's column-wise copy: tensor ends in ".colwise" */
@@ -58,25 +58,24 @@ typedef struct fp8_operand {
     int n_rows;
     int64_t saturated, underflow;           /* over every row */
     int64_t last_saturated, last_underflow; /* over the rows of the last step */
-    const char *scale_min, *scale_max;      /* fp8.csv's text */
-    double scale_lo, scale_hi;
+    float scale_lo, scale_hi;
     /* the row with the most saturated values (the first of equals) */
     int64_t worst_step, worst_saturated;
-    const char *worst_amax, *worst_scale;
+    float worst_amax, worst_scale;
     /* the row with the most underflow (the first of equals) */
     int64_t under_step, under_most;
-    const char *under_scale;
+    float under_scale;
     /* tensors.csv: numel 0 when it has no counted row of the copy */
     int64_t numel, subnormal, last_subnormal;
     int observed;      /* counted rows of the copy */
     bool last_counted; /* the last step has one */
-    /* a weight's gradient as the wgrad GEMM made it: tensors.csv's "L.weight.grad@<dtype>"
-     * (name and dtype point into the case_files read with it); NULL when none */
-    const char *wgrad_name, *wgrad_dtype;
+    /* a weight's gradient as the wgrad GEMM made it: the row "L.weight.grad@<dtype>"; NULL
+     * when none */
+    const char *wgrad_name;
+    dtype wgrad_dtype;
 } fp8_operand;
 
 typedef struct fp8_summary {
-    csv_table csv;
     fp8_operand *ops;
     int n_ops;
     const fp8_operand **by_saturated; /* the operands that saturated, most first */
@@ -90,9 +89,9 @@ typedef struct fp8_summary {
     bool recipe_inferred; /* from the column-wise copies, not the case's config */
 } fp8_summary;
 
-/* Reads DIR/fp8.csv and the matching rows of c (the folder's tensors.csv). Returns 0; 1 when
- * the folder has no fp8.csv (s is then empty); -1 with a message in err. */
-int fp8_summary_read(fp8_summary *s, const char *dir, const case_files *c, char *err, int errlen);
+/* The record's float8 rows and the matching tensor rows. Returns 0; 1 when the case has no
+ * [fp8] (s is then empty); -1 with a message in err. */
+int fp8_summary_of(fp8_summary *s, const run_record *rec, char *err, int errlen);
 void fp8_summary_free(fp8_summary *s);
 
 /* true when some quantized copy has a counted tensors.csv row: plot.py then draws
@@ -104,10 +103,9 @@ void fp8_summary_put(FILE *f, const fp8_summary *s);
  * (most in `fc2.weight`), 12 underflowed (most in `fc2.out.grad`)." */
 void fp8_summary_line(const fp8_summary *s, char *buf, size_t len);
 
-/* report_case's call: the section of DIR's fp8.csv, nothing when it has none; the recipe
- * from cfg's [fp8] (cfg NULL or without [fp8]: inferred, see above). Returns 0, or -1 with
- * a message in err. */
-int report_put_fp8(FILE *f, const char *dir, const case_files *c, const case_config *cfg, char *err,
-                   int errlen);
+/* report_case's call: the section, nothing for a case without [fp8]; the recipe from the
+ * record's config (without one: inferred, see above). Returns 0, or -1 with a message in
+ * err. */
+int report_put_fp8(FILE *f, const run_record *rec, char *err, int errlen);
 
 #endif

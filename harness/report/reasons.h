@@ -1,9 +1,8 @@
 /*
  * report/reasons.h: report.md's paragraph that says, under autocast, why each float32
- * activation is float32, from the layer registry rather than a list of tensor names: the
- * autocast policy of the op that produced it (layer_def and loss_def autocast entries,
- * autocast_mode.h's list it cites), or PyTorch's type promotion of its inputs
- * (promote_types) for an op on no list, or the dtype of the weight it reads.
+ * activation is float32: the reason the code that made it recorded (ops/dtype_reason.h),
+ * with the op whose rule gave the dtype (its autocast list, as autocast_mode.cpp registers
+ * it) or the operands whose dtypes gave it (their own, or type promotion of theirs).
  */
 #ifndef AMPSCOPE_REPORT_REASONS_H
 #define AMPSCOPE_REPORT_REASONS_H
@@ -11,12 +10,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config/case.h"
-#include "files.h"
+#include "record/record.h"
 
-/* Writes "**Why float32:** `ln1.out` is float32 because layer_norm runs in float32 under
- * autocast (...). ..." for the forward activations of `step` that are float32, or nothing
- * when the case has no autocast or no such activation. */
-void report_put_float32_reasons(FILE *f, const case_config *cfg, const case_files *c, int64_t step);
+/* Writes "**Why float32 under autocast:** `ln1.out` is float32 because layer_norm runs in
+ * float32 under autocast (...). ..." for the forward activations of `step` that are
+ * float32, or nothing when the case has no autocast or no such activation. */
+void report_put_float32_reasons(FILE *f, const run_record *rec, int64_t step);
 
 #endif

@@ -8,13 +8,18 @@
  * csv_table.h). A writer prints its rows in the list's order; a reader never counts
  * positions, it finds each column it needs by its name here.
  *
- *   OUT/<case>/tensors.csv  one row per observed tensor (observe.c)
- *   OUT/<case>/hist.csv     its log2|x| histogram, one row per non-empty bin (observe.c)
- *   OUT/<case>/steps.csv    one row per completed step (train.c)
- *   OUT/<case>/memory.csv   peak and final bytes by category (train.c)
- *   OUT/<case>/fp8.csv      one row per float8 quantization, with [fp8] (fp8_linear.c)
- *   OUT/<case>/config.csv   the configuration REPORT.md needs (report/config.c)
- *   OUT/summary.csv         one row per case (results.c)
+ * Every file of a case's folder is a view of the run's record (record/record.h), written by
+ * results/write.c and read back into a record by results/read.c:
+ *   OUT/<case>/tensors.csv  one row per observed tensor (record_tensor)
+ *   OUT/<case>/hist.csv     its log2|x| histogram, one row per non-empty bin (record_bin)
+ *   OUT/<case>/steps.csv    one row per completed step (record_step)
+ *   OUT/<case>/memory.csv   peak and final bytes by category (record_memory)
+ *   OUT/<case>/fp8.csv      one row per float8 quantization, with [fp8] (record_fp8)
+ *   OUT/<case>/allreduce.csv  per parameter and observed step, what the all-reduce lost
+ *   OUT/<case>/ranks.csv    per rank, parameter and observed step, its own gradient's counts
+ *   OUT/<case>/config.csv   the configuration the reports give (record_config)
+ *   OUT/<case>/expect.csv   one row per [expect] line, and whether it held (record_expect)
+ *   OUT/summary.csv         one row per case (case_result; results.c)
  *   results/bench.csv       `make bench`'s figures (tools/bench.c)
  *   OUT/<case>.sweep/sweep.csv  one row per variant of `run --sweep` (sweep.c)
  */
@@ -45,7 +50,11 @@ typedef struct csv_columns {
     X(TENSORS_COL_OVERFLOW, "overflow")                                                            \
     X(TENSORS_COL_NAN, "nan")                                                                      \
     X(TENSORS_COL_AMAX, "amax")                                                                    \
-    X(TENSORS_COL_AMIN_NONZERO, "amin_nonzero")
+    X(TENSORS_COL_AMIN_NONZERO, "amin_nonzero")                                                    \
+    /* appended (results/README.md): why it has its dtype (ops/dtype_reason.h) */                  \
+    X(TENSORS_COL_DTYPE_REASON, "dtype_reason")                                                    \
+    X(TENSORS_COL_OP, "op")                                                                        \
+    X(TENSORS_COL_DTYPE_FROM, "dtype_from")
 
 #define HIST_CSV_COLUMNS(X)                                                                        \
     X(HIST_COL_CASE, "case")                                                                       \
@@ -77,7 +86,9 @@ typedef struct csv_columns {
     X(MEMORY_COL_CASE, "case")                                                                     \
     X(MEMORY_COL_CATEGORY, "category")                                                             \
     X(MEMORY_COL_PEAK_BYTES, "peak_bytes")                                                         \
-    X(MEMORY_COL_END_BYTES, "end_bytes")
+    X(MEMORY_COL_END_BYTES, "end_bytes")                                                           \
+    /* appended: saved_for_backward's bytes by dtype, "float16:4096|float32:512" */                 \
+    X(MEMORY_COL_BY_DTYPE, "by_dtype")
 
 #define FP8_CSV_COLUMNS(X)                                                                         \
     X(FP8_COL_CASE, "case")                                                                        \
@@ -106,7 +117,58 @@ typedef struct csv_columns {
     X(CONFIG_COL_LOSS, "loss")                                                                     \
     X(CONFIG_COL_BATCH, "batch")                                                                   \
     X(CONFIG_COL_STEPS, "steps")                                                                   \
-    X(CONFIG_COL_SEED, "seed")
+    X(CONFIG_COL_SEED, "seed")                                                                     \
+    /* appended: the rest of what report.md tells */                                               \
+    X(CONFIG_COL_PATH, "path")                                                                     \
+    X(CONFIG_COL_INPUT_DTYPE, "input_dtype")                                                       \
+    X(CONFIG_COL_MODEL, "model")                                                                   \
+    X(CONFIG_COL_ACCUMULATE, "accumulate")                                                         \
+    X(CONFIG_COL_DELAY_UNSCALE, "delay_unscale")                                                   \
+    X(CONFIG_COL_CLIP_GRAD_NORM, "clip_grad_norm")                                                 \
+    X(CONFIG_COL_NORM_TYPE, "norm_type")                                                           \
+    X(CONFIG_COL_CLIP_GRAD_VALUE, "clip_grad_value")                                               \
+    X(CONFIG_COL_CLIP_BEFORE_UNSCALE, "clip_before_unscale")                                       \
+    X(CONFIG_COL_FP8, "fp8")                                                                       \
+    X(CONFIG_COL_WORLD_SIZE, "world_size")                                                         \
+    X(CONFIG_COL_COMM, "comm")                                                                     \
+    X(CONFIG_COL_REDUCE_DTYPE, "reduce_dtype")                                                     \
+    X(CONFIG_COL_ALLREDUCE_ALGORITHM, "allreduce_algorithm")
+
+#define ALLREDUCE_CSV_COLUMNS(X)                                                                   \
+    X(ALLREDUCE_COL_CASE, "case")                                                                  \
+    X(ALLREDUCE_COL_STEP, "step")                                                                  \
+    X(ALLREDUCE_COL_TENSOR, "tensor")                                                              \
+    X(ALLREDUCE_COL_DTYPE, "dtype")                                                                \
+    X(ALLREDUCE_COL_COMM, "comm")                                                                  \
+    X(ALLREDUCE_COL_WIRE_DTYPE, "wire_dtype")                                                      \
+    X(ALLREDUCE_COL_WORLD_SIZE, "world_size")                                                      \
+    X(ALLREDUCE_COL_ALGORITHM, "algorithm")                                                        \
+    X(ALLREDUCE_COL_NUMEL, "numel")                                                                \
+    X(ALLREDUCE_COL_UNDERFLOW, "underflow")                                                        \
+    X(ALLREDUCE_COL_OVERFLOW, "overflow")                                                          \
+    X(ALLREDUCE_COL_NONFINITE, "nonfinite")                                                        \
+    X(ALLREDUCE_COL_REL_ERROR, "rel_error")                                                        \
+    X(ALLREDUCE_COL_SQNR_DB, "sqnr_db")
+
+#define RANKS_CSV_COLUMNS(X)                                                                       \
+    X(RANKS_COL_CASE, "case")                                                                      \
+    X(RANKS_COL_STEP, "step")                                                                      \
+    X(RANKS_COL_RANK, "rank")                                                                      \
+    X(RANKS_COL_TENSOR, "tensor")                                                                  \
+    X(RANKS_COL_DTYPE, "dtype")                                                                    \
+    X(RANKS_COL_NUMEL, "numel")                                                                    \
+    X(RANKS_COL_ZEROS, "zeros")                                                                    \
+    X(RANKS_COL_SUBNORMAL, "subnormal")                                                            \
+    X(RANKS_COL_INF, "inf")                                                                        \
+    X(RANKS_COL_NAN, "nan")                                                                        \
+    X(RANKS_COL_AMAX, "amax")
+
+#define EXPECT_CSV_COLUMNS(X)                                                                      \
+    X(EXPECT_COL_CASE, "case")                                                                     \
+    X(EXPECT_COL_LINE, "line")                                                                     \
+    X(EXPECT_COL_EXPECTATION, "expectation")                                                       \
+    X(EXPECT_COL_HELD, "held")                                                                     \
+    X(EXPECT_COL_FAILURE, "failure")
 
 #define SUMMARY_CSV_COLUMNS(X)                                                                     \
     X(SUMMARY_COL_CASE, "case")                                                                    \
@@ -168,12 +230,15 @@ enum steps_csv_col { STEPS_CSV_COLUMNS(CSV_COLUMN_ID) STEPS_N_COLS };
 enum memory_csv_col { MEMORY_CSV_COLUMNS(CSV_COLUMN_ID) MEMORY_N_COLS };
 enum fp8_csv_col { FP8_CSV_COLUMNS(CSV_COLUMN_ID) FP8_N_COLS };
 enum config_csv_col { CONFIG_CSV_COLUMNS(CSV_COLUMN_ID) CONFIG_N_COLS };
+enum allreduce_csv_col { ALLREDUCE_CSV_COLUMNS(CSV_COLUMN_ID) ALLREDUCE_N_COLS };
+enum ranks_csv_col { RANKS_CSV_COLUMNS(CSV_COLUMN_ID) RANKS_N_COLS };
+enum expect_csv_col { EXPECT_CSV_COLUMNS(CSV_COLUMN_ID) EXPECT_N_COLS };
 enum summary_csv_col { SUMMARY_CSV_COLUMNS(CSV_COLUMN_ID) SUMMARY_N_COLS };
 enum bench_csv_col { BENCH_CSV_COLUMNS(CSV_COLUMN_ID) BENCH_N_COLS };
 enum sweep_csv_col { SWEEP_CSV_COLUMNS(CSV_COLUMN_ID) SWEEP_N_COLS };
 #undef CSV_COLUMN_ID
 
 extern const csv_columns csv_tensors, csv_hist, csv_steps, csv_memory, csv_fp8, csv_config,
-    csv_summary, csv_bench, csv_sweep;
+    csv_allreduce, csv_ranks, csv_expect, csv_summary, csv_bench, csv_sweep;
 
 #endif

@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, int errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, int errlen, const char *fmt, ...)
+int csv_fail(char *err, int errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -107,12 +106,12 @@ int csv_table_read(csv_table *t, const char *path, bool optional, csv_row_filter
     memset(t, 0, sizeof *t);
     int len = snprintf(t->path, sizeof t->path, "%s", path);
     if (len < 0 || len >= (int)sizeof t->path)
-        return fail(err, errlen, "path too long: %s", path);
+        return csv_fail(err, errlen, "path too long: %s", path);
     FILE *f = fopen(t->path, "r");
     if (!f) {
         if (optional && errno == ENOENT)
             return 1;
-        return fail(err, errlen, "cannot read %s: %s", t->path, strerror(errno));
+        return csv_fail(err, errlen, "cannot read %s: %s", t->path, strerror(errno));
     }
     char *line = NULL;
     size_t cap = 0;
@@ -125,7 +124,7 @@ int csv_table_read(csv_table *t, const char *path, bool optional, csv_row_filter
         char **fields;
         int n, split = split_line(line, &fields, &n);
         if (split) {
-            rc = fail(err, errlen,
+            rc = csv_fail(err, errlen,
                       split == -1 ? "out of memory reading %s"
                                   : "%s:%d: malformed "
                                     "CSV line",
@@ -135,22 +134,22 @@ int csv_table_read(csv_table *t, const char *path, bool optional, csv_row_filter
             t->n_cols = n;
         } else if (n != t->n_cols) {
             free(fields);
-            rc = fail(err, errlen, "%s:%d: %d fields, the header has %d", t->path, line_no, n,
+            rc = csv_fail(err, errlen, "%s:%d: %d fields, the header has %d", t->path, line_no, n,
                       t->n_cols);
         } else if (keep && !keep(t, fields, ctx)) {
             free(fields);
         } else if (table_add(t, fields)) {
             free(fields);
-            rc = fail(err, errlen, "out of memory reading %s", t->path);
+            rc = csv_fail(err, errlen, "out of memory reading %s", t->path);
         }
     }
     if (rc == 0 && ferror(f))
-        rc = fail(err, errlen, "cannot read %s: %s", t->path, strerror(errno));
+        rc = csv_fail(err, errlen, "cannot read %s: %s", t->path, strerror(errno));
     free(line);
     if (fclose(f) && rc == 0)
-        rc = fail(err, errlen, "cannot read %s: %s", t->path, strerror(errno));
+        rc = csv_fail(err, errlen, "cannot read %s: %s", t->path, strerror(errno));
     if (rc == 0 && !t->header)
-        rc = fail(err, errlen, "%s is empty", t->path);
+        rc = csv_fail(err, errlen, "%s is empty", t->path);
     if (rc)
         csv_table_free(t);
     return rc;
@@ -163,7 +162,7 @@ int csv_table_read_in(csv_table *t, const char *dir, const char *name, bool opti
     int n = snprintf(path, sizeof path, "%s/%s", dir, name);
     if (n < 0 || n >= (int)sizeof path) {
         memset(t, 0, sizeof *t);
-        return fail(err, errlen, "path too long: %s/%s", dir, name);
+        return csv_fail(err, errlen, "path too long: %s/%s", dir, name);
     }
     return csv_table_read(t, path, optional, keep, ctx, err, errlen);
 }
@@ -183,7 +182,7 @@ int csv_table_find(const csv_table *t, const csv_columns *cols, const int *want,
         idx[i] = -1;
     for (int i = 0; i < n; i++)
         if ((idx[want[i]] = csv_table_col(t, cols->names[want[i]])) < 0)
-            return fail(err, errlen, "%s has no column %s", t->path, cols->names[want[i]]);
+            return csv_fail(err, errlen, "%s has no column %s", t->path, cols->names[want[i]]);
     return 0;
 }
 

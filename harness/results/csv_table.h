@@ -47,6 +47,9 @@ int csv_table_col(const csv_table *t, const char *name);
 int csv_table_find(const csv_table *t, const csv_columns *cols, const int *want, int n, int *idx,
                    char *err, int errlen);
 
+/* Formats a message into err (truncated when long); returns -1. */
+int csv_fail(char *err, int errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* A field's text as a decimal integer or a number: false when it is empty or has anything
  * after the number. */
 bool csv_parse_i64(const char *s, int64_t *v);

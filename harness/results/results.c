@@ -1,4 +1,5 @@
-/* results.c: the results folder's atomic updates (see results.h). */
+/* results.c: a case run into its record and files, and the results folder's atomic updates
+ * (see results.h). */
 #include "results.h"
 
 #include <errno.h>
@@ -11,6 +12,26 @@
 #include <unistd.h>
 
 #include "columns.h"
+#include "expect.h"
+#include "write.h"
+
+int results_run_case(const case_config *cfg, backend *be, const train_options *opt,
+                     const char *dir, run_record *rec)
+{
+    record_clear(rec);
+    results_record_config(rec, cfg);
+    rec->has_allreduce = cfg->world_size > 1; /* rank 0 of a data-parallel case */
+    int rc = train_case(cfg, be, opt, rec);
+    if (rc)
+        return rc;
+    expect_check(cfg, rec);
+    char err[1024];
+    if (results_write_case(dir, rec, err, sizeof err)) {
+        snprintf(rec->result.error, sizeof rec->result.error, "%s", err);
+        return -1;
+    }
+    return 0;
+}
 
 int results_begin(const char *out, const char *name, char *tmp, int tmplen, char *err, int errlen)
 {
@@ -67,11 +88,16 @@ void csv_write_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
+const char *results_status(const case_result *r)
+{
+    return !r->ok ? "error" : r->interrupted ? "interrupted" : "ok";
+}
+
 static void write_row(FILE *f, const case_result *r)
 {
     csv_write_field(f, r->name);
-    fprintf(f, ",%s,%s,", r->device, r->ok ? "ok" : "error");
-    csv_write_field(f, r->ok ? "" : r->error);
+    fprintf(f, ",%s,%s,", r->device, results_status(r));
+    csv_write_field(f, r->ok && !r->interrupted ? "" : r->error);
     fprintf(f, ",%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%.9g,%lld,%.3f,%d,%d\n", r->params, r->autocast,
             r->input_dtype, r->output_dtype, r->loss_dtype, r->param_grad_dtypes,
             r->cast_grad_dtypes, r->activation_grad_dtypes, (long long)r->grad_underflow,

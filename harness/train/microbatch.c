@@ -60,6 +60,7 @@ static void *micro_values(void *ctx)
 tensor *microbatch_input(run *r, int64_t k, const tensor *like)
 {
     tensor *x = run_tensor(r, "input", like->dtype, like->ndim, like->shape, MEM_INPUTS);
+    tensor_why(x, DTYPE_REASON_DATA, NULL, NULL, 0);
     const case_config *cfg = r->cfg;
     micro_job j = {.r = r,
                    .path = cfg->input == INPUT_FILE ? cfg->input_path : NULL,
@@ -84,6 +85,7 @@ tensor *microbatch_target(run *r, int64_t k, const tensor *out)
      * a sequence's positions) */
     int ndim = labels ? out->ndim - 1 : out->ndim;
     tensor *y = run_tensor(r, "target", dt, ndim, out->shape, MEM_INPUTS);
+    tensor_why(y, DTYPE_REASON_DATA, NULL, NULL, 0);
     micro_job j = {.r = r,
                    .path = file ? cfg->target_path : NULL,
                    .t = y,

@@ -128,6 +128,7 @@ static tensor *make_param(run *r, uint64_t stream, const char *layer, const char
     snprintf(name, sizeof name, "%s.%s", layer, what);
     bool buffer = param_is_buffer(lp);
     tensor *p = run_tensor(r, name, r->cfg->params, ndim, shape, buffer ? MEM_BUFFERS : MEM_PARAMS);
+    tensor_why(p, DTYPE_REASON_PARAM, NULL, NULL, 0);
     upload(&(values_job){.r = r, .t = p, .init = find_init(r->cfg, name), .stream = stream,
                          .bound = bound, .init_kind = lp->init,
                          .zero_row = lp->init == PARAM_INIT_NORMAL ? lp->fan_in : -1},
@@ -279,6 +280,7 @@ void model_init(run *r, model *m)
         shape[i + 1] = cfg->sample_shape[i];
     int ndim = cfg->sample_ndim + 1;
     m->input = run_tensor(r, "input", cfg->input_dtype, ndim, shape, MEM_INPUTS);
+    tensor_why(m->input, DTYPE_REASON_DATA, NULL, NULL, 0);
     upload(&(values_job){.r = r, .m = m, .t = m->input}, input_values);
 }
 
@@ -313,6 +315,7 @@ tensor *model_target(run *r, model *m, const tensor *out)
     /* labels: out's shape less its last dim (the classes): [B], or [B, T] as y.view(-1) */
     m->target = run_tensor(r, "target", dt, labels ? out->ndim - 1 : out->ndim, out->shape,
                            MEM_INPUTS);
+    tensor_why(m->target, DTYPE_REASON_DATA, NULL, NULL, 0);
     upload(&(values_job){.r = r, .m = m, .t = m->target}, target_values);
     return m->target;
 }

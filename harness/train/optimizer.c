@@ -28,6 +28,7 @@ void optimizer_init(run *r, optimizer *o, model *m)
         char name[TENSOR_NAME_MAX + 16];
         snprintf(name, sizeof name, "%s@float32", o->param[i]->name);
         tensor *mp = run_tensor_like(r, o->param[i], name, DTYPE_FLOAT32, MEM_MASTER_PARAMS);
+        tensor_why(mp, DTYPE_REASON_CAST, "master weights", (const tensor *const *)&o->param[i], 1);
         run_check(r, r->be->cast(r->be, o->param[i], mp, NULL)); /* exact: half values widen */
         o->master[i] = mp;
     }
@@ -39,6 +40,8 @@ static void optimizer_collect_grads_one(run *r, optimizer *o, int i, tensor *g, 
     char name[TENSOR_NAME_MAX + 16];
     snprintf(name, sizeof name, "%s@float32", g->name);
     tensor *g32 = run_tensor_like(r, g, name, DTYPE_FLOAT32, MEM_GRADS);
+    const tensor *from = g;
+    tensor_why(g32, DTYPE_REASON_CAST, "master weights", &from, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->cast(r->be, g, g32, stp));
@@ -137,6 +140,8 @@ int64_t optimizer_step(run *r, optimizer *o, tensor *const *grads)
             char name[TENSOR_NAME_MAX + 32];
             snprintf(name, sizeof name, "%s.%s", o->param[i]->name, optim_state_name(&o->cfg, k));
             o->state[i][k] = run_tensor_like(r, p, name, p->dtype, MEM_OPTIMIZER_STATE);
+            const tensor *like = p; /* zeros_like(p) */
+            tensor_why(o->state[i][k], DTYPE_REASON_PARAM, NULL, &like, 1);
             run_check(r, r->be->fill(r->be, o->state[i][k], 0.0f));
         }
         optim_tensors t = {.param = p, .grad = grads[i], .visible = o->param[i]->dtype};

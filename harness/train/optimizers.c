@@ -21,8 +21,7 @@ static const char *sgd_check(const optim_config *o)
 static const int sgd_json_order[] = {0, 4, 1, 2, 3}; /* lr, weight_decay, momentum, ... */
 
 const optim_def optim_defs[OPTIM_KIND_COUNT] = {
-    [OPTIM_SGD] = {.name = "sgd",
-                   .n_opts = 5,
+    [OPTIM_SGD] = {.n_opts = 5,
                    .opts = {OPT("lr", OPTIM_OPT_NONNEG, lr),
                             OPT("momentum", OPTIM_OPT_NONNEG, momentum),
                             OPT("dampening", OPTIM_OPT_ANY, dampening),
@@ -33,8 +32,7 @@ const optim_def optim_defs[OPTIM_KIND_COUNT] = {
                    .n_states = 1,
                    .states = {{"momentum_buffer", OPTIM_STATE_IF_MOMENTUM}},
                    .json_order = sgd_json_order},
-    [OPTIM_ADAM] = {.name = "adam",
-                    .n_opts = 5,
+    [OPTIM_ADAM] = {.n_opts = 5,
                     .opts = {OPT("lr", OPTIM_OPT_NONNEG, lr),
                              OPT("betas", OPTIM_OPT_BETAS, beta1),
                              OPT("eps", OPTIM_OPT_NONNEG, eps),
@@ -44,8 +42,7 @@ const optim_def optim_defs[OPTIM_KIND_COUNT] = {
                     .n_states = 2,
                     .states = {{"exp_avg", OPTIM_STATE_ALWAYS},
                                {"exp_avg_sq", OPTIM_STATE_ALWAYS}}},
-    [OPTIM_RMSPROP] = {.name = "rmsprop",
-                       .n_opts = 6,
+    [OPTIM_RMSPROP] = {.n_opts = 6,
                        .opts = {OPT("lr", OPTIM_OPT_NONNEG, lr),
                                 OPT("alpha", OPTIM_OPT_NONNEG, alpha),
                                 OPT("eps", OPTIM_OPT_NONNEG, eps),
@@ -58,27 +55,22 @@ const optim_def optim_defs[OPTIM_KIND_COUNT] = {
                                   {"momentum_buffer", OPTIM_STATE_IF_MOMENTUM},
                                   {"grad_avg", OPTIM_STATE_IF_CENTERED}}},
     /* torch/optim/adamw.py: Adam's keywords with weight_decay=1e-2, decoupled */
-    [OPTIM_ADAMW] = {.name = "adamw",
-                     .n_opts = 5,
-                     .opts = {OPT("lr", OPTIM_OPT_NONNEG, lr),
-                              OPT("betas", OPTIM_OPT_BETAS, beta1),
-                              OPT("eps", OPTIM_OPT_NONNEG, eps),
-                              OPT("weight_decay", OPTIM_OPT_NONNEG, weight_decay),
-                              {"amsgrad", OPTIM_OPT_NO_ONLY, 0}},
-                     .defaults = {.lr = 1e-3,
-                                  .beta1 = 0.9,
-                                  .beta2 = 0.999,
-                                  .eps = 1e-8,
-                                  .weight_decay = 1e-2},
-                     .n_states = 2,
-                     .states = {{"exp_avg", OPTIM_STATE_ALWAYS},
-                                {"exp_avg_sq", OPTIM_STATE_ALWAYS}}},
+    [OPTIM_ADAMW] =
+        {.n_opts = 5,
+         .opts = {OPT("lr", OPTIM_OPT_NONNEG, lr),
+                  OPT("betas", OPTIM_OPT_BETAS, beta1),
+                  OPT("eps", OPTIM_OPT_NONNEG, eps),
+                  OPT("weight_decay", OPTIM_OPT_NONNEG, weight_decay),
+                  {"amsgrad", OPTIM_OPT_NO_ONLY, 0}},
+         .defaults = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 1e-2},
+         .n_states = 2,
+         .states = {{"exp_avg", OPTIM_STATE_ALWAYS}, {"exp_avg_sq", OPTIM_STATE_ALWAYS}}},
 };
 
 int optim_find(const char *name)
 {
     for (int k = 0; k < OPTIM_KIND_COUNT; k++)
-        if (strcmp(optim_defs[k].name, name) == 0)
+        if (strcmp(optim_name((optim_kind)k), name) == 0)
             return k;
     return -1;
 }
@@ -164,7 +156,7 @@ static void write_option(FILE *f, const optim_opt *d, const optim_config *o,
 void optim_write_json(FILE *f, const optim_config *o, void (*real)(FILE *f, double v))
 {
     const optim_def *d = &optim_defs[o->kind];
-    fprintf(f, "{\"kind\": \"%s\", \"options\": {", d->name);
+    fprintf(f, "{\"kind\": \"%s\", \"options\": {", optim_name(o->kind));
     for (int i = 0; i < d->n_opts; i++) {
         fputs(i ? ", " : "", f);
         write_option(f, &d->opts[d->json_order ? d->json_order[i] : i], o, real);
@@ -176,14 +168,14 @@ bool optim_registry_check(char *err, size_t len)
 {
     for (int k = 0; k < OPTIM_KIND_COUNT; k++) {
         const optim_def *d = &optim_defs[k];
-        if (!d->name || d->n_opts <= 0 || d->n_opts > OPTIM_MAX_OPTS ||
-            d->n_states > OPTIM_MAX_STATE) {
-            snprintf(err, len, "optimizer kind %d: its registry row is not filled", k);
+        const char *name = optim_name((optim_kind)k);
+        if (d->n_opts <= 0 || d->n_opts > OPTIM_MAX_OPTS || d->n_states > OPTIM_MAX_STATE) {
+            snprintf(err, len, "optimizer kind %d (%s): its registry row is not filled", k, name);
             return false;
         }
         for (int i = 0; i < d->n_opts; i++) {
             if (!d->opts[i].name) {
-                snprintf(err, len, "optimizer %s: option %d has no name", d->name, i);
+                snprintf(err, len, "optimizer %s: option %d has no name", name, i);
                 return false;
             }
         }
@@ -192,7 +184,7 @@ bool optim_registry_check(char *err, size_t len)
             if (d->json_order[i] >= 0 && d->json_order[i] < d->n_opts)
                 seen |= 1u << d->json_order[i];
         if (d->json_order && seen != (1u << d->n_opts) - 1) {
-            snprintf(err, len, "optimizer %s: json_order does not list each option once", d->name);
+            snprintf(err, len, "optimizer %s: json_order does not list each option once", name);
             return false;
         }
         for (int v = 0; v < 4; v++) { /* momentum off/on x centered off/on */
@@ -205,7 +197,14 @@ bool optim_registry_check(char *err, size_t len)
                 snprintf(err, len,
                          "optimizer %s (momentum %g, centered %s): %d state names, but "
                          "optim_state_count says %d",
-                         d->name, c.momentum, c.centered ? "yes" : "no", n, optim_state_count(&c));
+                         name, c.momentum, c.centered ? "yes" : "no", n, optim_state_count(&c));
+                return false;
+            }
+            if (!(optim_kind_states((optim_kind)k) & OPTIM_NS(n))) {
+                snprintf(err, len,
+                         "optimizer %s (momentum %g, centered %s) keeps %d states, a count its "
+                         "row in OPTIM_KINDS (ops/optim_math.h) does not list",
+                         name, c.momentum, c.centered ? "yes" : "no", n);
                 return false;
             }
         }

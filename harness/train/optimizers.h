@@ -1,21 +1,22 @@
 /*
- * optimizers.h: the optimizer registry, one row per optim_kind: the kind's name in case
- * files, its options (name, how the value is read, the optim_config field it sets), its
- * defaults (PyTorch 2.x's), a check across its options, and the names of its state
- * tensors as PyTorch's optimizer.state[p] calls them. The update rule is not here: it is
- * optim_math.h's optim_update, shared with the CUDA kernels.
+ * optimizers.h: the optimizer registry, one row per optim_kind (the kinds are ops/
+ * optim_math.h's OPTIM_KINDS list, with their names): each kind's options (name, how the
+ * value is read, the optim_config field it sets), its defaults (PyTorch 2.x's), a check
+ * across its options, and the names of its state tensors as PyTorch's optimizer.state[p]
+ * calls them. The update rule is not here: it is optim_math.h's optim_update, shared with
+ * the CUDA kernels.
  *
  * Adding an optimizer (say Adagrad) takes:
- *   - optim_math.h: the enum value (and OPTIM_KIND_COUNT if it is the last), its fields in
+ *   - optim_math.h: its row in OPTIM_KINDS (enum value, name, state counts), its fields in
  *     optim_config if new, its constants in optim_hyper_at, its case in optim_update and in
  *     optim_state_count (switches without default: -Wswitch names each one missing);
- *   - optimizers.c: its row in optim_defs (name, options, defaults, states; its check if
- *     some options exclude others); the compiler checks the array's length, and
+ *   - optimizers.c: its row in optim_defs (options, defaults, states; its check if some
+ *     options exclude others); the compiler checks the array's length, and
  *     optim_registry_check (at start-up and in tests/test_optim.c) that the row is filled
- *     and that its states agree with optim_state_count;
- *   - harness/ops/cpu/optim.c: its case in update() (the switch without default);
+ *     and that its states agree with optim_state_count and with OPTIM_KINDS' state counts;
  *   - tests/test_optim.c: three steps against PyTorch's numbers.
- * Nothing else names an optimizer kind.
+ * Both backends' update dispatch and the selftest iterate OPTIM_KINDS; nothing else names
+ * an optimizer kind.
  */
 #ifndef AMPSCOPE_OPTIMIZERS_H
 #define AMPSCOPE_OPTIMIZERS_H
@@ -55,7 +56,6 @@ typedef struct optim_state_def {
 #define OPTIM_MAX_OPTS 8
 
 typedef struct optim_def {
-    const char *name; /* in case files and reports */
     int n_opts;
     optim_opt opts[OPTIM_MAX_OPTS]; /* in the order messages list them */
     optim_config defaults;
@@ -72,7 +72,7 @@ extern const optim_def optim_defs[OPTIM_KIND_COUNT];
 
 static inline const optim_def *optim_def_of(optim_kind kind) { return &optim_defs[kind]; }
 
-static inline const char *optim_name(optim_kind kind) { return optim_defs[kind].name; }
+static inline const char *optim_name(optim_kind kind) { return optim_kind_name(kind); }
 
 /* The kind called name, or -1. */
 int optim_find(const char *name);

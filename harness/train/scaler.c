@@ -25,6 +25,9 @@ static void mul_backward(run *r, node *n)
 tensor *scaler_scale(run *r, const grad_scaler *s, tensor *loss)
 {
     tensor *y = run_tensor(r, "loss.scaled", DTYPE_FLOAT32, 0, NULL, MEM_ACTIVATIONS);
+    const tensor *from = loss; /* loss * scale, a float32 tensor: float32 either way */
+    tensor_why(y, loss->dtype == DTYPE_FLOAT32 ? DTYPE_REASON_INPUT : DTYPE_REASON_PROMOTE, "mul",
+               &from, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->mul_scalar(r->be, loss, s->scale, y, stp));

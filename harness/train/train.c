@@ -1,4 +1,4 @@
-/* train.c: one case's run (see train.h). */
+/* train.c: one case's run into its record (see train.h). */
 #include "train.h"
 
 #include <math.h>
@@ -8,13 +8,12 @@
 #include <unistd.h>
 
 #include "autograd/autocast.h"
+#include "autograd/dump.h"
+#include "autograd/host_values.h"
+#include "core/interrupt.h"
 #include "clip.h"
 #include "distributed/distributed.h"
-#include "results/columns.h"
-#include "autograd/dump.h"
-#include "results/expect.h"
 #include "layers/fp8_linear.h"
-#include "autograd/host_values.h"
 #include "layers/layer.h"
 #include "microbatch.h"
 #include "optimizer.h"
@@ -24,11 +23,10 @@ typedef struct trainer {
     model m;
     optimizer opt;
     grad_scaler scaler;
-    FILE *steps_csv;
-    FILE *fp8_csv; /* with [fp8] enabled */
     int64_t steps;
     double *step_ms;
     int64_t steps_done;
+    int stop_signal; /* SIGINT or SIGTERM asked the run to stop after steps_done steps */
     int64_t saved_bytes;     /* most bytes saved for backward at the end of a forward */
     int64_t saved_by_dtype[DTYPE_COUNT]; /* those bytes by dtype */
     int64_t init_dump_bytes; /* dry pass: what DUMP/init/ takes */
@@ -48,19 +46,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static FILE *open_csv(const char *dir, const char *file, const char *header, char *err, int len)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, (size_t)len, "cannot write %.900s: %m", path);
-        return NULL;
-    }
-    fprintf(f, "%s\n", header);
-    return f;
 }
 
 /* a tensor as it is, observed (its counts describe it; nothing was rounded) */
@@ -113,6 +98,8 @@ static void div_backward(run *r, node *n)
 static tensor *loss_div(run *r, tensor *loss, int64_t n_micro)
 {
     tensor *y = run_tensor(r, "loss.div", loss->dtype, 0, NULL, MEM_ACTIVATIONS);
+    const tensor *from = loss; /* a Python number does not promote */
+    tensor_why(y, DTYPE_REASON_INPUT, "div", &from, 1);
     float *v = host_values_get(r, loss);
     v[0] = v[0] / (float)n_micro;
     round_stats st;
@@ -297,6 +284,10 @@ static void train_step(trainer *t, int64_t s)
         }
         t->last_loss = (float)loss_sum;
         unscaled = optimizer_accumulated(&t->opt, grads);
+        /* DDP's no_sync: the micro-batches accumulate in .grad, then one all-reduce in the
+         * last one's backward (reducer.cpp: its hooks fire once AccumulateGrad has added the
+         * last gradient into .grad); the case parser refuses the float32 masters' own sums */
+        distributed_reduce_grads(r, t->m.params, t->m.n_params);
     }
 
     /* GradScaler, clipping and optimizer */
@@ -324,20 +315,29 @@ static void train_step(trainer *t, int64_t s)
     r->be->synchronize(r->be);
     t->step_ms[s] = now_ms() - t0;
 
-    if (!t->steps_csv)
+    run_record *rec = r->obs->rec;
+    record_step *row = rec ? record_add_step(rec) : NULL;
+    if (!row)
         return;
-    fprintf(t->steps_csv, "%s,%lld,%.9g,%.9g,%d,%d,%.6f,%.9g,%lld,%s,", cfg->name, (long long)s,
-            (double)t->last_loss, t->scaler.enabled ? (double)scale : 1.0, found_inf, skipped,
-            t->step_ms[s], lr, (long long)lost, found_inf ? r->obs->first_nonfinite : "");
-    /* the columns appended for accumulation and clipping: empty where the case has none */
-    if (t->n_micro > 1)
-        fprintf(t->steps_csv, "%lld", (long long)lost_acc);
-    if (cfg->clip_grad_norm > 0)
-        fprintf(t->steps_csv, ",%.9g,%.9g", clip.total_norm, clip.clip_coef);
-    else
-        fputs(",,", t->steps_csv);
-    fprintf(t->steps_csv, ",%s,%s\n", found_inf ? t->nonfinite_op : "",
-            found_inf ? t->nonfinite_input : "");
+    *row = (record_step){
+        .step = s,
+        .loss = t->last_loss,
+        .loss_scale = t->scaler.enabled ? scale : 1.0f,
+        .found_inf = found_inf != 0,
+        .skipped = skipped != 0,
+        .step_ms = t->step_ms[s],
+        .lr = lr,
+        .lost_updates = lost,
+        .first_nonfinite = record_intern(rec, found_inf ? r->obs->first_nonfinite : ""),
+        /* accumulation's and clipping's: only where the case accumulates or clips */
+        .accumulates = t->n_micro > 1,
+        .lost_accumulations = lost_acc,
+        .clips = cfg->clip_grad_norm > 0,
+        .total_norm = record_g9(clip.total_norm),
+        .clip_coef = record_g9(clip.clip_coef),
+        .nonfinite_op = record_intern(rec, found_inf ? t->nonfinite_op : ""),
+        .nonfinite_input = record_intern(rec, found_inf ? t->nonfinite_input : ""),
+    };
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -364,7 +364,9 @@ static void dump_init(trainer *t, const char *dir)
 }
 
 /* Every op in every dtype the case's tensors take (parameters, input, autocast's), as the
- * backend answers backend_supports(): a case it cannot run ends before its first tensor. */
+ * backend answers backend_supports(): a case it cannot run ends before its first tensor.
+ * An op the backend leaves out altogether (backend_leaves_out: MXFP8's on the GPU) is asked
+ * by what would call it, when the case needs it (fp8_linear.h's fp8_refusal). */
 static void check_support(run *r)
 {
     const case_config *cfg = r->cfg;
@@ -372,9 +374,18 @@ static void check_support(run *r)
                     cfg->autocast ? cfg->autocast_dtype : cfg->params};
     for (size_t d = 0; d < sizeof used / sizeof used[0]; d++)
         for (int op = 0; op < BACKEND_OP_COUNT; op++)
-            if (!backend_supports(r->be, (backend_op)op, used[d]))
+            if (!backend_leaves_out(r->be, (backend_op)op) &&
+                !backend_supports(r->be, (backend_op)op, used[d]))
                 run_fail(r, "the %s backend cannot run %s on %s tensors", r->be->name,
                          backend_op_name((backend_op)op), dtype_name(used[d]));
+}
+
+/* The signal that asks the run to stop after this step, or 0: on a rank, the one every rank
+ * agrees on (distributed_agree_signal), so that all stop after the same step; never in the
+ * preflight's dry pass */
+static int stop_asked(run *r)
+{
+    return host_values_dry(r) ? 0 : distributed_agree_signal(interrupt_signal());
 }
 
 static void train_steps(trainer *t)
@@ -382,7 +393,7 @@ static void train_steps(trainer *t)
     run *r = t->r;
     char err[512];
     check_support(r);
-    fp8_begin(r, t->fp8_csv);
+    fp8_begin(r);
     model_init(r, &t->m);
     distributed_broadcast_params(r, t->m.params, t->m.n_params); /* a rank: rank 0's values */
     optimizer_init(r, &t->opt, &t->m);
@@ -403,13 +414,16 @@ static void train_steps(trainer *t)
                    dump_tensor(r->be, t->opt_in->dump_dir, "init", t->m.target, err, sizeof err))
             run_fail(r, "%s", err);
         progress(t, s, start);
+        if (s + 1 < t->steps && (t->stop_signal = stop_asked(r)))
+            break;
     }
 }
 
 static void fill_result(const case_config *cfg, const run *r, const trainer *t, int64_t steps_done,
-                        case_result *res)
+                        run_record *rec)
 {
     const observer *o = r->obs;
+    case_result *res = &rec->result;
     snprintf(res->device, sizeof res->device, "%s", r->be->device);
     snprintf(res->params, sizeof res->params, "%s", dtype_name(cfg->params));
     snprintf(res->autocast, sizeof res->autocast, "%s",
@@ -418,9 +432,9 @@ static void fill_result(const case_config *cfg, const run *r, const trainer *t, 
     char out_name[TENSOR_NAME_MAX];
     snprintf(out_name, sizeof out_name, "%s.out", cfg->layers[cfg->n_layers - 1].name);
     dtype dt;
-    if (observe_find(o, out_name, &dt))
+    if (record_find(rec, out_name, &dt))
         snprintf(res->output_dtype, sizeof res->output_dtype, "%s", dtype_name(dt));
-    if (observe_find(o, "loss", &dt))
+    if (record_find(rec, "loss", &dt))
         snprintf(res->loss_dtype, sizeof res->loss_dtype, "%s", dtype_name(dt));
     observe_dtype_set(o, ROLE_GRAD_PARAM, res->param_grad_dtypes, sizeof res->param_grad_dtypes);
     observe_dtype_set(o, ROLE_GRAD_CAST, res->cast_grad_dtypes, sizeof res->cast_grad_dtypes);
@@ -444,30 +458,31 @@ static void fill_result(const case_config *cfg, const run *r, const trainer *t, 
     }
 }
 
-static int write_memory_csv(const char *dir, const case_config *cfg, const mem_account *a,
-                            const mem_account *end, int64_t saved, char *err, int len)
+/* memory.csv's rows: each category's peak and final bytes (buffers only for models that
+ * have them), the total, and the most bytes saved for backward with their dtypes */
+static void keep_memory(run_record *rec, const mem_account *a, const mem_account *end,
+                        const trainer *t)
 {
-    FILE *f = open_csv(dir, "memory.csv", csv_memory.header, err, len);
-    if (!f)
-        return -1;
+    record_memory *m;
     for (int c = 0; c < MEM_CATEGORY_COUNT; c++)
-        if (c != MEM_BUFFERS || a->peak[c]) /* buffers: a row only for models that have them */
-            fprintf(f, "%s,%s,%lld,%lld\n", cfg->name, mem_category_name((mem_category)c),
-                    (long long)a->peak[c], (long long)end->current[c]);
-    fprintf(f, "%s,total,%lld,%lld\n", cfg->name, (long long)a->total_peak, (long long)end->total);
-    fprintf(f, "%s,saved_for_backward,%lld,0\n", cfg->name, (long long)saved);
-    if (fclose(f)) {
-        snprintf(err, (size_t)len, "cannot write %s/memory.csv: %m", dir);
-        return -1;
+        if ((c != MEM_BUFFERS || a->peak[c]) && (m = record_add_memory(rec)))
+            *m = (record_memory){.category = mem_category_name((mem_category)c),
+                                 .peak = a->peak[c],
+                                 .end = end->current[c]};
+    if ((m = record_add_memory(rec)))
+        *m = (record_memory){.category = "total", .peak = a->total_peak, .end = end->total};
+    if ((m = record_add_memory(rec))) {
+        *m = (record_memory){.category = "saved_for_backward", .peak = t->saved_bytes};
+        memcpy(m->by_dtype, t->saved_by_dtype, sizeof m->by_dtype);
     }
-    return 0;
 }
 
-int train_case(const case_config *cfg, backend *be, const train_options *opt, const char *dir,
-               case_result *res)
+int train_case(const case_config *cfg, backend *be, const train_options *opt, run_record *rec)
 {
+    case_result *res = &rec->result;
     memset(res, 0, sizeof *res);
     snprintf(res->name, sizeof res->name, "%s", cfg->name);
+    rec->has_fp8 = cfg->fp8;
     trainer *t = calloc(1, sizeof *t);
     run *r = calloc(1, sizeof *r);
     observer *obs = calloc(1, sizeof *obs);
@@ -478,65 +493,52 @@ int train_case(const case_config *cfg, backend *be, const train_options *opt, co
         snprintf(res->error, sizeof res->error, "out of host memory");
         return -1;
     }
-    char err[1024] = "";
-    obs->case_name = cfg->name;
-    obs->be = be;
-    obs->dump_dir = opt->dump_dir;
-    obs->dump_only = opt->dump_only;
-    obs->tensors = open_csv(dir, "tensors.csv", csv_tensors.header, err, sizeof err);
-    obs->hist = obs->tensors ? open_csv(dir, "hist.csv", csv_hist.header, err, sizeof err) : NULL;
-    t->steps_csv = obs->hist ? open_csv(dir, "steps.csv", csv_steps.header, err, sizeof err) : NULL;
-    if (t->steps_csv && cfg->fp8)
-        t->fp8_csv = open_csv(dir, csv_fp8.file, csv_fp8.header, err, sizeof err);
-    int rc = t->steps_csv && (t->fp8_csv || !cfg->fp8) ? 0 : -1;
-    if (rc == 0) {
-        r->cfg = cfg;
-        r->be = be;
-        r->obs = obs;
-        r->counting = !opt->observe_off;
-        r->pool = (tensor_pool){.be = be, .account = &r->account};
-        be->account = &r->account;
-        t->r = r;
-        t->steps = steps;
-        t->step_ms = step_ms;
-        t->opt_in = opt;
-        if (setjmp(r->fail) == 0) {
-            res->ok = true;
-            train_steps(t);
-        } else {
-            res->ok = false;
-            res->interrupted = r->interrupted;
-            snprintf(res->error, sizeof res->error, "%s", r->error);
-        }
-        int64_t done = t->steps_done;
-        mem_account end = r->account; /* what the run holds at its end, before teardown */
-        tape_clear(r);
-        model_free_host(&t->m);
-        autocast_exit(r);
-        fp8_free(r);
-        tensor_pool_clear(&r->pool);
-        fill_result(cfg, r, t, done, res);
-        memcpy(res->saved_by_dtype, t->saved_by_dtype, sizeof res->saved_by_dtype);
-        if (t->fp8_csv)
-            fflush(t->fp8_csv); /* its rows, which expect_check reads; fclose reports errors */
-        expect_check(cfg, obs, dir, res);
-        rc = write_memory_csv(dir, cfg, &r->account, &end, t->saved_bytes, err, sizeof err);
-        if (obs->write_failed && rc == 0) {
-            snprintf(err, sizeof err, "writing results in %s failed%s%s", dir,
-                     obs->dump_error[0] ? ": " : "", obs->dump_error);
-            rc = -1;
-        }
-        be->account = NULL;
+    *obs = (observer){.rec = rec,
+                      .be = be,
+                      .dump_dir = opt->dump_dir,
+                      .dump_only = opt->dump_only};
+    r->cfg = cfg;
+    r->be = be;
+    r->obs = obs;
+    r->counting = !opt->observe_off;
+    r->pool = (tensor_pool){.be = be, .account = &r->account};
+    be->account = &r->account;
+    t->r = r;
+    t->steps = steps;
+    t->step_ms = step_ms;
+    t->opt_in = opt;
+    if (setjmp(r->fail) == 0) {
+        res->ok = true;
+        train_steps(t);
+    } else {
+        res->ok = false;
+        res->interrupted = r->interrupted;
+        snprintf(res->error, sizeof res->error, "%s", r->error);
     }
-    FILE *files[4] = {obs->tensors, obs->hist, t->steps_csv, t->fp8_csv};
-    for (int i = 0; i < 4; i++)
-        if (files[i] && fclose(files[i]) && rc == 0) {
-            snprintf(err, sizeof err, "cannot write results in %s: %m", dir);
-            rc = -1;
-        }
-    if (rc)
-        snprintf(res->error, sizeof res->error, "%s", err);
-    observe_free(obs);
+    int64_t done = t->steps_done;
+    if (res->ok && t->stop_signal) { /* the completed steps are the run's results */
+        res->interrupted = true;
+        snprintf(res->error, sizeof res->error, "interrupted after step %lld of %lld (%s)",
+                 (long long)done, (long long)steps, interrupt_name(t->stop_signal));
+    }
+    mem_account end = r->account; /* what the run holds at its end, before teardown */
+    tape_clear(r);
+    model_free_host(&t->m);
+    autocast_exit(r);
+    fp8_free(r);
+    tensor_pool_clear(&r->pool);
+    fill_result(cfg, r, t, done, rec);
+    keep_memory(rec, &r->account, &end, t);
+    be->account = NULL;
+    int rc = 0;
+    if (obs->write_failed) {
+        snprintf(res->error, sizeof res->error, "writing --dump files failed%s%s",
+                 obs->dump_error[0] ? ": " : "", obs->dump_error);
+        rc = -1;
+    } else if (rec->out_of_memory) {
+        snprintf(res->error, sizeof res->error, "out of host memory keeping the run's record");
+        rc = -1;
+    }
     free(obs);
     free(step_ms);
     free(r);
@@ -562,8 +564,7 @@ int train_preflight(const case_config *cfg, const train_options *opt, int64_t *b
             be->close(be);
         return -1;
     }
-    *obs = (observer){.case_name = cfg->name,
-                      .be = be,
+    *obs = (observer){.be = be,
                       .dump_dir = opt->dump_dir,
                       .dump_only = opt->dump_only,
                       .dump_dry = true};
@@ -597,7 +598,6 @@ int train_preflight(const case_config *cfg, const train_options *opt, int64_t *b
         observed += case_observes_step(cfg, s);
     int64_t init = t->init_dump_bytes;
     *dump_bytes = opt->dump_dir ? init + (obs->dump_bytes - init) / dry_steps * observed : 0;
-    observe_free(obs);
     free(obs);
     free(r);
     free(t);

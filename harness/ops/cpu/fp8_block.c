@@ -1,6 +1,6 @@
 /*
  * fp8_block.c: MXFP8's block-scaled quantization and GEMM on the CPU (the CUDA backend
- * refuses both: cuBLASLt's MXFP8 GEMMs need compute capability 10.0, Blackwell). Shapes:
+ * leaves both out: cuBLASLt's MXFP8 GEMMs need compute capability 10.0, Blackwell). Shapes:
  * the quantized view [R, C], one E8M0 byte per block of 32 along C, row-major ([R, C / 32]).
  *
  * Quantization, as Transformer Engine's MXFP8 cast kernels (transformer_engine/common/util/

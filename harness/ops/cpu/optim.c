@@ -6,9 +6,10 @@
  *
  * A chunk is read as float32 (half tensors widened into buffers), updated, then stored
  * (and counted) by cpu_store.
- * The update loop is instantiated per optimizer (SGD, Adam, AdamW) and dtype (float32, where the
- * roundings are identities, and float16, whose rounding half.h's half_round does without a
- * branch), so that the compiler vectorises it; RMSprop and bfloat16 take the general loop.
+ * The update loop is instantiated per optimizer kind and state count (each row of
+ * optim_math.h's OPTIM_KINDS, with each count of states it can keep) and per dtype (float32,
+ * where the roundings are identities, and float16, whose rounding half.h's half_round does
+ * without a branch), so that the compiler vectorises it; bfloat16 takes the general loop.
  * The update is built once per ISA level (AVX-512, AVX2, plain x86-64: cpu.h's cpu_isa) and
  * the level the harness runs at (cpu_isa_best, which AMPSCOPE_CPU_ISA may lower) chooses, as
  * round.c's counting does. Every level gives the same bits: C11 mode compiles with
@@ -49,12 +50,25 @@ static inline __attribute__((always_inline)) void update_loop(const optim_config
     }
 }
 
-/* update_loop with the optimizer and the dtype known to the compiler */
-#define UPDATE(KIND, NS, DT)                                                                       \
-    do {                                                                                           \
-        c.kind = KIND;                                                                             \
-        update_loop(&c, &hc, DT, NS, n, b);                                                        \
-    } while (0)
+/* update_loop with the kind, its state count and the dtype known to the compiler, when the
+ * kind can keep NS states (its STATES bit set: a constant, so the others are not built) */
+#define UPDATE_NS(KIND, STATES, NS)                                                                \
+    if ((((STATES) >> (NS)) & 1u) && ns == (NS)) {                                                 \
+        c.kind = OPTIM_##KIND;                                                                     \
+        if (f32)                                                                                   \
+            update_loop(&c, &hc, DTYPE_FLOAT32, NS, n, b);                                         \
+        else                                                                                       \
+            update_loop(&c, &hc, DTYPE_FLOAT16, NS, n, b);                                         \
+        return;                                                                                    \
+    }
+#define UPDATE_KIND(KIND, NAME, STATES)                                                            \
+    case OPTIM_##KIND:                                                                             \
+        UPDATE_NS(KIND, STATES, 0)                                                                 \
+        UPDATE_NS(KIND, STATES, 1)                                                                 \
+        UPDATE_NS(KIND, STATES, 2)                                                                 \
+        UPDATE_NS(KIND, STATES, 3)                                                                 \
+        break;
+_Static_assert(OPTIM_MAX_STATE == 3, "UPDATE_KIND instantiates state counts 0..3");
 
 static inline __attribute__((always_inline)) void update_body(const optim_config *cfg,
                                                               const optim_hyper *h, dtype dt,
@@ -79,33 +93,10 @@ static inline __attribute__((always_inline)) void update_body(const optim_config
         return;
     }
     bool f32 = dt == DTYPE_FLOAT32;
-    switch (cfg->kind) {
-    case OPTIM_SGD:
-        if (ns == 0 && f32)
-            UPDATE(OPTIM_SGD, 0, DTYPE_FLOAT32);
-        else if (ns == 0)
-            UPDATE(OPTIM_SGD, 0, DTYPE_FLOAT16);
-        else if (f32)
-            UPDATE(OPTIM_SGD, 1, DTYPE_FLOAT32);
-        else
-            UPDATE(OPTIM_SGD, 1, DTYPE_FLOAT16);
-        return;
-    case OPTIM_ADAM:
-        if (f32)
-            UPDATE(OPTIM_ADAM, 2, DTYPE_FLOAT32);
-        else
-            UPDATE(OPTIM_ADAM, 2, DTYPE_FLOAT16);
-        return;
-    case OPTIM_ADAMW:
-        if (f32)
-            UPDATE(OPTIM_ADAMW, 2, DTYPE_FLOAT32);
-        else
-            UPDATE(OPTIM_ADAMW, 2, DTYPE_FLOAT16);
-        return;
-    case OPTIM_RMSPROP:
-        update_loop(cfg, h, dt, ns, n, b); /* the rarer optimizer */
-        return;
-    }
+    switch (cfg->kind) { OPTIM_KINDS(UPDATE_KIND) }
+    /* a state count outside the kind's row: optim_registry_check stops the program at
+     * start-up before one can reach here; the general loop computes it all the same */
+    update_loop(cfg, h, dt, ns, n, b);
 }
 
 /* update_body built for each ISA level */
