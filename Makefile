@@ -18,7 +18,8 @@
 
 CC      ?= cc
 CFLAGS  ?= -O3 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Iharness -Wall -Wextra -Wno-unused-parameter -fopenmp -fno-math-errno
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Iharness -Wall -Wextra -Wno-unused-parameter -fopenmp -fno-math-errno \
+           -Werror=incompatible-pointer-types -Werror=implicit-function-declaration -Werror=int-conversion
 LDLIBS  := -lopenblas -lm -ldl -lpthread
 PYTHON  := /usr/bin/python3
 CASES   ?= $(wildcard cases/*.case)
@@ -107,7 +108,7 @@ TEST_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(TEST_SRC))
 CUDA_SRC    := $(wildcard kernels/*.cu)
 CUDA_OBJ    := $(patsubst %.cu,build/cuda/%.o,$(CUDA_SRC))
 CUDA_C_OBJ  := build/cuda/harness/core/stats.o build/cuda/harness/core/dtype.o build/cuda/harness/core/format.o \
-               build/cuda/harness/core/memory.o
+               build/cuda/harness/core/memory.o build/cuda/harness/ops/pointwise.o build/cuda/harness/ops/reduce.o
 CUDA_LIB    := lib/libampscope_cuda.so
 AMPSCOPE    := bin/ampscope$(if $(filter 1,$(SAN)),-san)
 TESTS_BIN   := bin/tests$(if $(filter 1,$(SAN)),-san)
@@ -143,7 +144,8 @@ $(AMPSCOPE): $(HARNESS_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # CUDA backend libraries built from other sources, which tests/test_backend.c loads
-TEST_LIBS := $(BUILD)/tests/other-abi/libampscope_cuda.so $(BUILD)/tests/no-abi/libampscope_cuda.so
+TEST_LIBS := $(BUILD)/tests/other-abi/libampscope_cuda.so $(BUILD)/tests/no-abi/libampscope_cuda.so \
+             $(BUILD)/tests/other-rows/libampscope_cuda.so
 # with MPI, the engine's one-value all-reduce that tests/test_distributed.c runs under mpirun
 MPI_CHECK := $(BUILD)/tests/allreduce_check
 $(MPI_CHECK): tests/fixtures/distributed/allreduce_check.c $(BUILD)/harness/distributed/mpi.o \
@@ -163,6 +165,9 @@ $(BUILD)/tests/other-abi/libampscope_cuda.so: tests/fixtures/backend/other_abi.c
 $(BUILD)/tests/no-abi/libampscope_cuda.so: tests/fixtures/backend/other_abi.c harness/ops/backend.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Iharness -fPIC -shared -DWITHOUT_ABI $< -o $@
+$(BUILD)/tests/other-rows/libampscope_cuda.so: tests/fixtures/backend/other_abi.c harness/ops/backend.h harness/ops/pointwise.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Iharness -fPIC -shared -DOTHER_ROWS $< -o $@
 
 # ---- the CUDA backend: a shared library bin/ampscope dlopens ----
 # its run path: the toolkit it was linked against (found where no ld.so.conf entry names it),

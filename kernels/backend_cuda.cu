@@ -18,6 +18,8 @@ extern "C" backend_abi ampscope_backend_abi(void)
     return backend_abi{BACKEND_ABI_VERSION, (int64_t)sizeof(struct backend)};
 }
 
+extern "C" const char *ampscope_backend_rows(void) { return BACKEND_ROW_NAMES; }
+
 int64_t cuda_free_bytes(void)
 {
     size_t fr = 0, total = 0;

@@ -142,9 +142,7 @@ static inline cudnnDataType_t cudnn_data_type(dtype dt)
     no_library_type("cuDNN", dt);
 }
 
-#define CUDA_THREADS 256      /* threads per block of every kernel */
-#define CUDA_REDUCE_BLOCKS 256 /* blocks of a whole-tensor reduction's first pass */
-static_assert(CUDA_REDUCE_BLOCKS <= CUDA_THREADS, "one block sums the first pass's partials");
+#define CUDA_THREADS 256 /* threads per block of every kernel */
 
 /* ---- device-side counters of one rounding (merged from every block) ---- */
 enum { TALLY_ZEROS, TALLY_UNDERFLOW, TALLY_SUBNORMAL, TALLY_OVERFLOW, TALLY_NAN, TALLY_COUNTS };
@@ -157,13 +155,12 @@ typedef struct dev_stats {
 } dev_stats;
 
 /* the backend's small device state: one dev_stats per output an op writes (an optimizer
- * step writes the parameter and up to OPTIM_MAX_STATE state tensors), an op's counter
- * (found_inf, lost updates) and the partial sums of whole-tensor reductions */
+ * step writes the parameter and up to OPTIM_MAX_STATE state tensors) and an op's counter
+ * (found_inf, lost updates) */
 #define CUDA_STATS_SLOTS (1 + OPTIM_MAX_STATE)
 typedef struct cuda_scratch {
     dev_stats stats[CUDA_STATS_SLOTS];
     unsigned long long counter;
-    double partial[CUDA_REDUCE_BLOCKS];
 } cuda_scratch;
 
 typedef struct cuda_ctx {
@@ -385,8 +382,8 @@ struct f32_op {
 };
 
 /* ---- the ops: cuda_<op> for every op of backend.h's list but those cuda_leaves_out names,
- * each in the file named after its concern (round.cu, relu.cu, linear.cu, conv2d.cu, loss.cu,
- * scaler.cu, optim.cu) ---- */
+ * each in the file named after its concern (round.cu, pointwise.cu, reduce.cu, linear.cu,
+ * conv2d.cu, loss.cu, scaler.cu, optim.cu) ---- */
 #define CUDA_OP_DECL(name, params) int cuda_##name params;
 BACKEND_OPS(CUDA_OP_DECL)
 #undef CUDA_OP_DECL

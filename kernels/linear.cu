@@ -1,6 +1,7 @@
 /*
- * linear.cu: the linear layer's products through cuBLAS, and channel_sum (twin of
- * harness/ops/cpu/linear.c). Shapes are row-major: x [M,I], w [O,I], b [O], y [M,O], M = numel / I.
+ * linear.cu: the linear layer's products through cuBLAS (twin of harness/ops/cpu/linear.c;
+ * its bias's gradient is the sum row's, reduce.cu). Shapes are row-major: x [M,I], w [O,I], b [O],
+ * y [M,O], M = numel / I.
  *
  * GEMMs: cublasGemmEx with both operands in their own dtype (operands of different dtypes
  * are first widened to float32 scratch, exactly), compute type CUBLAS_COMPUTE_32F_PEDANTIC
@@ -122,94 +123,4 @@ int cuda_linear_backward_weight(backend *be, const tensor *dy, const tensor *x, 
 {
     return gemm_round(be, true, false, dw->shape[0], dw->shape[1], dy->numel / dw->shape[0], dy, x,
                       NULL, dw, st);
-}
-
-/* channel_sum in two passes, both in an order fixed by the geometry. The first, a grid of
- * (chunk, channel) blocks: block (k, c) sums chunk k of channel c's outer * inner elements
- * (j = o * inner + i, element (o * channels + c) * inner + i) in float32, per thread then
- * as a tree over the block, into partial[c * chunks + k]. A thread walks its elements by
- * precomputed steps of (o, i): no division per element. The second, one block per
- * channel: the chunks' partials as a tree, rounded and counted into db[c]. (PyTorch's
- * reduction order class, not the CPU's sequential order.) */
-typedef struct chunk_walk {
-    int64_t outer, channels, inner, per_channel; /* per_channel = outer * inner */
-    int64_t chunk;                               /* elements of a channel per block */
-    int64_t step_o, step_i; /* blockDim.x elements as (rows, remainder): CUDA_THREADS / inner */
-} chunk_walk;
-
-__global__ void channel_partial_kernel(const void *dy, dtype dt, chunk_walk w, float *partial)
-{
-    for (int64_t c = blockIdx.y; c < w.channels; c += gridDim.y) {
-        int64_t j = (int64_t)blockIdx.x * w.chunk + threadIdx.x;
-        int64_t end = (int64_t)(blockIdx.x + 1) * w.chunk;
-        if (end > w.per_channel)
-            end = w.per_channel;
-        int64_t o = j / w.inner, i = j - o * w.inner; /* once per thread */
-        float acc = 0.0f;
-        for (; j < end; j += blockDim.x) {
-            acc += load_as_float(dy, dt, (o * w.channels + c) * w.inner + i);
-            o += w.step_o;
-            i += w.step_i;
-            if (i >= w.inner) {
-                i -= w.inner;
-                o++;
-            }
-        }
-        acc = block_reduce(acc, sum_op());
-        if (threadIdx.x == 0)
-            partial[c * gridDim.x + blockIdx.x] = acc;
-    }
-}
-
-__global__ void channel_total_kernel(const float *partial, int chunks, int64_t channels, void *db,
-                                     dtype db_dt, dev_stats *out)
-{
-    __shared__ block_tally sh;
-    tally t;
-    tally_begin(&t, &sh, out, db_dt);
-    for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
-        float acc = threadIdx.x < chunks ? partial[c * chunks + threadIdx.x] : 0.0f;
-        acc = block_reduce(acc, sum_op());
-        if (threadIdx.x == 0)
-            tally_store(&t, db, db_dt, c, acc);
-    }
-    tally_flush(&t);
-}
-
-/* fails only when its partials (channels * chunks floats) do not fit */
-int cuda_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
-                     round_stats *st)
-{
-    cuda_ctx *x = cuda_ctx_of(be);
-    int64_t channels = db->numel;
-    chunk_walk w = {outer, channels, inner, outer * inner, 0, inner > 0 ? CUDA_THREADS / inner : 0,
-                    inner > 0 ? CUDA_THREADS % inner : 0};
-    /* about max_blocks blocks in all, each thread with at least 4 elements, at most
-     * CUDA_THREADS chunks (the second pass gives each a thread) */
-    int64_t chunks = channels > 0 ? x->max_blocks / channels : 1;
-    int64_t most = (w.per_channel + 4 * CUDA_THREADS - 1) / (4 * CUDA_THREADS);
-    if (chunks > most)
-        chunks = most;
-    if (chunks > CUDA_THREADS)
-        chunks = CUDA_THREADS;
-    if (chunks < 1)
-        chunks = 1;
-    w.chunk = (w.per_channel + chunks - 1) / chunks;
-    w.chunk = (w.chunk + CUDA_THREADS - 1) / CUDA_THREADS * CUDA_THREADS; /* whole sweeps */
-    int64_t partial_bytes = channels * chunks * (int64_t)sizeof(float);
-    float *partial = (float *)cuda_scratch_alloc(be, partial_bytes);
-    if (!partial)
-        return -1;
-    int64_t rows = channels < 65535 ? channels : 65535; /* gridDim.y's limit */
-    dim3 grid((unsigned)chunks, (unsigned)(rows > 0 ? rows : 1));
-    channel_partial_kernel<<<grid, CUDA_THREADS, 0, x->stream>>>(dy->data, dy->dtype, w, partial);
-    LAUNCH_CHECK();
-    dev_stats *ds = cuda_stats_begin(be, 0, st);
-    int blocks = channels < x->max_blocks ? (int)channels : x->max_blocks;
-    channel_total_kernel<<<blocks < 1 ? 1 : blocks, CUDA_THREADS, 0, x->stream>>>(
-        partial, (int)chunks, channels, db->data, db->dtype, ds);
-    LAUNCH_CHECK();
-    cuda_stats_end(be, 0, st, channels);
-    cuda_scratch_free(be, partial, partial_bytes);
-    return 0;
 }

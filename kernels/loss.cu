@@ -1,18 +1,15 @@
 /*
- * loss.cu: log_softmax, nll_loss, mse and mean, forward and backward (twin of
- * harness/ops/cpu/loss.c, with the same formulas and rounding points). Rows are over the last
- * dim: x [B, C]; log_softmax runs one block per row. Sums accumulate in double, as the CPU
- * does, in a block tree (and, for a whole tensor, a fixed two-pass tree: per-block partial
- * sums, then one block), so they are deterministic and differ from the CPU's sequential
- * order only in the last bits of a double. exp and log are evaluated in double and rounded
- * to float32, which gives the correctly rounded float results that glibc's expf gives the
- * CPU (CUDA's own expf may be 2 ulp off). mse rounds after every operation in its dtype
- * (loss_math.h).
+ * loss.cu: log_softmax, nll_loss and mse, forward and backward (twin of harness/ops/cpu/loss.c,
+ * with the same formulas and rounding points; the mean of a loss is the mean row's,
+ * reduce.cu). Rows are over the last dim: x [B, C]; log_softmax runs one block per row. Sums
+ * accumulate in double, as the CPU does, in a block tree, so they are deterministic and
+ * differ from the CPU's sequential order only in the last bits of a double. exp and log are
+ * evaluated in double and rounded to float32, which gives the correctly rounded float results that
+ * glibc's expf gives the CPU (CUDA's own expf may be 2 ulp off). mse rounds after every operation
+ * in its dtype (loss_math.h).
  */
 #include "ops/loss_math.h"
 #include "cuda.cuh"
-
-static __device__ inline float exp_f32(float v) { return (float)exp((double)v); }
 
 __global__ void log_softmax_kernel(const void *x, dtype x_dt, void *y, dtype y_dt, int64_t rows,
                                    int64_t cols, dev_stats *out)
@@ -184,60 +181,5 @@ int cuda_mse_backward(backend *be, const tensor *dy, const tensor *a, const tens
                  mse_grad_op{dy->data, a->data, b->data, dy->dtype, a->dtype, b->dtype, da->dtype,
                              dy->numel == 1, round_to((float)alpha, da->dtype)},
                  da, st);
-    return 0;
-}
-
-/* first pass of a whole-tensor sum: one double per block */
-__global__ void sum_partial_kernel(const void *x, dtype dt, int64_t n, double *partial)
-{
-    double s = 0.0;
-    GRID_STRIDE(i, n)
-    s += load_as_float(x, dt, i);
-    s = block_reduce(s, sum_op());
-    if (threadIdx.x == 0)
-        partial[blockIdx.x] = s;
-}
-
-/* second pass, one block: y = (float)sum * factor (Reduce.cuh's MeanOps) */
-__global__ void mean_final_kernel(const double *partial, int parts, float factor, void *y,
-                                  dtype dt, dev_stats *out)
-{
-    __shared__ block_tally sh;
-    tally t;
-    tally_begin(&t, &sh, out, dt);
-    double s = block_reduce((int)threadIdx.x < parts ? partial[threadIdx.x] : 0.0, sum_op());
-    if (threadIdx.x == 0)
-        tally_store(&t, y, dt, 0, (float)s * factor);
-    tally_flush(&t);
-}
-
-int cuda_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
-{
-    cuda_ctx *c = cuda_ctx_of(be);
-    int64_t blocks = (x->numel + CUDA_THREADS - 1) / CUDA_THREADS;
-    int parts = blocks < 1 ? 1 : blocks > CUDA_REDUCE_BLOCKS ? CUDA_REDUCE_BLOCKS : (int)blocks;
-    sum_partial_kernel<<<parts, CUDA_THREADS, 0, c->stream>>>(x->data, x->dtype, x->numel,
-                                                              c->scratch->partial);
-    LAUNCH_CHECK();
-    dev_stats *ds = cuda_stats_begin(be, 0, st);
-    mean_final_kernel<<<1, CUDA_THREADS, 0, c->stream>>>(
-        c->scratch->partial, parts, 1.0f / (float)x->numel, y->data, y->dtype, ds);
-    LAUNCH_CHECK();
-    cuda_stats_end(be, 0, st, 1);
-    return 0;
-}
-
-/* MeanBackward: dy / numel, the division by a scalar being a product with its float32
- * reciprocal (BinaryDivTrueKernel.cu) */
-struct mean_grad_op {
-    const void *dy;
-    dtype dy_dt;
-    float factor;
-    __device__ float operator()(int64_t) const { return load_as_float(dy, dy_dt, 0) * factor; }
-};
-
-int cuda_mean_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st)
-{
-    launch_store(be, mean_grad_op{dy->data, dy->dtype, 1.0f / (float)dx->numel}, dx, st);
     return 0;
 }

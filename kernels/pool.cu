@@ -1,10 +1,9 @@
 /*
- * pool.cu: max_pool2d, avg_pool2d and the global average pool (adaptive_avg_pool2d to 1x1)
- * (twin of harness/ops/cpu/pool.c, with the same formulas, loop orders and rounding points):
- * one thread per output in the forward passes, one per input element in the backward
- * passes (the windows that hold it, gathered in float32), as PyTorch's
- * DilatedMaxPool2d.cu and AveragePool2d.cu do. The global pool's forward is one block per
- * (n, c) plane (a float32 tree sum times 1 / (H W), mean's formula).
+ * pool.cu: max_pool2d and avg_pool2d (twin of harness/ops/cpu/pool.c, with the same formulas,
+ * loop orders and rounding points): one thread per output in the forward passes, one per
+ * input element in the backward passes (the windows that hold it, gathered in float32), as
+ * PyTorch's DilatedMaxPool2d.cu and AveragePool2d.cu do. (adaptive_avg_pool2d to 1x1 is the
+ * mean row's, reduce.cu.)
  */
 #include "cuda.cuh"
 
@@ -148,52 +147,5 @@ int cuda_avg_pool2d_backward(backend *be, const conv2d_geom *g, bool count_inclu
                              const tensor *dy, tensor *dx, round_stats *st)
 {
     launch_store(be, avg_pool_grad_op{*g, count_include_pad, dy->data, dy->dtype}, dx, st);
-    return 0;
-}
-
-__global__ void global_avg_pool_kernel(const void *x, dtype x_dt, void *y, dtype y_dt,
-                                       int64_t planes, int64_t hw, dev_stats *out)
-{
-    __shared__ block_tally sh;
-    tally t;
-    tally_begin(&t, &sh, out, y_dt);
-    float factor = 1.0f / (float)hw;
-    for (int64_t p = blockIdx.x; p < planes; p += gridDim.x) {
-        float acc = 0.0f;
-        for (int64_t i = threadIdx.x; i < hw; i += blockDim.x)
-            acc += load_as_float(x, x_dt, p * hw + i);
-        acc = block_reduce(acc, sum_op());
-        if (threadIdx.x == 0)
-            tally_store(&t, y, y_dt, p, acc * factor);
-    }
-    tally_flush(&t);
-}
-
-int cuda_global_avg_pool_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
-{
-    cuda_ctx *c = cuda_ctx_of(be);
-    int64_t planes = x->shape[0] * x->shape[1], hw = x->shape[2] * x->shape[3];
-    int blocks = planes < c->max_blocks ? (int)(planes < 1 ? 1 : planes) : c->max_blocks;
-    dev_stats *ds = cuda_stats_begin(be, 0, st);
-    global_avg_pool_kernel<<<blocks, CUDA_THREADS, 0, c->stream>>>(x->data, x->dtype, y->data,
-                                                                   y->dtype, planes, hw, ds);
-    LAUNCH_CHECK();
-    cuda_stats_end(be, 0, st, y->numel);
-    return 0;
-}
-
-struct global_avg_grad_op {
-    const void *dy;
-    dtype dy_dt;
-    int64_t hw;
-    __device__ float operator()(int64_t i) const
-    {
-        return load_as_float(dy, dy_dt, i / hw) / (float)hw;
-    }
-};
-
-int cuda_global_avg_pool_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st)
-{
-    launch_store(be, global_avg_grad_op{dy->data, dy->dtype, dx->shape[2] * dx->shape[3]}, dx, st);
     return 0;
 }

@@ -1,9 +1,8 @@
 /* softmax.cu: softmax over the last dim, forward and backward, and the causal mask's fill
  * (twin of harness/ops/cpu/softmax.c, with its formulas and rounding points). One block per
  * row; sums accumulate in double in a block tree (deterministic; the CPU's sequential
- * order differs in the last bits of a double); exp is activation_math.h's (double, rounded
- * to float32). */
-#include "ops/activation_math.h"
+ * order differs in the last bits of a double); exp is pointwise_math.h's exp_f32 (double,
+ * rounded to float32). */
 #include "cuda.cuh"
 
 __global__ void softmax_kernel(const void *x, dtype x_dt, void *y, dtype y_dt, int64_t rows,
@@ -17,7 +16,7 @@ __global__ void softmax_kernel(const void *x, dtype x_dt, void *y, dtype y_dt, i
         float mx;
         float s = (float)row_max_expsum(x, x_dt, base, cols, &mx);
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-            tally_store(&t, y, y_dt, base + j, act_exp(load_as_float(x, x_dt, base + j) - mx) / s);
+            tally_store(&t, y, y_dt, base + j, exp_f32(load_as_float(x, x_dt, base + j) - mx) / s);
     }
     tally_flush(&t);
 }

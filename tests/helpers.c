@@ -3,6 +3,7 @@
 
 #include <criterion/criterion.h>
 #include <ftw.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,41 @@ tensor *env_zeros(test_env *e, const char *name, dtype dt, int ndim, const int64
 }
 
 float tensor_at(const tensor *t, int64_t i) { return load_as_float(t->data, t->dtype, i); }
+
+dtype dtype_named(const char *s)
+{
+    for (int d = 0; d < DTYPE_COUNT; d++)
+        if (strcmp(dtype_name((dtype)d), s) == 0)
+            return (dtype)d;
+    cr_assert_fail("no dtype %s", s);
+    return DTYPE_FLOAT32;
+}
+
+int64_t parse_floats(const char *text, float *v, int64_t max)
+{
+    int64_t n = 0;
+    for (char *end; *text && n < max; text = end) {
+        v[n++] = strtof(text, &end);
+        if (end == text)
+            break;
+    }
+    return n;
+}
+
+bool reference_agrees(float got, float want, float pre, dtype dt, float rel, float noise)
+{
+    if (isnan(want) || isnan(got))
+        return isnan(want) && isnan(got);
+    if (dt == DTYPE_FLOAT32)
+        return fabsf(got - want) <= rel * fabsf(want) + 1e-6f;
+    if (got == want)
+        return true;
+    const format_info *f = format_of(dt);
+    int e;
+    frexpf(fmaxf(fabsf(pre), f->smallest_normal), &e);
+    float ulp = ldexpf(1.0f, e - 1 - f->mantissa_bits);
+    return fabsf(got - pre) <= 0.5f * ulp + noise;
+}
 
 void make_temp_dir(char *buf, int len)
 {
@@ -226,6 +262,8 @@ run *test_run_open(void)
     r->pool = (tensor_pool){.be = r->be, .account = &r->account};
     r->obs = calloc(1, sizeof *r->obs);
     cr_assert_not_null(r->obs);
+    r->cfg = calloc(1, sizeof *r->cfg); /* a case of defaults (seed 0) */
+    cr_assert_not_null(r->cfg);
     return r;
 }
 
@@ -234,6 +272,7 @@ void test_run_close(run *r)
     tape_clear(r);
     tensor_pool_clear(&r->pool);
     free(r->obs);
+    free((case_config *)r->cfg);
     r->be->close(r->be);
     free(r);
 }

@@ -33,6 +33,16 @@ struct run *test_run_open(void);
 void test_run_close(struct run *r);
 /* element i of t as float */
 float tensor_at(const tensor *t, int64_t i);
+/* the dtype named s ("float16"); cr_asserts that there is one */
+dtype dtype_named(const char *s);
+/* the space-separated numbers of text into v (at most max); how many */
+int64_t parse_floats(const char *text, float *v, int64_t max);
+/* Whether the harness's value got of dtype dt agrees with a reference's want, which the
+ * reference computed as pre (float32) before rounding it into dt: in float32 within
+ * rel * |want| + 1e-6; in a half dtype bit for bit, or (a rounding of a value within the
+ * two sides' float32 noise of pre, where pre lies that close to a rounding boundary of dt)
+ * |got - pre| at most half a unit in the last place of dt plus `noise` */
+bool reference_agrees(float got, float want, float pre, dtype dt, float rel, float noise);
 
 /* A fresh temporary folder (removed by rm_rf). */
 void make_temp_dir(char *buf, int len);

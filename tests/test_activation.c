@@ -1,12 +1,12 @@
 /*
- * test_activation.c: the ops of the activation kinds (gelu, silu, sigmoid, tanh, softmax,
- * log_softmax, causal_mask, dropout) on the CPU backend:
+ * test_activation.c: the ops of the row kinds softmax, log_softmax and causal_mask, and
+ * what dropout's and gelu's rows add, on the CPU backend (the pointwise rows' formulas,
+ * finite differences and PyTorch's values are tests/test_pointwise.c's):
  *  - backward against central finite differences of an independent float64 forward
  *    written here, at several shapes (the method of test_layers.c: L = sum(R * y));
  *  - forward and backward against PyTorch's values, tests/references/activations.csv
  *    (written by tools/activation_references.py; its comment says how the half rows are
- *    cast), in float32 within float32 noise and in float16/bfloat16 bit for bit (but
- *    where gelu's erf form cancels: within one unit in the last place);
+ *    cast), in float32 within float32 noise and in float16/bfloat16 bit for bit;
  *  - dropout's mask: the kept fraction, the kept values' scale, the same mask in forward
  *    and backward, another one for another seed;
  *  - the kinds in case files: gelu's approximate=, dropout's p= (the first KIND_OPT_REAL
@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/activation_math.h"
 #include "core/rng.h"
 #include "helpers.h"
 #include "case/load.h"
@@ -44,21 +43,8 @@ static bool close_fd(double got, double want)
 
 static bool is(const char *a, const char *b) { return strcmp(a, b) == 0; }
 
-static gelu_approximate approx_of(const char *variant)
-{
-    return is(variant, "tanh") ? GELU_TANH : GELU_NONE;
-}
-
 static int op_forward(backend *be, const char *op, const char *variant, const tensor *x, tensor *y)
 {
-    if (is(op, "gelu"))
-        return be->gelu_forward(be, x, approx_of(variant), y, NULL);
-    if (is(op, "silu"))
-        return be->silu_forward(be, x, y, NULL);
-    if (is(op, "sigmoid"))
-        return be->sigmoid_forward(be, x, y, NULL);
-    if (is(op, "tanh"))
-        return be->tanh_forward(be, x, y, NULL);
     if (is(op, "softmax"))
         return be->softmax_forward(be, x, y, NULL);
     if (is(op, "log_softmax"))
@@ -69,18 +55,10 @@ static int op_forward(backend *be, const char *op, const char *variant, const te
     return -1;
 }
 
-/* dx from dy and what the op's backward reads (x for gelu and silu, y for the others) */
+/* dx from dy and what the op's backward reads (y) */
 static int op_backward(backend *be, const char *op, const char *variant, const tensor *dy,
                        const tensor *x, const tensor *y, tensor *dx)
 {
-    if (is(op, "gelu"))
-        return be->gelu_backward(be, dy, x, approx_of(variant), dx, NULL);
-    if (is(op, "silu"))
-        return be->silu_backward(be, dy, x, dx, NULL);
-    if (is(op, "sigmoid"))
-        return be->sigmoid_backward(be, dy, y, dx, NULL);
-    if (is(op, "tanh"))
-        return be->tanh_backward(be, dy, y, dx, NULL);
     if (is(op, "softmax"))
         return be->softmax_backward(be, dy, y, dx, NULL);
     if (is(op, "log_softmax"))
@@ -89,61 +67,6 @@ static int op_backward(backend *be, const char *op, const char *variant, const t
         return be->causal_fill(be, dy, 0.0f, dx, NULL);
     cr_assert_fail("no op %s", op);
     return -1;
-}
-
-/* ---- float64 forwards, written from the definitions ---- */
-
-static double gelu_erf64(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
-static double gelu_tanh64(double x)
-{
-    return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-}
-static double silu64(double x) { return x / (1 + exp(-x)); }
-static double sigmoid64(double x) { return 1 / (1 + exp(-x)); }
-
-static const struct elementwise {
-    const char *op, *variant;
-    double (*f)(double);
-} elementwise[] = {
-    {"gelu", "none", gelu_erf64}, {"gelu", "tanh", gelu_tanh64},
-    {"silu", "", silu64},         {"sigmoid", "", sigmoid64},
-    {"tanh", "", tanh},
-};
-
-static void check_elementwise_fd(const struct elementwise *e, int ndim, const int64_t *shape)
-{
-    int64_t n = shape_numel(ndim, shape);
-    float x[MAXN], r[MAXN];
-    randn_fill(x, n, 3), randn_fill(r, n, 1);
-    test_env env;
-    env_open(&env);
-    tensor *tx = env_tensor(&env, "x", DTYPE_FLOAT32, ndim, shape, x);
-    tensor *dy = env_tensor(&env, "dy", DTYPE_FLOAT32, ndim, shape, r);
-    tensor *y = env_zeros(&env, "y", DTYPE_FLOAT32, ndim, shape);
-    tensor *dx = env_zeros(&env, "dx", DTYPE_FLOAT32, ndim, shape);
-    cr_assert_eq(op_forward(env.be, e->op, e->variant, tx, y), 0);
-    cr_assert_eq(op_backward(env.be, e->op, e->variant, dy, tx, y, dx), 0);
-    for (int64_t i = 0; i < n; i++) {
-        double want_y = e->f(x[i]);
-        double want_dx = r[i] * (e->f(x[i] + FD_H) - e->f(x[i] - FD_H)) / (2 * FD_H);
-        cr_expect(fabs(tensor_at(y, i) - want_y) <= 1e-6 * fabs(want_y) + 1e-7,
-                  "%s %s y[%lld]: %.8g, float64 %.8g", e->op, e->variant, (long long)i,
-                  tensor_at(y, i), want_y);
-        cr_expect(close_fd(tensor_at(dx, i), want_dx),
-                  "%s %s dx[%lld] at x %g: backward %.8g, finite differences %.8g", e->op,
-                  e->variant, (long long)i, x[i], tensor_at(dx, i), want_dx);
-    }
-    env_close(&env);
-}
-
-Test(activation, elementwise_backward_matches_finite_differences)
-{
-    rng_seed(&g_rng, 21);
-    const int64_t flat[1] = {40}, grid[3] = {2, 3, 7};
-    for (size_t k = 0; k < sizeof elementwise / sizeof elementwise[0]; k++) {
-        check_elementwise_fd(&elementwise[k], 1, flat);
-        check_elementwise_fd(&elementwise[k], 3, grid);
-    }
 }
 
 /* ---- row ops: softmax, log_softmax, the causal mask ---- */
@@ -244,8 +167,12 @@ Test(activation, dropout_backward_matches_finite_differences_of_its_mask)
             tensor *dy = env_tensor(&env, "dy", DTYPE_FLOAT32, 2, shapes[s], r);
             tensor *y = env_zeros(&env, "y", DTYPE_FLOAT32, 2, shapes[s]);
             tensor *dx = env_zeros(&env, "dx", DTYPE_FLOAT32, 2, shapes[s]);
-            cr_assert_eq(env.be->dropout_forward(env.be, tx, ps[k], 99, y, NULL), 0);
-            cr_assert_eq(env.be->dropout_backward(env.be, dy, ps[k], 99, dx, NULL), 0);
+            op_params p = {.real = {ps[k]}, .seed = 99};
+            const tensor *xs[PW_MAX_ARITY] = {tx}, *none[PW_MAX_ARITY] = {NULL};
+            cr_assert_eq(env.be->pointwise_forward(env.be, PW_OP_dropout, &p, xs, y, NULL), 0);
+            cr_assert_eq(
+                env.be->pointwise_backward(env.be, PW_OP_dropout, &p, 0, dy, none, NULL, dx, NULL),
+                0);
             double scale = 1 / (1 - ps[k]);
             for (int64_t i = 0; i < n; i++) {
                 /* the forward's own mask: y is x * scale or 0 */
@@ -280,8 +207,10 @@ Test(activation, dropout_keeps_one_minus_p_of_the_values_and_a_seed_draws_its_ow
     tensor *b = env_zeros(&env, "b", DTYPE_FLOAT16, 1, shape);
     const double ps[3] = {0.1, 0.5, 0.9};
     for (int k = 0; k < 3; k++) {
-        cr_assert_eq(env.be->dropout_forward(env.be, x, ps[k], 7, a, NULL), 0);
-        cr_assert_eq(env.be->dropout_forward(env.be, x, ps[k], 8, b, NULL), 0);
+        op_params p7 = {.real = {ps[k]}, .seed = 7}, p8 = {.real = {ps[k]}, .seed = 8};
+        const tensor *xs[PW_MAX_ARITY] = {x};
+        cr_assert_eq(env.be->pointwise_forward(env.be, PW_OP_dropout, &p7, xs, a, NULL), 0);
+        cr_assert_eq(env.be->pointwise_forward(env.be, PW_OP_dropout, &p8, xs, b, NULL), 0);
         float scale = round_to(1.0f / (float)(1.0 - ps[k]), DTYPE_FLOAT16);
         int64_t kept = 0, same = 0;
         for (int i = 0; i < N; i++) {
@@ -307,26 +236,13 @@ Test(activation, dropout_keeps_one_minus_p_of_the_values_and_a_seed_draws_its_ow
 
 /* ---- PyTorch's values ---- */
 
-static dtype dtype_named(const char *s)
-{
-    for (int d = 0; d < DTYPE_COUNT; d++)
-        if (is(dtype_name((dtype)d), s))
-            return (dtype)d;
-    cr_assert_fail("no dtype %s", s);
-    return DTYPE_FLOAT32;
-}
-
-/* float32 noise, or one unit in the last place of a half output; for gelu plus 1e-6: its
- * 1 + erf(x / sqrt(2)) cancels for negative x, so its float32 value carries an absolute
- * error of up to 2^-24 * |x| / 2 (<= 2.4e-7 here) from the last bit of erf, which PyTorch's
- * CPU erf, CUDA's erff and the harness's correctly rounded erf round differently */
-static bool close_ref(const char *op, double got, double want, dtype dt)
+/* float32 noise, or one unit in the last place of a half output */
+static bool close_ref(double got, double want, dtype dt)
 {
     if (isnan(want) || isinf(want))
         return isnan(want) ? isnan(got) : got == want;
     double rel = dt == DTYPE_FLOAT32 ? 1e-5 : dt == DTYPE_FLOAT16 ? 0x1p-10 : 0x1p-7;
-    double abs = is(op, "gelu")         ? 1e-6
-                 : dt == DTYPE_FLOAT16  ? 0x1p-24 /* float16's smallest subnormal */
+    double abs = dt == DTYPE_FLOAT16    ? 0x1p-24 /* float16's smallest subnormal */
                  : dt == DTYPE_BFLOAT16 ? 1e-38
                                         : 1e-7;
     return fabs(got - want) <= rel * fabs(want) + abs;
@@ -365,22 +281,18 @@ Test(activation, values_match_pytorch)
         for (int64_t i = 0; i < n; i++) {
             char **row = ref.rows[r0 + i];
             double want_y = strtod(row[c_y], NULL), want_dx = strtod(row[c_dx], NULL);
-            /* half values are PyTorch's bit for bit, where the float32 value before the
-             * rounding is not in doubt (gelu's erf form below x = -2 is) */
-            bool exact = !(is(op, "gelu") && is(variant, "none") && x[i] < -2.0f);
-            cr_expect(odt == DTYPE_FLOAT32 || !exact || tensor_at(y, i) == (float)want_y ||
-                          isnan(want_y),
+            /* half values are PyTorch's bit for bit */
+            cr_expect(odt == DTYPE_FLOAT32 || tensor_at(y, i) == (float)want_y || isnan(want_y),
                       "%s %s %s->%s y[%lld] at x %g: %.9g, PyTorch %.9g (the same bits expected)",
                       op, variant, f[c_dt], f[c_odt], (long long)i, x[i], tensor_at(y, i), want_y);
-            cr_expect(dt == DTYPE_FLOAT32 || !exact || tensor_at(dx, i) == (float)want_dx ||
-                          isnan(want_dx),
+            cr_expect(dt == DTYPE_FLOAT32 || tensor_at(dx, i) == (float)want_dx || isnan(want_dx),
                       "%s %s %s->%s dx[%lld] at x %g: %.9g, PyTorch %.9g (the same bits expected)",
                       op, variant, f[c_dt], f[c_odt], (long long)i, x[i], tensor_at(dx, i),
                       want_dx);
-            cr_expect(close_ref(op, tensor_at(y, i), want_y, odt),
+            cr_expect(close_ref(tensor_at(y, i), want_y, odt),
                       "%s %s %s->%s y[%lld] at x %g: %.9g, PyTorch %.9g", op, variant, f[c_dt],
                       f[c_odt], (long long)i, x[i], tensor_at(y, i), want_y);
-            cr_expect(close_ref(op, tensor_at(dx, i), want_dx, dt),
+            cr_expect(close_ref(tensor_at(dx, i), want_dx, dt),
                       "%s %s %s->%s dx[%lld] at x %g: %.9g, PyTorch %.9g", op, variant, f[c_dt],
                       f[c_odt], (long long)i, x[i], tensor_at(dx, i), want_dx);
         }
@@ -388,7 +300,7 @@ Test(activation, values_match_pytorch)
         r0 += (int)n;
         groups++;
     }
-    cr_expect_eq(groups, 5 * 3 + 2 * 4 + 3, "every op, variant and dtype of the file");
+    cr_expect_eq(groups, 2 * 4 + 3, "every op, variant and dtype of the file");
     csv_free(&ref);
 }
 
@@ -420,7 +332,7 @@ Test(activation, case_files_read_the_options_and_refuse_what_pytorch_would)
     cr_assert_eq(
         load_model("fc = linear 16 -> 8\nact = gelu approximate=tanh\n", "", &cfg, err, sizeof err),
         0, "%s", err);
-    cr_expect_eq(cfg.layers[1].kind, LAYER_GELU);
+    cr_expect_eq(cfg.layers[1].kind, layer_kind_of_name("gelu"));
     cr_expect_eq(cfg.layers[1].opt_choice[0], GELU_TANH);
     cr_assert_eq(load_model("fc = linear 16 -> 8\nact = gelu\n", "", &cfg, err, sizeof err), 0);
     cr_expect_eq(cfg.layers[1].opt_choice[0], GELU_NONE, "approximate='none' is the default");
@@ -446,7 +358,7 @@ Test(activation, dropout_p_is_a_real_option_with_a_default_a_range_and_json)
     char err[1024];
     cr_assert_eq(load_model("fc = linear 16 -> 8\ndrop = dropout\n", "", &cfg, err, sizeof err), 0,
                  "%s", err);
-    cr_expect_eq(cfg.layers[1].kind, LAYER_DROPOUT);
+    cr_expect_eq(cfg.layers[1].kind, layer_kind_of_name("dropout"));
     cr_expect_eq(cfg.layers[1].opt_real[0], 0.5, "nn.Dropout's default p");
     cr_assert_eq(
         load_model("fc = linear 16 -> 8\ndrop = dropout p=0.125\n", "", &cfg, err, sizeof err), 0,

@@ -44,13 +44,13 @@ Test(backend, every_open_path_fills_its_table)
 Test(backend, an_op_left_empty_is_named)
 {
     backend t = cpu_table();
-    t.relu_backward = NULL;
+    t.pointwise_backward = NULL;
     char err[512] = "";
     cr_assert_neq(backend_check(&t, err, sizeof err), 0);
     cr_expect(strstr(err, "cpu backend") != NULL, "got: %s", err);
-    cr_expect(strstr(err, ": relu_backward") != NULL, "got: %s", err);
-    /* relu_forward, filled, is not named */
-    cr_expect(strstr(err, "relu_forward") == NULL, "got: %s", err);
+    cr_expect(strstr(err, ": pointwise_backward") != NULL, "got: %s", err);
+    /* pointwise_forward, filled, is not named */
+    cr_expect(strstr(err, "pointwise_forward") == NULL, "got: %s", err);
 }
 
 Test(backend, every_function_left_empty_is_named)
@@ -103,10 +103,10 @@ Test(backend, an_op_the_backend_leaves_out_may_be_empty)
     cr_expect(backend_leaves_out(&t, BACKEND_OP_fp8_block_gemm));
     cr_expect_not(backend_leaves_out(&t, BACKEND_OP_fp8_gemm));
     cr_expect_eq(backend_check(&t, err, sizeof err), 0, "%s", err);
-    t.relu_backward = NULL; /* an op it has, left empty: still named */
+    t.pointwise_backward = NULL; /* an op it has, left empty: still named */
     err[0] = '\0';
     cr_expect_neq(backend_check(&t, err, sizeof err), 0);
-    cr_expect(strstr(err, "1 function") && strstr(err, ": relu_backward"), "got: %s", err);
+    cr_expect(strstr(err, "1 function") && strstr(err, ": pointwise_backward"), "got: %s", err);
 }
 
 /* A case that needs no left-out op runs on such a backend; an MXFP8 case is refused before
@@ -152,20 +152,20 @@ Test(backend, a_backend_without_mxfp8_runs_other_cases_and_refuses_mxfp8, .timeo
     be->close(be);
 }
 
-static bool no_bfloat16_relu(const backend *be, backend_op op, dtype dt)
+static bool no_bfloat16_pointwise(const backend *be, backend_op op, dtype dt)
 {
     (void)be;
     return !(dt == DTYPE_BFLOAT16 &&
-             (op == BACKEND_OP_relu_forward || op == BACKEND_OP_relu_backward));
+             (op == BACKEND_OP_pointwise_forward || op == BACKEND_OP_pointwise_backward));
 }
 
 Test(backend, supports_asks_the_table)
 {
     backend t = cpu_table();
-    cr_expect(backend_supports(&t, BACKEND_OP_relu_forward, DTYPE_BFLOAT16)); /* no callback */
-    t.supports = no_bfloat16_relu;
-    cr_expect_not(backend_supports(&t, BACKEND_OP_relu_forward, DTYPE_BFLOAT16));
-    cr_expect(backend_supports(&t, BACKEND_OP_relu_forward, DTYPE_FLOAT16));
+    cr_expect(backend_supports(&t, BACKEND_OP_pointwise_forward, DTYPE_BFLOAT16)); /* none */
+    t.supports = no_bfloat16_pointwise;
+    cr_expect_not(backend_supports(&t, BACKEND_OP_pointwise_forward, DTYPE_BFLOAT16));
+    cr_expect(backend_supports(&t, BACKEND_OP_pointwise_forward, DTYPE_FLOAT16));
     cr_expect(backend_supports(&t, BACKEND_OP_cast, DTYPE_BFLOAT16));
 }
 
@@ -226,6 +226,17 @@ Test(backend, a_library_of_another_abi_is_refused)
     cr_expect(strstr(err, "was opened") == NULL, "its open ran: %s", err);
 }
 
+Test(backend, a_library_built_with_other_pointwise_rows_is_refused)
+{
+    char err[1024] = "", want[1024];
+    backend *be = backend_cuda_load(NULL, TEST_LIB_DIR "/other-rows", err, sizeof err);
+    cr_assert_null(be);
+    snprintf(want, sizeof want, "was built with the rows \"relu \"; this binary has \"%s\"",
+             BACKEND_ROW_NAMES);
+    cr_expect(strstr(err, want) != NULL, "got: %s", err);
+    cr_expect(strstr(err, "was opened") == NULL, "its open ran: %s", err);
+}
+
 Test(backend, a_library_without_an_abi_is_refused)
 {
     char err[1024] = "";
@@ -278,10 +289,10 @@ Test(backend, a_case_the_backend_cannot_run_names_the_op)
     run_record *rec = record_new();
     cr_assert_not_null(rec);
     const case_result *res = &rec->result;
-    be->supports = no_bfloat16_relu;
+    be->supports = no_bfloat16_pointwise;
     cr_expect_eq(train_case(&cfg, be, &opt, rec), 0);
     cr_expect_not(res->ok);
-    cr_expect_str_eq(res->error, "the cpu backend cannot run relu_forward on bfloat16 tensors");
+    cr_expect_str_eq(res->error, "the cpu backend cannot run pointwise_forward on bfloat16 tensors");
     be->supports = NULL;
     record_clear(rec);
     cr_expect_eq(train_case(&cfg, be, &opt, rec), 0);

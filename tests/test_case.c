@@ -206,7 +206,7 @@ Test(case_load, full_case_field_by_field)
     cr_expect_eq(conv->out_shape[0], 8);
     cr_expect_eq(conv->out_shape[1], 8);
     cr_expect_eq(conv->out_shape[2], 8);
-    cr_expect_eq(cfg->layers[1].kind, LAYER_RELU);
+    cr_expect_eq(cfg->layers[1].kind, layer_kind_of_name("relu"));
     cr_expect_eq(cfg->layers[1].out_ndim, 3);
     cr_expect_eq(cfg->layers[2].kind, layer_kind_of_name("flatten"));
     cr_expect_eq(cfg->layers[2].out_ndim, 1);

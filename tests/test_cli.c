@@ -96,6 +96,12 @@ Test(cli, usage_errors_exit_2_and_help_exits_0)
     cr_expect(strstr(out, "--gpu-math native needs the CUDA backend") != NULL, "got: %s", out);
     cr_expect_eq(run_cli("ops", out, sizeof out), 0);
     cr_expect(strstr(out, "linear") && strstr(out, "autocast dtype"), "got: %s", out);
+    cr_expect_eq(run_cli("ops --json", out, sizeof out), 0);
+    cr_expect(strstr(out, "\"name\": \"linear\", \"aten\": [\"linear\"], \"policy\": "
+                          "\"lower_precision_fp\""),
+              "got: %s", out);
+    cr_expect_eq(run_cli("ops --yaml", out, sizeof out), 2);
+    cr_expect(strstr(out, "ops takes only --json") != NULL, "got: %s", out);
 }
 
 /* every file in tests/bad-cases/ through the binary: exit 2, its expected message, and the

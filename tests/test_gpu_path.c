@@ -168,6 +168,7 @@ Test(gpu_path, a_library_that_fails_to_open_leaves_auto_on_the_cpu, .timeout = 1
                "{\n"
                "    return (backend_abi){BACKEND_ABI_VERSION, (int64_t)sizeof(struct backend)};\n"
                "}\n"
+               "const char *ampscope_backend_rows(void) { return BACKEND_ROW_NAMES; }\n"
                "void *ampscope_backend_cuda_open(void *account, char *err, int errlen)\n"
                "{\n"
                "    (void)account;\n"

@@ -6,8 +6,9 @@
  *    1 + 2^-10), and the contributions and the sum carry the names results/README.md
  *    gives ("h.grad_1", ..., "h.grad"); a parameter read twice sums into one .grad.
  *  - The graph ops' backward against central finite differences of a float64 forward
- *    written here (add and mul with a repeating second operand, embedding with repeated
- *    ids and a padding row), as tests/test_layers.c does for linear and conv2d.
+ *    written here (embedding with repeated ids and a padding row, matmul), as
+ *    tests/test_layers.c does for linear and conv2d (add's and mul's are the pointwise
+ *    table's, tests/test_pointwise.c).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -128,78 +129,6 @@ static void expect_close(const char *what, const tensor *got, const double *want
                   "%s[%lld]: backward %.8g, finite differences %.8g", what, (long long)i, a, b);
     }
 }
-
-/* L = sum R * (a op b[i % nb]); its derivative by a[j] or b[j], numerically */
-enum { NA = 12, NB = 4 };
-static double binary_loss(const double *a, const double *b, const float *rr, bool mul)
-{
-    double L = 0;
-    for (int i = 0; i < NA; i++)
-        L += rr[i] * (mul ? a[i] * b[i % NB] : a[i] + b[i % NB]);
-    return L;
-}
-
-static void check_binary(bool mul)
-{
-    rng_seed(&g_rng, mul ? 4 : 3);
-    float a[NA], b[NB], rr[NA], bb[NA];
-    randn(a, NA), randn(b, NB), randn(rr, NA);
-    test_env e;
-    env_open(&e);
-    int64_t sa[2] = {3, NB}, sb[1] = {NB};
-    tensor *ta = env_tensor(&e, "a", DTYPE_FLOAT32, 2, sa, a);
-    tensor *tb = env_tensor(&e, "b", DTYPE_FLOAT32, 1, sb, b);
-    tensor *y = env_zeros(&e, "y", DTYPE_FLOAT32, 2, sa);
-    cr_assert_eq((mul ? e.be->mul : e.be->add)(e.be, ta, tb, y, NULL), 0);
-    double da[NA], db[NB], want_a[NA], want_b[NB] = {0};
-    for (int i = 0; i < NA; i++)
-        da[i] = a[i];
-    for (int i = 0; i < NB; i++)
-        db[i] = b[i];
-    double L = 0;
-    for (int i = 0; i < NA; i++)
-        L += rr[i] * tensor_at(y, i);
-    cr_expect(fabs(L - binary_loss(da, db, rr, mul)) < 1e-4, "forward");
-    for (int j = 0; j < NA; j++) {
-        double keep = da[j];
-        da[j] = keep + FD_H;
-        double up = binary_loss(da, db, rr, mul);
-        da[j] = keep - FD_H;
-        want_a[j] = (up - binary_loss(da, db, rr, mul)) / (2 * FD_H);
-        da[j] = keep;
-    }
-    for (int j = 0; j < NB; j++) {
-        double keep = db[j];
-        db[j] = keep + FD_H;
-        double up = binary_loss(da, db, rr, mul);
-        db[j] = keep - FD_H;
-        want_b[j] = (up - binary_loss(da, db, rr, mul)) / (2 * FD_H);
-        db[j] = keep;
-    }
-    /* the layers' backward: add hands dy on (b's: summed over the repeats, channel_sum);
-     * mul gives dy * other */
-    tensor *dy = env_tensor(&e, "dy", DTYPE_FLOAT32, 2, sa, rr);
-    tensor *ga = env_zeros(&e, "da", DTYPE_FLOAT32, 2, sa);
-    tensor *gb = env_zeros(&e, "db", DTYPE_FLOAT32, 1, sb);
-    if (mul) {
-        cr_assert_eq(e.be->mul(e.be, dy, tb, ga, NULL), 0);
-        for (int i = 0; i < NA; i++)
-            bb[i] = a[i];
-        tensor *prod = env_zeros(&e, "p", DTYPE_FLOAT32, 2, sa);
-        tensor *aa = env_tensor(&e, "aa", DTYPE_FLOAT32, 2, sa, bb);
-        cr_assert_eq(e.be->mul(e.be, dy, aa, prod, NULL), 0);
-        cr_assert_eq(e.be->channel_sum(e.be, prod, 3, 1, gb, NULL), 0);
-    } else {
-        cr_assert_eq(e.be->cast(e.be, dy, ga, NULL), 0);
-        cr_assert_eq(e.be->channel_sum(e.be, dy, 3, 1, gb, NULL), 0);
-    }
-    expect_close("da", ga, want_a);
-    expect_close("db", gb, want_b);
-    env_close(&e);
-}
-
-Test(graph, add_backward_matches_finite_differences) { check_binary(false); }
-Test(graph, mul_backward_matches_finite_differences) { check_binary(true); }
 
 /* embedding: y[n, :] = w[idx[n], :]; L = sum R * y */
 enum { EV = 5, EC = 3, EN = 7 };

@@ -61,7 +61,7 @@ static float bce_ops(test_env *e, tensor *x, tensor *t, float dloss, tensor *dx)
     tensor *loss = env_zeros(e, "loss", t->dtype, 0, NULL);
     tensor *dy = env_tensor(e, "dy", t->dtype, 0, NULL, &dloss);
     cr_assert_eq(e->be->bce_logits_forward(e->be, x, t, elem, NULL), 0);
-    cr_assert_eq(e->be->mean_forward(e->be, elem, loss, NULL), 0);
+    cr_assert_eq(reduce_all(e->be, RD_OP_mean, elem, loss, NULL), 0);
     cr_assert_eq(e->be->bce_logits_backward(e->be, dy, x, t, dx, NULL), 0);
     return tensor_at(loss, 0);
 }
@@ -77,8 +77,10 @@ static float l1_ops(test_env *e, tensor *x, tensor *t, dtype dt, float dloss, te
     tensor *g2 = env_zeros(e, "g2", dt, x->ndim, x->shape);
     cr_assert_eq(e->be->sub_forward(e->be, x, t, diff, NULL), 0);
     cr_assert_eq(e->be->abs_forward(e->be, diff, abs, NULL), 0);
-    cr_assert_eq(e->be->mean_forward(e->be, abs, loss, NULL), 0);
-    cr_assert_eq(e->be->mean_backward(e->be, dy, g1, NULL), 0);
+    cr_assert_eq(reduce_all(e->be, RD_OP_mean, abs, loss, NULL), 0);
+    cr_assert_eq(e->be->reduce_backward(e->be, RD_OP_mean, &(op_params){.seed = 0}, dy, NULL, NULL,
+                                        (1u << g1->ndim) - 1, g1, NULL),
+                 0);
     cr_assert_eq(e->be->abs_backward(e->be, g1, diff, g2, NULL), 0);
     cr_assert_eq(e->be->cast(e->be, g2, dx, NULL), 0);
     return tensor_at(loss, 0);

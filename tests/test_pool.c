@@ -5,7 +5,12 @@
  *    forward written here, at several shapes, strides and paddings (L = sum(R * y));
  *  - their forward and backward against PyTorch's values (tests/references/pool/, written
  *    by make_pool.py there), in float32 and in the half dtypes;
- *  - their shape rules' messages, and the ResNet head case in tests/cases/.
+ *  - their shape rules' messages, and the ResNet head case in tests/cases/;
+ *  - adaptive_avg_pool2d's backward is mean's (PyTorch runs the 1x1 pool as
+ *    input.mean({-1, -2}, keepdim=True)), which multiplies by the float32 reciprocal of H W:
+ *    at float32 values of dy where that and a division by H W round apart (found by
+ *    enumeration: about a quarter of them at H W = 3136; no float16 or bfloat16 value does,
+ *    their rounding hides the difference), the gradient is the product, computed by hand.
  */
 #include <criterion/criterion.h>
 #include <limits.h>
@@ -17,7 +22,9 @@
 #include "core/npy.h"
 #include "core/rng.h"
 #include "helpers.h"
+#include "autograd/run.h"
 #include "case/load.h"
+#include "layers/layer.h"
 
 #define FD_H 1e-4
 #define MAXN 1024
@@ -132,8 +139,12 @@ static void check_pool_fd(const pool_case *p, uint64_t seed)
         cr_assert_eq(e.be->avg_pool2d_backward(e.be, g, p->count_include_pad, dy, dx, NULL), 0);
         break;
     case POOL_GLOBAL:
-        cr_assert_eq(e.be->global_avg_pool_forward(e.be, tx, y, NULL), 0);
-        cr_assert_eq(e.be->global_avg_pool_backward(e.be, dy, dx, NULL), 0);
+        cr_assert_eq(e.be->reduce_forward(e.be, RD_OP_mean, &(op_params){.seed = 0}, tx,
+                                          1u << 2 | 1u << 3, y, NULL),
+                     0);
+        cr_assert_eq(e.be->reduce_backward(e.be, RD_OP_mean, &(op_params){.seed = 0}, dy, NULL,
+                                           NULL, 1u << 2 | 1u << 3, dx, NULL),
+                     0);
         break;
     }
     pool_ref(p, x, want);
@@ -271,8 +282,12 @@ Test(pool, values_match_pytorch)
                          0);
             break;
         case POOL_GLOBAL:
-            cr_assert_eq(e.be->global_avg_pool_forward(e.be, x, y, NULL), 0);
-            cr_assert_eq(e.be->global_avg_pool_backward(e.be, dy, dx, NULL), 0);
+            cr_assert_eq(e.be->reduce_forward(e.be, RD_OP_mean, &(op_params){.seed = 0}, x,
+                                              1u << 2 | 1u << 3, y, NULL),
+                         0);
+            cr_assert_eq(e.be->reduce_backward(e.be, RD_OP_mean, &(op_params){.seed = 0}, dy, NULL,
+                                               NULL, 1u << 2 | 1u << 3, dx, NULL),
+                         0);
             break;
         }
         expect_ref(rc->name, "y", y);
@@ -351,4 +366,55 @@ Test(pool, resnet_head_case_holds_its_expectations)
     cr_expect(res.passed && res.expect_total > 0, "%d/%d held\n%s", res.expect_passed,
               res.expect_total, res.failures);
     rm_rf(out);
+}
+
+/* ---- the global pool's backward: mean's, a product with the float32 reciprocal ---- */
+
+static const float *g_dy;
+
+static void hand_dy(run *r, node *n)
+{
+    tensor *g = node_grad_tensor(r, n, 0);
+    tensor *f = run_tensor_like(r, g, "dy", DTYPE_FLOAT32, MEM_GRADS);
+    r->be->upload(r->be, f->data, g_dy, (int64_t)sizeof(float) * g->numel);
+    cr_assert_eq(r->be->cast(r->be, f, g, NULL), 0);
+    tensor_release(&r->pool, f);
+    node_give_grad(r, n, 0, g, NULL);
+}
+
+Test(pool, global_pool_backward_multiplies_by_the_float32_reciprocal_of_h_w)
+{
+    enum { H = 56, W = 56, C = 6 };
+    const float recip = 1.0f / (float)(H * W);
+    /* float32 values v from 1 up where v * (1 / HW) != v / HW */
+    float dyv[C];
+    int found = 0;
+    for (float v = 1.0f; v < 2.0f && found < C; v = nextafterf(v, 2.0f))
+        if (v * recip != v / (float)(H * W))
+            dyv[found++] = v;
+    cr_assert_eq(found, C, "only %d float32 values where the two round apart", found);
+    run *r = test_run_open();
+    cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
+    int64_t xs[4] = {1, C, H, W};
+    tensor *x = run_tensor(r, "x", DTYPE_FLOAT32, 4, xs, MEM_PARAMS);
+    x->requires_grad = x->is_leaf = true;
+    cr_assert_eq(r->be->fill(r->be, x, 1.0f), 0);
+    layer_spec l = {.name = "gap", .kind = LAYER_ADAPTIVE_AVG_POOL2D};
+    tensor *in[1] = {x};
+    tensor *y = layer_def_of(LAYER_ADAPTIVE_AVG_POOL2D)->forward(r, &l, in, NULL);
+    int64_t one = 1;
+    tensor *root = run_tensor(r, "L", DTYPE_FLOAT32, 1, &one, MEM_ACTIVATIONS);
+    g_dy = dyv;
+    tape_record(r, "R", hand_dy, root, &y, 1);
+    tape_backward(r, root, 1.0f);
+    cr_assert_not_null(x->grad);
+    for (int c = 0; c < C; c++) {
+        float want = dyv[c] * recip; /* by hand */
+        float divided = dyv[c] / (float)(H * W);
+        for (int64_t i = 0; i < H * W; i++)
+            cr_expect_eq(tensor_at(x->grad, c * H * W + i), want,
+                         "dy %.9g: dx %.9g, dy * (1 / HW) %.9g (dy / HW would be %.9g)", dyv[c],
+                         tensor_at(x->grad, c * H * W + i), want, divided);
+    }
+    test_run_close(r);
 }

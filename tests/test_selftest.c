@@ -48,3 +48,37 @@ Test(selftest, cuda_against_cpu, .timeout = 600)
     gpu->close(gpu);
     cpu->close(cpu);
 }
+
+/* ---- every op of the table is reached ---- */
+
+/* ops that only count their calls, for a CPU backend's table (its memory functions stay) */
+static int op_calls[BACKEND_OP_COUNT];
+#define COUNTING_OP(name, params)                                                                  \
+    static int count_##name params                                                                 \
+    {                                                                                              \
+        op_calls[BACKEND_OP_##name]++;                                                             \
+        return 0;                                                                                  \
+    }
+BACKEND_OPS(COUNTING_OP)
+#undef COUNTING_OP
+
+/* The selftest against a backend that counts its op calls and computes nothing (its checks
+ * fail; what counts is which ops they call): every op of BACKEND_OPS must be called, so a new
+ * op without a selftest check fails here, named. */
+Test(selftest, every_op_of_the_backend_table_is_reached)
+{
+    backend *ref = backend_cpu_open(NULL), *counting = backend_cpu_open(NULL);
+    cr_assert(ref && counting);
+#define COUNTING_ENTRY(name, params) counting->name = count_##name;
+    BACKEND_OPS(COUNTING_ENTRY)
+#undef COUNTING_ENTRY
+    FILE *out = tmpfile();
+    cr_assert_not_null(out);
+    selftest_run(ref, counting, out);
+    fclose(out);
+    for (int op = 0; op < BACKEND_OP_COUNT; op++)
+        cr_expect_gt(op_calls[op], 0, "no selftest check calls %s",
+                     backend_op_name((backend_op)op));
+    counting->close(counting);
+    ref->close(ref);
+}

@@ -1,20 +1,19 @@
 #!/usr/bin/env python3
-"""activation_references.py: PyTorch's values of the activation kinds, for tests/test_activation.c.
+"""activation_references.py: PyTorch's values of the row kinds softmax, log_softmax and
+causal_mask, for tests/test_activation.c (the pointwise rows' are tools/pointwise_references.py's).
 
 Writes tests/references/activations.csv, one row per element:
     op,variant,dtype,out_dtype,rows,cols,i,x,dy,y,dx
 x and dy are the inputs (values of `dtype`), y = op(x) in `out_dtype`, dx the gradient of
-sum(dy * y) with respect to x, in `dtype`. Ops: gelu (variant none, tanh), silu, sigmoid,
-tanh, softmax, log_softmax (dim=-1 over rows x cols), causal_mask (masked_fill of the
-strict upper triangle of [rows, cols] with -inf).
+sum(dy * y) with respect to x, in `dtype`. Ops: softmax, log_softmax (dim=-1 over rows x
+cols), causal_mask (masked_fill of the strict upper triangle of [rows, cols] with -inf).
 
 float32 rows are PyTorch's own ops and autograd on the CPU. Half rows (float16, bfloat16)
 are cast explicitly as PyTorch's CUDA kernels compute them (the harness follows CUDA, and
 PyTorch's CPU kernels do not round everywhere at the same points): the op runs on the
 float32 values of the half input and its result is rounded once into the half dtype
-(opmath); the backward of sigmoid, tanh, softmax and log_softmax reads the half result, as
-CUDA's does: sigmoid's and tanh's in half arithmetic, rounding every operation as their CUDA
-kernels' scalar_t does; softmax's from a half product grad * output, then in float32,
+(opmath); the backward of softmax and log_softmax reads the half result, as CUDA's does:
+softmax's from a half product grad * output, then in float32,
 rounded once (softmax_backward_cuda_out); log_softmax's in float32, rounded once
 (_log_softmax_backward_data). softmax and log_softmax of
 a float16 input into a float32 output (out_dtype float32) are autocast's fp32_set_opt_dtype
@@ -29,13 +28,6 @@ import torch.nn.functional as F
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
-ELEMENTWISE = {
-    ("gelu", "none"): lambda x: F.gelu(x),
-    ("gelu", "tanh"): lambda x: F.gelu(x, approximate="tanh"),
-    ("silu", ""): F.silu,
-    ("sigmoid", ""): torch.sigmoid,
-    ("tanh", ""): torch.tanh,
-}
 ROWS = {
     ("softmax", ""): lambda x: torch.softmax(x, -1),
     ("log_softmax", ""): lambda x: torch.log_softmax(x, -1),
@@ -43,9 +35,7 @@ ROWS = {
         torch.ones(x.shape[-2:], dtype=torch.bool).triu(1), float("-inf")),
 }
 # The backward formulas that read the op's result, which a half op saves in half; g and y
-# are half tensors. sigmoid's and tanh's CUDA kernels compute in scalar_t
-# (BinaryMiscBackwardOpsKernels.cu: a * (scalar_t(1.) - b) * b, a * (scalar_t{1.} - b * b)):
-# each operation of half tensors here rounds to half as c10::Half's operators do. softmax's
+# are half tensors. softmax's
 # is SoftMax.cu's softmax_backward_cuda_out: tmp = grad * output (a half tensor), then
 # tmp - output * sum(tmp) in float32 (accscalar_t), rounded once; log_softmax's computes in
 # float32 and rounds once.
@@ -55,8 +45,6 @@ def softmax_backward_half(g, y):
 
 
 SAVES_RESULT = {
-    "sigmoid": lambda g, y: (g * (1 - y)) * y,
-    "tanh": lambda g, y: g * (1 - y * y),
     "softmax": softmax_backward_half,
     "log_softmax": lambda g, y: torch.ops.aten._log_softmax_backward_data(
         g.float(), y.float(), -1, torch.float32).to(g.dtype),
@@ -82,20 +70,9 @@ def values(fn, variant_op, x, dy, dt, out_dt):
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/references/activations.csv"
     gen = torch.Generator().manual_seed(13)
-    # elementwise: a sweep of -8..8 with the points where the formulas change behaviour
-    points = [-0.0, 1e-3, -1e-3, 0.3, -0.3, 12.0, -12.0, 30.0, -30.0]
-    xe = torch.cat([torch.linspace(-8, 8, 41), torch.tensor(points)])
-    dye = torch.randn(xe.numel(), generator=gen)
     xr = torch.randn(3, 7, generator=gen) * 3
     dyr = torch.randn(3, 7, generator=gen)
     rows = []
-    for (op, variant), fn in ELEMENTWISE.items():
-        for name, dt in DTYPES.items():
-            y, dx = values(fn, op, xe, dye, dt, dt)
-            x = xe.to(dt).float()
-            d = dye.to(dt).float()
-            for i in range(xe.numel()):
-                rows.append((op, variant, name, name, 1, xe.numel(), i, x[i], d[i], y[i], dx[i]))
     for (op, variant), fn in ROWS.items():
         pairs = [(n, n) for n in DTYPES]
         if op != "causal_mask":

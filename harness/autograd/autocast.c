@@ -1,100 +1,8 @@
-/* autocast.c: autocast's policy table, gathered from the layers' and losses' definitions
- * and the few ops of its own, and the casts it makes (see autocast.h). GradScaler.scale's
- * `loss * scale` is mul's entry (layers/mul.c). */
+/* autocast.c: the casts autocast makes (see autocast.h), under the policy of the op's table
+ * entry. */
 #include "autocast.h"
 
 #include <string.h>
-
-#include "layers/layer.h"
-
-/* The ops that are no layer's or loss's: the layers' and losses' own entries are in their
- * definitions (layers/layer.h). */
-static const autocast_op other_ops[] = {
-    {"mean", AUTOCAST_NONE, "not listed: runs in its input's dtype"},
-};
-
-/* the group a policy is listed in: both float32 lists run in float32 */
-static autocast_policy policy_group(autocast_policy p)
-{
-    return p == AUTOCAST_FP32_SET_OPT_DTYPE ? AUTOCAST_FP32 : p;
-}
-
-/* Calls visit on every entry: by policy (autocast dtype, float32, input dtype), and within
- * one policy the layers' in kind order, then the losses', then the others; stops when it
- * returns true and returns that entry. */
-static const autocast_op *each_op(bool (*visit)(const autocast_op *op, void *ctx), void *ctx)
-{
-    static const autocast_policy order[] = {AUTOCAST_LOWER, AUTOCAST_FP32, AUTOCAST_NONE};
-    for (int p = 0; p < COUNT_OF(order); p++) {
-        for (int k = 0; k < LAYER_KIND_COUNT; k++) {
-            const layer_def *d = layer_def_of((layer_kind)k);
-            for (int i = 0; i < d->n_autocast; i++)
-                if (policy_group(d->autocast[i].policy) == order[p] && visit(&d->autocast[i], ctx))
-                    return &d->autocast[i];
-        }
-        for (int k = 0; k < LOSS_KIND_COUNT; k++) {
-            const loss_def *d = loss_def_of((loss_kind)k);
-            for (int i = 0; i < d->n_autocast; i++)
-                if (policy_group(d->autocast[i].policy) == order[p] && visit(&d->autocast[i], ctx))
-                    return &d->autocast[i];
-        }
-        for (int i = 0; i < COUNT_OF(other_ops); i++)
-            if (policy_group(other_ops[i].policy) == order[p] && visit(&other_ops[i], ctx))
-                return &other_ops[i];
-    }
-    return NULL;
-}
-
-static const char *policy_words(autocast_policy p)
-{
-    switch (p) {
-    case AUTOCAST_LOWER:
-        return "autocast dtype";
-    case AUTOCAST_FP32:
-    case AUTOCAST_FP32_SET_OPT_DTYPE:
-        return "float32";
-    case AUTOCAST_NONE:
-        return "input dtype";
-    }
-    return "?";
-}
-
-static bool same_op(const autocast_op *op, void *name) { return strcmp(op->op, name) == 0; }
-
-autocast_policy autocast_policy_of(const char *op)
-{
-    const autocast_op *e = each_op(same_op, (void *)op);
-    return e ? e->policy : AUTOCAST_NONE;
-}
-
-/* the op column as wide as its widest name */
-static bool widest_op(const autocast_op *op, void *width)
-{
-    int n = (int)strlen(op->op);
-    if (n > *(int *)width)
-        *(int *)width = n;
-    return false;
-}
-
-typedef struct print_ctx {
-    FILE *f;
-    int width;
-} print_ctx;
-
-static bool print_op(const autocast_op *op, void *p)
-{
-    const print_ctx *c = p;
-    fprintf(c->f, "%-*s %-15s %s\n", c->width, op->op, policy_words(op->policy), op->pytorch_list);
-    return false;
-}
-
-void autocast_print_table(FILE *f)
-{
-    print_ctx c = {f, 12};
-    each_op(widest_op, &c.width);
-    fprintf(f, "%-*s %-15s %s\n", c.width, "op", "runs in", "PyTorch (CUDA autocast)");
-    each_op(print_op, &c);
-}
 
 static void cast_backward(run *r, node *n)
 {
@@ -109,14 +17,22 @@ static void cast_backward(run *r, node *n)
 static dtype_reason list_reason(autocast_policy p)
 {
     switch (p) {
-    case AUTOCAST_LOWER:
+    case AUTOCAST_LOWER_PRECISION_FP:
         return DTYPE_REASON_LOWER_PRECISION_FP;
     case AUTOCAST_FP32:
         return DTYPE_REASON_FP32;
     case AUTOCAST_FP32_SET_OPT_DTYPE:
         return DTYPE_REASON_FP32_SET_OPT_DTYPE;
+    case AUTOCAST_FP32_APPEND_DTYPE:
+        return DTYPE_REASON_FP32_APPEND_DTYPE;
+    case AUTOCAST_PROMOTE:
+        return DTYPE_REASON_PROMOTE;
     case AUTOCAST_NONE:
         return DTYPE_REASON_INPUT;
+    case AUTOCAST_BANNED: /* autocast_arg fails the run first */
+    case AUTOCAST_UNSET:
+    case AUTOCAST_POLICY_COUNT:
+        break;
     }
     return DTYPE_REASON_UNSET;
 }
@@ -136,9 +52,9 @@ static dtype_reason operands_reason(tensor *const *in, int n)
     return DTYPE_REASON_INPUT;
 }
 
-dtype_reason autocast_reason(const run *r, const char *op, tensor *const *in, int n)
+dtype_reason autocast_reason(const run *r, const autocast_op *op, tensor *const *in, int n)
 {
-    autocast_policy p = autocast_policy_of(op);
+    autocast_policy p = op->policy;
     if (p == AUTOCAST_NONE)
         return operands_reason(in, n);
     if (r->autocast)
@@ -148,7 +64,7 @@ dtype_reason autocast_reason(const run *r, const char *op, tensor *const *in, in
     return operands_reason(in, n);
 }
 
-void autocast_why(const run *r, tensor *y, const char *op, tensor *const *in, int n)
+void autocast_why(const run *r, tensor *y, const autocast_op *op, tensor *const *in, int n)
 {
     dtype_reason why = autocast_reason(r, op, in, n);
     bool by_operands = why == DTYPE_REASON_INPUT || why == DTYPE_REASON_PROMOTE ||
@@ -158,7 +74,7 @@ void autocast_why(const run *r, tensor *y, const char *op, tensor *const *in, in
     for (int i = 0; by_operands && i < n && k < NODE_MAX_INPUTS; i++)
         if (in[i] && in[i]->dtype != DTYPE_INT64)
             floating[k++] = in[i];
-    tensor_why(y, why, op, (const tensor *const *)floating, k);
+    tensor_why(y, why, op->op, (const tensor *const *)floating, k);
 }
 
 /* a cast of src named `name`, with dt for the reason why */
@@ -209,23 +125,28 @@ static tensor *cast_activation(run *r, tensor *src, dtype dt, dtype_reason why, 
     return cast_named(r, src, dt, MEM_ACTIVATIONS, name, why, op);
 }
 
-tensor *autocast_arg(run *r, const char *op, tensor *t)
+tensor *autocast_arg(run *r, const autocast_op *op, tensor *t)
 {
-    autocast_policy p = autocast_policy_of(op);
+    autocast_policy p = op->policy;
     bool floating = t->dtype != DTYPE_INT64;
+    if (r->autocast && p == AUTOCAST_BANNED)
+        run_fail(r,
+                 "%s is unsafe to autocast: autocast_mode.cpp's banned list refuses it under "
+                 "autocast (%s)",
+                 op->op, op->pytorch_list);
     dtype want = t->dtype;
-    if (r->autocast && floating && p == AUTOCAST_LOWER)
+    if (r->autocast && floating && p == AUTOCAST_LOWER_PRECISION_FP)
         want = r->autocast_dtype;
-    else if (r->autocast && floating && (p == AUTOCAST_FP32 || p == AUTOCAST_FP32_SET_OPT_DTYPE))
+    else if (r->autocast && floating && autocast_policy_is_fp32(p))
         want = DTYPE_FLOAT32;
     if (want == t->dtype) {
         tensor_retain(t);
         return t;
     }
-    bool cacheable =
-        p == AUTOCAST_LOWER && t->is_leaf && t->requires_grad && t->dtype == DTYPE_FLOAT32;
+    bool cacheable = p == AUTOCAST_LOWER_PRECISION_FP && t->is_leaf && t->requires_grad &&
+                     t->dtype == DTYPE_FLOAT32;
     if (!cacheable)
-        return cast_activation(r, t, want, list_reason(p), op);
+        return cast_activation(r, t, want, list_reason(p), op->op);
     for (int i = 0; i < r->n_cache; i++)
         if (r->cache_src[i] == t) {
             tensor_retain(r->cache_copy[i]);
@@ -233,11 +154,50 @@ tensor *autocast_arg(run *r, const char *op, tensor *t)
         }
     if (r->n_cache == RUN_MAX_CACHE)
         run_fail(r, "more than %d parameters in one autocast region", RUN_MAX_CACHE);
-    tensor *y = cast_to(r, t, want, MEM_AUTOCAST_CACHE, list_reason(p), op);
+    tensor *y = cast_to(r, t, want, MEM_AUTOCAST_CACHE, list_reason(p), op->op);
     r->cache_src[r->n_cache] = t;
     r->cache_copy[r->n_cache++] = y;
     tensor_retain(y);
     return y;
+}
+
+void autocast_args(run *r, const autocast_op *op, tensor *const *in, int n, tensor **out)
+{
+    if (!r->autocast || op->policy != AUTOCAST_PROMOTE) {
+        for (int k = 0; k < n; k++)
+            out[k] = autocast_arg(r, op, in[k]);
+        return;
+    }
+    dtype want = r->autocast_dtype; /* autocast_mode.h's promote_type and prioritize */
+    for (int k = 0; k < n; k++) {
+        dtype next = in[k]->dtype;
+        if (next == DTYPE_INT64)
+            continue;
+        if (want == DTYPE_FLOAT32 || next == DTYPE_FLOAT32)
+            want = DTYPE_FLOAT32;
+        else if (next != want)
+            run_fail(r,
+                     "Unexpected floating ScalarType in at::autocast::prioritize (%s: %s "
+                     "under %s autocast)",
+                     op->op, dtype_name(next), dtype_name(r->autocast_dtype));
+    }
+    for (int k = 0; k < n; k++) {
+        if (in[k]->dtype == want || in[k]->dtype == DTYPE_INT64) {
+            tensor_retain(in[k]);
+            out[k] = in[k];
+        } else {
+            out[k] = cast_activation(r, in[k], want, DTYPE_REASON_PROMOTE, op->op);
+        }
+    }
+}
+
+dtype autocast_output_dtype(tensor *const *args, int n)
+{
+    dtype dt = DTYPE_INT64;
+    for (int k = 0; k < n; k++)
+        if (args[k]->dtype != DTYPE_INT64)
+            dt = dt == DTYPE_INT64 ? args[k]->dtype : promote_types(dt, args[k]->dtype);
+    return dt;
 }
 
 void autocast_exit(run *r)

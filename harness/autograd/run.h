@@ -45,7 +45,11 @@ typedef struct node {
     tensor out;                     /* metadata copy of the output */
     tensor *grad;                   /* gradient of the output while backward holds it */
     conv2d_geom geom;
-    double scalar; /* mul: the factor; mse: alpha */
+    double scalar; /* the GradScaler's scale; mse: alpha */
+    pw_op row;     /* a pointwise row's node (layers/pointwise.c): the row and its parameters */
+    op_params pw;
+    rd_op reduction; /* a reduction's node (reduce_record, layers/layer.h): the row and the */
+    unsigned dims;   /* dims of its input it reduces */
     int64_t index; /* embedding: padding_idx (-1: none) */
     /* gradients of its output: how many consumers record one, how many have arrived */
     int uses, arrived;

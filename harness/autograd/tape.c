@@ -123,7 +123,8 @@ static void accumulate(run *r, tensor **held, tensor *g, const char *name, tenso
     sum->why = old->why; /* the sum of a tensor's gradients, in its dtype */
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->add(r->be, old, g, sum, stp));
+    const tensor *terms[2] = {old, g};
+    run_check(r, r->be->pointwise_forward(r->be, PW_OP_add, &(op_params){0}, terms, sum, stp));
     snprintf(sum->name, sizeof sum->name, "%s", name);
     observe_tensor(r->obs, sum, role, stp);
     if (!steal)

@@ -4,6 +4,7 @@
  */
 #include "parse.h"
 
+#include "core/json.h"
 #include "distributed/distributed.h"
 #include "train/optimizers.h"
 
@@ -13,20 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
+/* A string, or null when it is empty (case/parse.h). */
 void json_text(FILE *f, const char *s)
 {
     if (*s)

@@ -21,7 +21,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "autograd/autocast.h"
 #include "case/load.h"
 #include "core/format.h"
 #include "core/interrupt.h"
@@ -29,6 +28,7 @@
 #include "layers/fp8_linear.h"
 #include "distributed/distributed.h"
 #include "matrix.h"
+#include "ops.h"
 #include "ops/selftest.h"
 #include "report/report.h"
 #include "results/compare.h"
@@ -48,7 +48,7 @@ static const char usage[] =
     "       ampscope report DIR              rebuild DIR's report.md files and REPORT.md\n"
     "                                        from its CSV files\n"
     "       ampscope selftest [--device cuda]   every op on the device against the CPU\n"
-    "       ampscope ops                     print the autocast policy table\n"
+    "       ampscope ops [--json]            print every op with its ATen ops and autocast policy\n"
     "       ampscope formats [--json]        print the number formats' table\n"
     "       ampscope --help | --version\n"
     "run options:\n"
@@ -579,6 +579,19 @@ static int cmd_run(const cli *c)
     return status;
 }
 
+/* `ampscope ops|formats [--json]`: the table, or the JSON list */
+static int print_listing(int argc, char **argv, void (*table)(FILE *), void (*json)(FILE *))
+{
+    bool as_json = argc > 2 && strcmp(argv[2], "--json") == 0;
+    if (argc > 2 + as_json) {
+        char what[64];
+        snprintf(what, sizeof what, "%s takes only --json, not '%%s'", argv[1]);
+        return bad_usage(what, argv[2 + as_json]);
+    }
+    (as_json ? json : table)(stdout);
+    return 0;
+}
+
 /* `ampscope report DIR`: every case of DIR's summary.csv re-reported from its folder's
  * files (report.md), then DIR/REPORT.md; nothing is run and no CSV file is written */
 static int cmd_report(const cli *c)
@@ -640,20 +653,10 @@ int main(int argc, char **argv)
         printf("ampscope %s (OpenBLAS kernels %s)\n", AMPSCOPE_VERSION, libenv_blas_core());
         return 0;
     }
-    if (strcmp(argv[1], "ops") == 0) {
-        autocast_print_table(stdout);
-        return 0;
-    }
-    if (strcmp(argv[1], "formats") == 0) {
-        int json = argc > 2 && strcmp(argv[2], "--json") == 0;
-        if (argc > 2 + json)
-            return bad_usage("formats takes only --json, not '%s'", argv[2 + json]);
-        if (json)
-            format_print_json(stdout);
-        else
-            format_print_table(stdout);
-        return 0;
-    }
+    if (strcmp(argv[1], "ops") == 0)
+        return print_listing(argc, argv, ops_print_table, ops_print_json);
+    if (strcmp(argv[1], "formats") == 0)
+        return print_listing(argc, argv, format_print_table, format_print_json);
     static const struct {
         const char *name;
         int (*fn)(const cli *c);

@@ -2,26 +2,23 @@
  * kinds.h: the kinds of layers and losses a case can name. Each kind has one definition,
  * in its own file (layers/<kind>.c: its name, options, shape rule, parameters, autocast
  * entries, forward and description), and one entry in registry.c's arrays, whose lengths
- * the compiler checks against the counts below. Code outside those files looks kinds up
- * in the registry (layer.h) and names none.
+ * the compiler checks against the counts below; a pointwise row (ops/pointwise.h) is a
+ * kind with no file of its own, its definition made from the row (layers/pointwise.c).
+ * Code outside those files looks kinds up in the registry (layer.h) and names none.
  */
 #ifndef AMPSCOPE_KINDS_H
 #define AMPSCOPE_KINDS_H
 
+#include "ops/pointwise.h"
+
 typedef enum layer_kind {
     LAYER_LINEAR = 0,
-    LAYER_RELU,
     LAYER_CONV2D,
     LAYER_FLATTEN,
-    /* activations */
-    LAYER_GELU,
-    LAYER_SILU,
-    LAYER_SIGMOID,
-    LAYER_TANH,
+    /* softmax and the causal mask */
     LAYER_SOFTMAX,
     LAYER_LOG_SOFTMAX,
     LAYER_CAUSAL_MASK,
-    LAYER_DROPOUT,
     /* scaled_dot_product_attention */
     LAYER_SCALED_DOT_PRODUCT_ATTENTION,
     /* normalization and pooling */
@@ -33,16 +30,17 @@ typedef enum layer_kind {
     LAYER_ADAPTIVE_AVG_POOL2D,
     /* graph models */
     LAYER_EMBEDDING,
-    LAYER_ADD,
-    LAYER_MUL,
-    LAYER_SCALE,
     LAYER_POSITION_EMBEDDING,
     LAYER_MATMUL,
     LAYER_TRANSPOSE,
     LAYER_SPLIT_HEADS,
     LAYER_MERGE_HEADS,
-    LAYER_KIND_COUNT
+    /* the pointwise rows (ops/pointwise.h), a kind each: row op is kind LAYER_POINTWISE + op */
+    LAYER_POINTWISE,
+    LAYER_KIND_COUNT = LAYER_POINTWISE + PW_OP_COUNT
 } layer_kind;
+/* the kind of row `name` (LAYER_ROW(relu)) */
+#define LAYER_ROW(name) ((layer_kind)(LAYER_POINTWISE + PW_OP_##name))
 
 typedef enum loss_kind {
     LOSS_CROSS_ENTROPY = 0,

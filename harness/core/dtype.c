@@ -22,6 +22,8 @@ size_t dtype_size(dtype dt)
     return dt == DTYPE_INT64 ? sizeof(int64_t) : 0;
 }
 
+dtype promote_types(dtype a, dtype b) { return a == b ? a : DTYPE_FLOAT32; }
+
 bool dtype_is_half(dtype dt)
 {
     const format_info *f = format_of(dt);

@@ -32,6 +32,10 @@ size_t dtype_size(dtype dt);
 bool dtype_is_half(dtype dt);
 /* true when dt is a float8 format (float8_e4m3fn, float8_e5m2) */
 bool dtype_is_float8(dtype dt);
+/* PyTorch's type promotion of two floating tensors (c10/core/ScalarType.h, promoteTypes):
+ * the same dtype stays, float32 with either half is float32, float16 with bfloat16 is
+ * float32. */
+dtype promote_types(dtype a, dtype b);
 /* Parses a number format's name ("float32", "float16", "bfloat16", "float8_e4m3fn",
  * "float8_e5m2") or a short form ("fp32", "float", "fp16", "half", "bf16", "e4m3", "e5m2");
  * returns false for anything else (int64 is not a parseable compute dtype). */

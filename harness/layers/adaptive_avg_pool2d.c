@@ -3,21 +3,16 @@
  * [N, C, 1, 1]. Case files: `adaptive_avg_pool2d 1` (the only output size supported).
  * For a 1x1 output PyTorch computes input.mean({-1, -2}, keepdim=True)
  * (adaptive_avg_pool2d_symint in aten/src/ATen/native/AdaptiveAveragePooling.cpp), so the
- * op is mean's: a float32 sum times 1 / (H W), rounded once into the input's dtype, and its
- * backward MeanBackward's dy / (H W), which saves no tensor (only the input's sizes).
+ * op is the mean row over dims 2 and 3 (ops/reduce.h): a float32 sum in the row's order
+ * times mean_kernel_impl's factor, rounded once into the input's dtype, and its backward
+ * MeanBackward's grad / (H W), which divides by a CPU scalar: BinaryDivTrueKernel.cu
+ * multiplies by its float32 reciprocal, grad * (1.0f / (H W)), rounded once (not a division
+ * by H W, which differs from it in the last bit of some values: tests/test_pool.c). It
+ * saves no tensor (only the input's sizes).
  * Autocast: neither op is on a list (mean falls through autocast_mode.cpp): the input's
  * dtype.
  */
 #include "layer.h"
-
-static void adaptive_avg_pool2d_backward(run *r, node *n)
-{
-    tensor *dx = node_grad_tensor(r, n, 0);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->global_avg_pool_backward(r->be, n->grad, dx, stp));
-    node_give_grad(r, n, 0, dx, stp);
-}
 
 static tensor *adaptive_avg_pool2d_forward(run *r, const layer_spec *l, tensor *const *in,
                                            tensor *const *params)
@@ -26,14 +21,7 @@ static tensor *adaptive_avg_pool2d_forward(run *r, const layer_spec *l, tensor *
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     int64_t shape[4] = {x->shape[0], x->shape[1], 1, 1};
-    tensor *y = run_tensor(r, name, x->dtype, 4, shape, MEM_ACTIVATIONS);
-    autocast_why(r, y, "adaptive_avg_pool2d", &x, 1);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->global_avg_pool_forward(r->be, x, y, stp));
-    tape_record(r, "mean", adaptive_avg_pool2d_backward, y, &x, 1);
-    observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
-    return y;
+    return reduce_record(r, RD_OP_mean, x, 1u << 2 | 1u << 3, name, 4, shape, ROLE_ACTIVATION);
 }
 
 static bool adaptive_avg_pool2d_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
@@ -56,7 +44,10 @@ static int adaptive_avg_pool2d_describe(const layer_spec *l, char *buf, size_t l
 }
 
 static const autocast_op adaptive_avg_pool2d_autocast[] = {
-    {"adaptive_avg_pool2d", AUTOCAST_NONE, "not listed: mean over H, W in its input's dtype"},
+    {"adaptive_avg_pool2d",
+     AUTOCAST_NONE,
+     "not listed: mean over H, W in its input's dtype",
+     {"adaptive_avg_pool2d", "mean.dim"}},
 };
 
 const layer_def adaptive_avg_pool2d_def = {

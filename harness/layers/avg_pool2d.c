@@ -27,7 +27,7 @@ static tensor *avg_pool2d_forward(run *r, const layer_spec *l, tensor *const *in
     snprintf(name, sizeof name, "%s.out", l->name);
     int64_t shape[4] = {g.n, g.c_out, g.h_out, g.w_out};
     tensor *y = run_tensor(r, name, x->dtype, 4, shape, MEM_ACTIVATIONS);
-    autocast_why(r, y, "avg_pool2d", &x, 1);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->avg_pool2d_forward(r->be, &g, l->AVG_COUNT_PAD, x, y, stp));
@@ -69,7 +69,10 @@ static const kind_opt avg_pool2d_opts[] = {
     {"divisor_override", KIND_OPT_REFUSED, .refusal = "divisor_override is not supported"},
 };
 static const autocast_op avg_pool2d_autocast[] = {
-    {"avg_pool2d", AUTOCAST_NONE, "not listed: runs in its input's dtype"},
+    {"avg_pool2d",
+     AUTOCAST_NONE,
+     "not listed: runs in its input's dtype",
+     {"avg_pool2d", "avg_pool2d_backward"}},
 };
 
 const layer_def avg_pool2d_def = {

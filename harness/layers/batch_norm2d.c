@@ -65,7 +65,7 @@ static void batch_norm2d_backward(run *r, node *n)
     if (node_needs_grad(n, 2)) {
         tensor *db = node_grad_tensor(r, n, 2);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, be->channel_sum(be, dy, g.n, g.inner, db, stp));
+        run_check(r, reduce_channel_sum(be, dy, g.n, g.inner, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
 }
@@ -103,7 +103,7 @@ static tensor *batch_norm2d_forward(run *r, const layer_spec *l, tensor *const *
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, x, name, x->dtype, MEM_ACTIVATIONS);
-    autocast_why(r, y, "batch_norm", &x, 1); /* x's dtype, whatever w's */
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1); /* x's dtype, whatever w's */
     snprintf(name, sizeof name, "%s.save_mean", l->name);
     tensor *mean = run_tensor(r, name, DTYPE_FLOAT32, 1, &g.groups, MEM_ACTIVATIONS);
     tensor_why(mean, DTYPE_REASON_OPMATH, "batch_norm", NULL, 0);
@@ -180,8 +180,10 @@ static const kind_opt batch_norm2d_opts[] = {
      .refusal = "track_running_stats is not supported (batch_norm2d layers keep running stats)"},
 };
 static const autocast_op batch_norm2d_autocast[] = {
-    {"batch_norm", AUTOCAST_NONE,
-     "not listed: fallthrough; its input's dtype (cuDNN takes half x with float32 w)"},
+    {"batch_norm",
+     AUTOCAST_NONE,
+     "not listed: fallthrough; its input's dtype (cuDNN takes half x with float32 w)",
+     {"batch_norm", "native_batch_norm", "native_batch_norm_backward"}},
 };
 
 const layer_def batch_norm2d_def = {

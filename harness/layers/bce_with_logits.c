@@ -24,16 +24,16 @@ static void bce_backward(run *r, node *n)
 
 static tensor *bce_forward(run *r, const case_config *cfg, tensor *logits, tensor *target)
 {
-    (void)cfg;
-    tensor *xa = autocast_arg(r, "binary_cross_entropy_with_logits", logits);
-    tensor *ta = autocast_arg(r, "binary_cross_entropy_with_logits", target);
+    const autocast_op *ac = loss_def_of(cfg->loss)->autocast;
+    tensor *xa = autocast_arg(r, ac, logits);
+    tensor *ta = autocast_arg(r, ac, target);
     tensor *elem = run_tensor_like(r, xa, "bce_with_logits.out", ta->dtype, MEM_ACTIVATIONS);
     run_check(r, r->be->bce_logits_forward(r->be, xa, ta, elem, NULL)); /* not observed */
     tensor *loss = run_tensor(r, "loss", ta->dtype, 0, NULL, MEM_ACTIVATIONS);
-    autocast_why(r, loss, "binary_cross_entropy_with_logits", &ta, 1); /* the target's dtype */
+    autocast_why(r, loss, ac, &ta, 1); /* the target's dtype */
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->mean_forward(r->be, elem, loss, stp)); /* apply_loss_reduction */
+    run_check(r, reduce_all(r->be, RD_OP_mean, elem, loss, stp)); /* apply_loss_reduction */
     tensor_release(&r->pool, elem);
     tensor *in[2] = {xa, ta};
     node *n = tape_record(r, "binary_cross_entropy_with_logits", bce_backward, loss, in, 2);
@@ -46,8 +46,10 @@ static tensor *bce_forward(run *r, const case_config *cfg, tensor *logits, tenso
 }
 
 static const autocast_op bce_autocast[] = {
-    {"binary_cross_entropy_with_logits", AUTOCAST_FP32,
-     "fp32: KERNEL_CUDA(binary_cross_entropy_with_logits, fp32)"},
+    {"binary_cross_entropy_with_logits",
+     AUTOCAST_FP32,
+     "fp32: KERNEL_CUDA(binary_cross_entropy_with_logits, fp32)",
+     {"binary_cross_entropy_with_logits"}},
 };
 
 const loss_def bce_with_logits_def = {

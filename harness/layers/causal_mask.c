@@ -28,7 +28,7 @@ static tensor *causal_mask_forward(run *r, const layer_spec *l, tensor *const *i
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, x, name, x->dtype, MEM_ACTIVATIONS);
-    autocast_why(r, y, "causal_mask", &x, 1);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->causal_fill(r->be, x, -INFINITY, y, stp));
@@ -59,8 +59,10 @@ static int causal_mask_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op causal_mask_autocast[] = {
-    {"causal_mask", AUTOCAST_NONE,
-     "not listed: masked_fill; autocast_mode.cpp's fallthrough runs it in its input's dtype"},
+    {"causal_mask",
+     AUTOCAST_NONE,
+     "not listed: masked_fill; autocast_mode.cpp's fallthrough runs it in its input's dtype",
+     {"masked_fill.Scalar"}},
 };
 
 const layer_def causal_mask_def = {

@@ -28,7 +28,7 @@ static void conv2d_backward(run *r, node *n)
     if (node_needs_grad(n, 2)) {
         tensor *db = node_grad_tensor(r, n, 2);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, be->channel_sum(be, dy, n->geom.n, n->geom.h_out * n->geom.w_out, db, stp));
+        run_check(r, reduce_channel_sum(be, dy, n->geom.n, n->geom.h_out * n->geom.w_out, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
 }
@@ -36,9 +36,10 @@ static void conv2d_backward(run *r, node *n)
 static tensor *conv2d_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
 {
     tensor *x = in[0], *w = params[0], *b = l->bias ? params[1] : NULL;
-    tensor *xa = autocast_arg(r, "conv2d", x);
-    tensor *wa = autocast_arg(r, "conv2d", w);
-    tensor *ba = b ? autocast_arg(r, "conv2d", b) : NULL;
+    const autocast_op *ac = layer_def_of(l->kind)->autocast;
+    tensor *xa = autocast_arg(r, ac, x);
+    tensor *wa = autocast_arg(r, ac, w);
+    tensor *ba = b ? autocast_arg(r, ac, b) : NULL;
     if (ba && ba->dtype != xa->dtype)
         run_fail(r, "Input type (%s) and bias type (%s) should be the same",
                  type_meta_name(xa->dtype), type_meta_name(ba->dtype));
@@ -64,7 +65,7 @@ static tensor *conv2d_forward(run *r, const layer_spec *l, tensor *const *in, te
     int64_t shape[4] = {g.n, g.c_out, g.h_out, g.w_out};
     tensor *y = run_tensor(r, name, xa->dtype, 4, shape, MEM_ACTIVATIONS);
     tensor *args[3] = {xa, wa, ba};
-    autocast_why(r, y, "conv2d", args, 3);
+    autocast_why(r, y, ac, args, 3);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->conv2d_forward(r->be, &g, xa, wa, ba, y, stp));
@@ -152,7 +153,10 @@ static const kind_opt conv2d_opts[] = {
      .refusal = "groups is not supported (conv2d layers have groups=1)"},
 };
 static const autocast_op conv2d_autocast[] = {
-    {"conv2d", AUTOCAST_LOWER, "lower_precision_fp: KERNEL_CUDA(conv2d, lower_precision_fp)"},
+    {"conv2d",
+     AUTOCAST_LOWER_PRECISION_FP,
+     "lower_precision_fp: KERNEL_CUDA(conv2d, lower_precision_fp)",
+     {"conv2d", "convolution_backward"}},
 };
 
 const layer_def conv2d_def = {

@@ -27,9 +27,10 @@ static void nll_loss_backward(run *r, node *n)
 
 static tensor *cross_entropy_forward(run *r, const case_config *cfg, tensor *logits, tensor *target)
 {
-    tensor *xa = autocast_arg(r, "log_softmax", logits);
+    const autocast_op *ac = loss_def_of(cfg->loss)->autocast; /* log_softmax, nll_loss */
+    tensor *xa = autocast_arg(r, &ac[0], logits);
     tensor *logp = run_tensor_like(r, xa, "log_softmax.out", xa->dtype, MEM_ACTIVATIONS);
-    autocast_why(r, logp, "log_softmax", &xa, 1);
+    autocast_why(r, logp, &ac[0], &xa, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->log_softmax_forward(r->be, xa, logp, stp));
@@ -38,9 +39,9 @@ static tensor *cross_entropy_forward(run *r, const case_config *cfg, tensor *log
     observe_tensor(r->obs, logp, ROLE_ACTIVATION, stp);
     tensor_release(&r->pool, xa);
 
-    tensor *lp = autocast_arg(r, "nll_loss", logp);
+    tensor *lp = autocast_arg(r, &ac[1], logp);
     tensor *loss = run_tensor(r, "loss", lp->dtype, 0, NULL, MEM_ACTIVATIONS);
-    autocast_why(r, loss, "nll_loss", &lp, 1);
+    autocast_why(r, loss, &ac[1], &lp, 1);
     stp = run_stats(r, &st);
     run_check(r, r->be->nll_loss_forward(r->be, lp, target, loss, stp));
     tensor *in[2] = {lp, target};
@@ -53,9 +54,14 @@ static tensor *cross_entropy_forward(run *r, const case_config *cfg, tensor *log
 }
 
 static const autocast_op cross_entropy_autocast[] = {
-    {"log_softmax", AUTOCAST_FP32_SET_OPT_DTYPE,
-     "fp32_set_opt_dtype: KERNEL_CUDA(log_softmax, fp32_set_opt_dtype) (cross_entropy's first op)"},
-    {"nll_loss", AUTOCAST_FP32, "fp32: KERNEL_CUDA(nll_loss, fp32) (cross_entropy's second op)"},
+    {"log_softmax",
+     AUTOCAST_FP32_SET_OPT_DTYPE,
+     "fp32_set_opt_dtype: KERNEL_CUDA(log_softmax, fp32_set_opt_dtype) (cross_entropy's first op)",
+     {"log_softmax.int", "_log_softmax", "_log_softmax_backward_data"}},
+    {"nll_loss",
+     AUTOCAST_FP32,
+     "fp32: KERNEL_CUDA(nll_loss, fp32) (cross_entropy's second op)",
+     {"nll_loss", "nll_loss_forward", "nll_loss_backward"}},
 };
 
 const loss_def cross_entropy_def = {

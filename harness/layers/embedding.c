@@ -34,7 +34,7 @@ static tensor *embedding_forward(run *r, const layer_spec *l, tensor *const *in,
         shape[d] = idx->shape[d];
     shape[idx->ndim] = w->shape[1];
     tensor *y = run_tensor(r, name, w->dtype, idx->ndim + 1, shape, MEM_ACTIVATIONS);
-    autocast_why(r, y, "embedding", &w, 1); /* the weight is its floating operand */
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &w, 1); /* the weight is its floating operand */
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->embedding_forward(r->be, idx, w, y, stp));
@@ -87,8 +87,10 @@ static const kind_opt embedding_opts[] = {
     {"padding_idx", KIND_OPT_INT, offsetof(layer_spec, opt_int[0]), .min = 0, .def = PADDING_NONE},
 };
 static const autocast_op embedding_autocast[] = {
-    {"embedding", AUTOCAST_NONE,
-     "not listed (autocast_mode.cpp's fallthrough): runs in the weight's dtype"},
+    {"embedding",
+     AUTOCAST_NONE,
+     "not listed (autocast_mode.cpp's fallthrough): runs in the weight's dtype",
+     {"embedding", "embedding_dense_backward"}},
 };
 
 const layer_def embedding_def = {

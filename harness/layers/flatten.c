@@ -22,7 +22,7 @@ static tensor *flatten_forward(run *r, const layer_spec *l, tensor *const *in,
     snprintf(name, sizeof name, "%s.out", l->name);
     int64_t shape[2] = {x->shape[0], x->numel / x->shape[0]};
     tensor *y = view_or_fail(r, x, name, 2, shape);
-    autocast_why(r, y, "flatten", &x, 1);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     tape_record(r, "flatten", flatten_backward, y, &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
@@ -48,7 +48,10 @@ static int flatten_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op flatten_autocast[] = {
-    {"flatten", AUTOCAST_NONE, "not listed: a view, keeps its input's dtype"},
+    {"flatten",
+     AUTOCAST_NONE,
+     "not listed: a view, keeps its input's dtype",
+     {"flatten.using_ints", "view"}},
 };
 
 const layer_def flatten_def = {

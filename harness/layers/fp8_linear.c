@@ -215,7 +215,7 @@ static void fp8_linear_backward(run *r, node *n)
     if (node_needs_grad(n, 2)) { /* from dy itself, before it is quantized */
         tensor *db = node_grad_tensor(r, n, 2);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, be->channel_sum(be, dy, rows, 1, db, stp));
+        run_check(r, reduce_channel_sum(be, dy, rows, 1, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
     bool dgrad = node_needs_grad(n, 0), wgrad = node_needs_grad(n, 1);
@@ -278,8 +278,9 @@ tensor *fp8_linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, te
     backend *be = r->be;
     fp8_layer_state *s = &r->fp8->layer[l - r->cfg->layers];
     /* TE: inputmat = cast_if_needed(inp, activation_dtype); bias likewise */
-    tensor *xa = autocast_arg(r, "linear", x);
-    tensor *ba = b ? autocast_arg(r, "linear", b) : NULL;
+    const autocast_op *ac = layer_def_of(l->kind)->autocast; /* linear's */
+    tensor *xa = autocast_arg(r, ac, x);
+    tensor *ba = b ? autocast_arg(r, ac, b) : NULL;
     int64_t in = l->in, out = l->out, rows = xa->numel / in;
     char name[TENSOR_NAME_MAX + 32], what[TENSOR_NAME_MAX];
     dtype e4m3 = DTYPE_FLOAT8_E4M3FN;
@@ -319,7 +320,7 @@ tensor *fp8_linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, te
     layer_out_name(l, name, sizeof name);
     tensor *y = run_tensor(r, name, xa->dtype, xa->ndim, shape, MEM_ACTIVATIONS);
     tensor *operands[2] = {xa, ba}; /* the surrounding dtype: autocast's, else the input's */
-    autocast_why(r, y, "linear", operands, 2);
+    autocast_why(r, y, ac, operands, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, mx ? be->fp8_block_gemm(be, xq, x_e8m0, wq, w_e8m0, ba, y, stp)

@@ -43,7 +43,7 @@ static tensor *group_norm_forward(run *r, const layer_spec *l, tensor *const *in
                    .inner = x->numel / (x->shape[0] * l->in),
                    .eps = (float)l->GN_EPS,
                    .form = NORM_FUSED};
-    return norm_run(r, l, "group_norm", group_norm_backward, &g, x, w, b, NORM_STATS_INPUT);
+    return norm_run(r, l, group_norm_backward, &g, x, w, b, NORM_STATS_INPUT);
 }
 
 static bool group_norm_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
@@ -89,7 +89,10 @@ static const kind_opt group_norm_opts[] = {
     {"affine", KIND_OPT_BOOL, offsetof(layer_spec, GN_AFFINE), .def = 1},
 };
 static const autocast_op group_norm_autocast[] = {
-    {"group_norm", AUTOCAST_FP32, "fp32: KERNEL_CUDA(group_norm, fp32)"},
+    {"group_norm",
+     AUTOCAST_FP32,
+     "fp32: KERNEL_CUDA(group_norm, fp32)",
+     {"group_norm", "native_group_norm", "native_group_norm_backward"}},
 };
 
 const layer_def group_norm_def = {

@@ -54,7 +54,7 @@ static tensor *heads_forward(run *r, const layer_spec *l, tensor *x, bool split)
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     tensor *y = swap_heads(r, &x4, &like, name, MEM_ACTIVATIONS, stp);
-    autocast_why(r, y, split ? "split_heads" : "merge_heads", &x, 1);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     tape_record(r, split ? "split_heads" : "merge_heads",
                 split ? split_heads_backward : merge_heads_backward, y, &x, 1);
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
@@ -120,11 +120,16 @@ static const kind_arg split_heads_args[] = {
     {"heads", "heads", offsetof(layer_spec, opt_int[0]), 1},
 };
 static const autocast_op split_heads_autocast[] = {
-    {"split_heads", AUTOCAST_NONE, "not listed (view + transpose): keeps its input's dtype"},
+    {"split_heads",
+     AUTOCAST_NONE,
+     "not listed (view + transpose): keeps its input's dtype",
+     {"view", "transpose.int", "clone"}},
 };
 static const autocast_op merge_heads_autocast[] = {
-    {"merge_heads", AUTOCAST_NONE,
-     "not listed (transpose + contiguous + view): keeps its input's dtype"},
+    {"merge_heads",
+     AUTOCAST_NONE,
+     "not listed (transpose + contiguous + view): keeps its input's dtype",
+     {"transpose.int", "clone", "view"}},
 };
 
 const layer_def split_heads_def = {

@@ -11,11 +11,6 @@
  */
 #include "layer.h"
 
-static dtype promote(dtype a, dtype b)
-{
-    return a == b ? a : DTYPE_FLOAT32; /* float16 with bfloat16 also promotes to float32 */
-}
-
 /* SubBackward0: the gradient as it is for the input (the engine casts it to the input's
  * dtype); the target needs none */
 static void sub_backward(run *r, node *n)
@@ -36,26 +31,17 @@ static void abs_backward(run *r, node *n)
     node_give_grad(r, n, 0, dx, stp);
 }
 
-static void mean_backward(run *r, node *n)
-{
-    tensor *dx = node_grad_tensor(r, n, 0);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->mean_backward(r->be, n->grad, dx, stp));
-    node_give_grad(r, n, 0, dx, stp);
-}
-
 static tensor *l1_forward(run *r, const case_config *cfg, tensor *pred, tensor *target)
 {
-    (void)cfg;
-    tensor *pa = autocast_arg(r, "l1_loss", pred);
-    tensor *ta = autocast_arg(r, "l1_loss", target);
+    const autocast_op *ac = loss_def_of(cfg->loss)->autocast;
+    tensor *pa = autocast_arg(r, ac, pred);
+    tensor *ta = autocast_arg(r, ac, target);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     tensor *diff =
-        run_tensor_like(r, pa, "l1.diff", promote(pa->dtype, ta->dtype), MEM_ACTIVATIONS);
+        run_tensor_like(r, pa, "l1.diff", promote_types(pa->dtype, ta->dtype), MEM_ACTIVATIONS);
     tensor *in[2] = {pa, ta};
-    autocast_why(r, diff, "l1_loss", in, 2);
+    autocast_why(r, diff, ac, in, 2);
     run_check(r, r->be->sub_forward(r->be, pa, ta, diff, stp));
     tape_record(r, "sub", sub_backward, diff, in, 2);
     observe_tensor(r->obs, diff, ROLE_ACTIVATION, stp);
@@ -63,7 +49,7 @@ static tensor *l1_forward(run *r, const case_config *cfg, tensor *pred, tensor *
     tensor_release(&r->pool, ta);
 
     tensor *abs = run_tensor_like(r, diff, "l1.out", diff->dtype, MEM_ACTIVATIONS);
-    autocast_why(r, abs, "l1_loss", &diff, 1);
+    autocast_why(r, abs, ac, &diff, 1);
     stp = run_stats(r, &st);
     run_check(r, r->be->abs_forward(r->be, diff, abs, stp));
     node *n = tape_record(r, "abs", abs_backward, abs, &diff, 1);
@@ -71,18 +57,17 @@ static tensor *l1_forward(run *r, const case_config *cfg, tensor *pred, tensor *
     observe_tensor(r->obs, abs, ROLE_ACTIVATION, stp);
     tensor_release(&r->pool, diff);
 
-    tensor *loss = run_tensor(r, "loss", abs->dtype, 0, NULL, MEM_ACTIVATIONS);
-    autocast_why(r, loss, "l1_loss", &abs, 1);
-    stp = run_stats(r, &st);
-    run_check(r, r->be->mean_forward(r->be, abs, loss, stp));
-    tape_record(r, "mean", mean_backward, loss, &abs, 1);
-    observe_tensor(r->obs, loss, ROLE_LOSS, stp);
+    tensor *loss =
+        reduce_record(r, RD_OP_mean, abs, (1u << abs->ndim) - 1, "loss", 0, NULL, ROLE_LOSS);
     tensor_release(&r->pool, abs);
     return loss;
 }
 
 static const autocast_op l1_autocast[] = {
-    {"l1_loss", AUTOCAST_FP32, "fp32: KERNEL_CUDA(l1_loss, fp32)"},
+    {"l1_loss",
+     AUTOCAST_FP32,
+     "fp32: KERNEL_CUDA(l1_loss, fp32)",
+     {"l1_loss", "sub.Tensor", "abs", "mean"}},
 };
 
 const loss_def l1_def = {

@@ -30,7 +30,8 @@
  * A new kind takes: its file here (its definition, with its forward and backward), its
  * value in kinds.h's enum and its line in registry.c's array, its ops in the backend table
  * (backend.h, cpu/, kernels/), and its tests. An option whose value has no field in
- * layer_spec yet adds that field to case.h.
+ * layer_spec yet adds that field to case.h. A pointwise op is no such kind: it is a row of
+ * ops/pointwise.h, and layers/pointwise.c makes its kind.
  */
 #ifndef AMPSCOPE_LAYER_H
 #define AMPSCOPE_LAYER_H
@@ -180,19 +181,20 @@ typedef struct loss_def {
     tensor *(*forward)(run *r, const case_config *cfg, tensor *out, tensor *target);
 } loss_def;
 
-/* The kinds' definitions (each in its layers/<kind>.c). */
-extern const layer_def linear_def, relu_def, conv2d_def, flatten_def;
-/* activations */
-extern const layer_def gelu_def, silu_def, sigmoid_def, tanh_def, softmax_def, log_softmax_def,
-    causal_mask_def, dropout_def;
+/* The kinds' definitions (each in its layers/<kind>.c; the pointwise rows' in
+ * layers/pointwise.c, made from the rows, pointwise_defs[op] the kind LAYER_POINTWISE + op). */
+extern const layer_def linear_def, conv2d_def, flatten_def;
+extern const layer_def pointwise_defs[PW_OP_COUNT];
+/* softmax and the causal mask */
+extern const layer_def softmax_def, log_softmax_def, causal_mask_def;
 /* scaled_dot_product_attention */
 extern const layer_def scaled_dot_product_attention_def;
 /* normalization and pooling */
 extern const layer_def layer_norm_def, group_norm_def, batch_norm2d_def, max_pool2d_def,
     avg_pool2d_def, adaptive_avg_pool2d_def;
 /* graph models */
-extern const layer_def embedding_def, add_def, mul_def, scale_def, position_embedding_def,
-    matmul_def, transpose_def, split_heads_def, merge_heads_def;
+extern const layer_def embedding_def, position_embedding_def, matmul_def, transpose_def,
+    split_heads_def, merge_heads_def;
 extern const loss_def cross_entropy_def, mse_def;
 /* losses bce_with_logits and l1 */
 extern const loss_def bce_with_logits_def, l1_def;
@@ -220,14 +222,8 @@ int loss_defs_check(const loss_def *const *defs, int n, char *err, size_t len);
 
 /* the rules of a kind that keeps its input's shape, implies no input, has no parameters */
 bool shape_same(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc);
-/* two inputs of one shape, the output of it (add.c) */
-bool shape_same_two(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc);
 bool no_input_shape(const layer_spec *l, layer_shape *in);
 int no_params(const layer_spec *l, layer_param *out);
-/* PyTorch's type promotion of two floating tensors (c10/core/ScalarType.h, promoteTypes):
- * the same dtype stays, float32 with either half is float32, float16 with bfloat16 is
- * float32. Autocast does not change it for ops on no list (add, mul). */
-dtype promote_types(dtype a, dtype b);
 /* "<layer>.out" into buf */
 void layer_out_name(const layer_spec *l, char *buf, size_t len);
 /* Inside a backward: hands g, the gradient of an op whose input i receives it unchanged
@@ -235,6 +231,11 @@ void layer_out_name(const layer_spec *l, char *buf, size_t len);
  * observed as it is), else g cast into the input's dtype, as autograd's engine casts each
  * gradient to its input's dtype (validate_outputs in torch/csrc/autograd/engine.cpp). */
 void give_grad_as_is(run *r, node *n, int i, tensor *g);
+/* A reduction row's node: y = row op of x over the dims `dims` sets, a new tensor `name` of
+ * shape [ndim, shape] (the kept dims' values) in x's dtype, observed with `role`; its
+ * backward is the row's (reduce_backward), saving what the row reads. */
+tensor *reduce_record(run *r, rd_op op, tensor *x, unsigned dims, const char *name, int ndim,
+                      const int64_t *shape, tensor_role role);
 /* t's metadata with another shape of the same numel (no memory: a stack copy) */
 tensor reshaped(const tensor *t, int ndim, const int64_t *shape);
 /* a new tensor `name`: x with dims d1 and d2 swapped, copied (transpose.c) */

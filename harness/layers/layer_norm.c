@@ -39,7 +39,7 @@ static tensor *layer_norm_forward(run *r, const layer_spec *l, tensor *const *in
                    .inner = 1,
                    .eps = (float)l->LN_EPS,
                    .form = NORM_CENTERED};
-    return norm_run(r, l, "layer_norm", layer_norm_backward, &g, x, w, b, NORM_STATS_FLOAT32);
+    return norm_run(r, l, layer_norm_backward, &g, x, w, b, NORM_STATS_FLOAT32);
 }
 
 static bool layer_norm_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
@@ -91,7 +91,10 @@ static const kind_opt layer_norm_opts[] = {
     {"bias", KIND_OPT_BOOL, offsetof(layer_spec, bias), .def = 1},
 };
 static const autocast_op layer_norm_autocast[] = {
-    {"layer_norm", AUTOCAST_FP32, "fp32: KERNEL_CUDA(layer_norm, fp32)"},
+    {"layer_norm",
+     AUTOCAST_FP32,
+     "fp32: KERNEL_CUDA(layer_norm, fp32)",
+     {"layer_norm", "native_layer_norm", "native_layer_norm_backward"}},
 };
 
 const layer_def layer_norm_def = {

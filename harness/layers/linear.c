@@ -53,7 +53,7 @@ static void linear_backward(run *r, node *n)
     if (node_needs_grad(n, 2)) {
         tensor *db = node_grad_tensor(r, n, 2);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, be->channel_sum(be, dy, dy->numel / db->numel, 1, db, stp));
+        run_check(r, reduce_channel_sum(be, dy, dy->numel / db->numel, 1, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
 }
@@ -63,9 +63,10 @@ static tensor *linear_forward(run *r, const layer_spec *l, tensor *const *in, te
     tensor *x = in[0], *w = params[0], *b = l->bias ? params[1] : NULL;
     if (fp8_linear_chosen(r, l))
         return fp8_linear_forward(r, l, x, w, b);
-    tensor *xa = autocast_arg(r, "linear", x);
-    tensor *wa = autocast_arg(r, "linear", w);
-    tensor *ba = b ? autocast_arg(r, "linear", b) : NULL;
+    const autocast_op *ac = layer_def_of(l->kind)->autocast;
+    tensor *xa = autocast_arg(r, ac, x);
+    tensor *wa = autocast_arg(r, ac, w);
+    tensor *ba = b ? autocast_arg(r, ac, b) : NULL;
     /* ADDMM_META and mm's meta function in aten/src/ATen/native/LinearAlgebra.cpp */
     if (ba && ba->dtype != wa->dtype)
         run_fail(r, "self and mat2 must have the same dtype, but got %s and %s",
@@ -84,7 +85,7 @@ static tensor *linear_forward(run *r, const layer_spec *l, tensor *const *in, te
     shape[xa->ndim - 1] = wa->shape[0];
     tensor *y = run_tensor(r, name, xa->dtype, xa->ndim, shape, MEM_ACTIVATIONS);
     tensor *args[3] = {xa, wa, ba};
-    autocast_why(r, y, "linear", args, 3);
+    autocast_why(r, y, ac, args, 3);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->linear_forward(r->be, xa, wa, ba, y, stp));
@@ -146,7 +147,10 @@ static const kind_opt linear_opts[] = {
     {"bias", KIND_OPT_BOOL, offsetof(layer_spec, bias), .def = 1},
 };
 static const autocast_op linear_autocast[] = {
-    {"linear", AUTOCAST_LOWER, "lower_precision_fp: KERNEL_CUDA(linear, lower_precision_fp)"},
+    {"linear",
+     AUTOCAST_LOWER_PRECISION_FP,
+     "lower_precision_fp: KERNEL_CUDA(linear, lower_precision_fp)",
+     {"linear"}},
 };
 
 const layer_def linear_def = {

@@ -29,7 +29,8 @@ static void matmul_backward(run *r, node *n)
 
 static tensor *matmul_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
 {
-    tensor *a = autocast_arg(r, "matmul", in[0]), *b = autocast_arg(r, "matmul", in[1]);
+    const autocast_op *ac = layer_def_of(l->kind)->autocast;
+    tensor *a = autocast_arg(r, ac, in[0]), *b = autocast_arg(r, ac, in[1]);
     if (a->dtype != b->dtype) /* bmm's check (aten/src/ATen/native/LinearAlgebra.cpp) */
         run_fail(r, "expected self and mat2 to have the same dtype, but got: %s != %s",
                  type_meta_name(a->dtype), type_meta_name(b->dtype));
@@ -41,7 +42,7 @@ static tensor *matmul_forward(run *r, const layer_spec *l, tensor *const *in, te
     shape[a->ndim - 1] = b->shape[b->ndim - 1];
     tensor *y = run_tensor(r, name, a->dtype, a->ndim, shape, MEM_ACTIVATIONS);
     tensor *args[2] = {a, b};
-    autocast_why(r, y, "matmul", args, 2);
+    autocast_why(r, y, ac, args, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->matmul(r->be, a, b, false, false, y, stp));
@@ -82,7 +83,10 @@ static int matmul_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op matmul_autocast[] = {
-    {"matmul", AUTOCAST_LOWER, "lower_precision_fp: KERNEL_CUDA(matmul, lower_precision_fp)"},
+    {"matmul",
+     AUTOCAST_LOWER_PRECISION_FP,
+     "lower_precision_fp: KERNEL_CUDA(matmul, lower_precision_fp)",
+     {"matmul", "bmm"}},
 };
 
 const layer_def matmul_def = {

@@ -26,7 +26,7 @@ static tensor *max_pool2d_forward(run *r, const layer_spec *l, tensor *const *in
     snprintf(name, sizeof name, "%s.out", l->name);
     int64_t shape[4] = {g.n, g.c_out, g.h_out, g.w_out};
     tensor *y = run_tensor(r, name, x->dtype, 4, shape, MEM_ACTIVATIONS);
-    autocast_why(r, y, "max_pool2d", &x, 1);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     snprintf(name, sizeof name, "%s.indices", l->name);
     tensor *idx = run_tensor(r, name, DTYPE_INT64, 4, shape, MEM_ACTIVATIONS);
     tensor_why(idx, DTYPE_REASON_INDEX, "max_pool2d", NULL, 0);
@@ -67,7 +67,10 @@ static const kind_opt max_pool2d_opts[] = {
      .refusal = "ceil_mode is not supported (max_pool2d layers floor)"},
 };
 static const autocast_op max_pool2d_autocast[] = {
-    {"max_pool2d", AUTOCAST_NONE, "not listed: runs in its input's dtype"},
+    {"max_pool2d",
+     AUTOCAST_NONE,
+     "not listed: runs in its input's dtype",
+     {"max_pool2d", "max_pool2d_with_indices", "max_pool2d_with_indices_backward"}},
 };
 
 const layer_def max_pool2d_def = {

@@ -11,11 +11,6 @@
  */
 #include "layer.h"
 
-static dtype promote(dtype a, dtype b)
-{
-    return a == b ? a : DTYPE_FLOAT32; /* float16 with bfloat16 also promotes to float32 */
-}
-
 static void mse_backward(run *r, node *n)
 {
     tensor *dx = node_grad_tensor(r, n, 0);
@@ -34,44 +29,24 @@ static void mse_backward(run *r, node *n)
     node_give_grad(r, n, 0, dx, stp);
 }
 
-static void mean_backward(run *r, node *n)
+static tensor *mse_loss_forward(run *r, const autocast_op *ac, tensor *pred, tensor *target,
+                                bool reduction_none)
 {
-    tensor *dx = node_grad_tensor(r, n, 0);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->mean_backward(r->be, n->grad, dx, stp));
-    node_give_grad(r, n, 0, dx, stp);
-}
-
-static tensor *mean_forward(run *r, tensor *x, const char *name)
-{
-    tensor *y = run_tensor(r, name, x->dtype, 0, NULL, MEM_ACTIVATIONS);
-    autocast_why(r, y, "mean", &x, 1);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->mean_forward(r->be, x, y, stp));
-    tape_record(r, "mean", mean_backward, y, &x, 1);
-    observe_tensor(r->obs, y, ROLE_LOSS, stp);
-    return y;
-}
-
-static tensor *mse_loss_forward(run *r, tensor *pred, tensor *target, bool reduction_none)
-{
-    tensor *pa = autocast_arg(r, "mse_loss", pred);
-    tensor *ta = autocast_arg(r, "mse_loss", target);
-    dtype dt = promote(pa->dtype, ta->dtype);
+    tensor *pa = autocast_arg(r, ac, pred);
+    tensor *ta = autocast_arg(r, ac, target);
+    dtype dt = promote_types(pa->dtype, ta->dtype);
     tensor *elem = run_tensor_like(r, pa, "mse.out", dt, MEM_ACTIVATIONS);
     tensor *in[2] = {pa, ta};
-    autocast_why(r, elem, "mse_loss", in, 2);
+    autocast_why(r, elem, ac, in, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->mse_forward(r->be, pa, ta, elem, stp));
     tensor *out = elem;
     if (!reduction_none) { /* apply_loss_reduction: the elementwise loss, then its mean */
         out = run_tensor(r, "loss", dt, 0, NULL, MEM_ACTIVATIONS);
-        autocast_why(r, out, "mse_loss", in, 2);
+        autocast_why(r, out, ac, in, 2);
         stp = run_stats(r, &st);
-        run_check(r, r->be->mean_forward(r->be, elem, out, stp));
+        run_check(r, reduce_all(r->be, RD_OP_mean, elem, out, stp));
         tensor_release(&r->pool, elem);
     }
     node *n = tape_record(r, "mse_loss", mse_backward, out, in, 2);
@@ -90,9 +65,10 @@ static tensor *mse_loss_forward(run *r, tensor *pred, tensor *target, bool reduc
 static tensor *mse_forward(run *r, const case_config *cfg, tensor *pred, tensor *target)
 {
     bool none = cfg->loss_reduction == REDUCTION_NONE;
-    tensor *loss = mse_loss_forward(r, pred, target, none);
+    tensor *loss = mse_loss_forward(r, loss_def_of(cfg->loss)->autocast, pred, target, none);
     if (none) {
-        tensor *mean = mean_forward(r, loss, "loss");
+        tensor *mean =
+            reduce_record(r, RD_OP_mean, loss, (1u << loss->ndim) - 1, "loss", 0, NULL, ROLE_LOSS);
         tensor_release(&r->pool, loss);
         loss = mean;
     }
@@ -104,7 +80,10 @@ static const kind_opt mse_opts[] = {
      .choices = reduction_names, .n_choices = REDUCTION_COUNT},
 };
 static const autocast_op mse_autocast[] = {
-    {"mse_loss", AUTOCAST_FP32, "fp32: KERNEL_CUDA(mse_loss, fp32)"},
+    {"mse_loss",
+     AUTOCAST_FP32,
+     "fp32: KERNEL_CUDA(mse_loss, fp32)",
+     {"mse_loss", "mse_loss_backward"}},
 };
 
 const loss_def mse_def = {

@@ -5,12 +5,13 @@
  */
 #include "norm.h"
 
-tensor *norm_run(run *r, const layer_spec *l, const char *op, backward_fn backward,
-                 const norm_geom *g, tensor *x, tensor *w, tensor *b, norm_stats_dtype stats)
+tensor *norm_run(run *r, const layer_spec *l, backward_fn backward, const norm_geom *g, tensor *x,
+                 tensor *w, tensor *b, norm_stats_dtype stats)
 {
-    tensor *xa = autocast_arg(r, op, x);
-    tensor *wa = w ? autocast_arg(r, op, w) : NULL;
-    tensor *ba = b ? autocast_arg(r, op, b) : NULL;
+    const autocast_op *ac = layer_def_of(l->kind)->autocast;
+    tensor *xa = autocast_arg(r, ac, x);
+    tensor *wa = w ? autocast_arg(r, ac, w) : NULL;
+    tensor *ba = b ? autocast_arg(r, ac, b) : NULL;
     const tensor *p = wa && wa->dtype != xa->dtype ? wa : ba && ba->dtype != xa->dtype ? ba : NULL;
     if (p)
         run_fail(r, "expected scalar type %s but found %s", scalar_type_name(xa->dtype),
@@ -18,7 +19,7 @@ tensor *norm_run(run *r, const layer_spec *l, const char *op, backward_fn backwa
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, xa, name, xa->dtype, MEM_ACTIVATIONS);
-    autocast_why(r, y, op, &xa, 1);
+    autocast_why(r, y, ac, &xa, 1);
     dtype sdt = stats == NORM_STATS_FLOAT32 ? DTYPE_FLOAT32 : xa->dtype;
     int64_t rows = g->n * g->groups;
     snprintf(name, sizeof name, "%s.mean", l->name);
@@ -28,14 +29,14 @@ tensor *norm_run(run *r, const layer_spec *l, const char *op, backward_fn backwa
     tensor *stats_of[2] = {mean, rstd};
     for (int i = 0; i < 2; i++) /* float32 statistics: the kernel's accumulate type */
         if (stats == NORM_STATS_FLOAT32)
-            tensor_why(stats_of[i], DTYPE_REASON_OPMATH, op, NULL, 0);
+            tensor_why(stats_of[i], DTYPE_REASON_OPMATH, ac->op, NULL, 0);
         else
-            autocast_why(r, stats_of[i], op, &xa, 1);
+            autocast_why(r, stats_of[i], ac, &xa, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->norm_forward(r->be, g, xa, wa, ba, y, mean, rstd, stp));
     tensor *args[3] = {xa, wa, ba};
-    node *n = tape_record(r, op, backward, y, args, 3);
+    node *n = tape_record(r, ac->op, backward, y, args, 3);
     tape_save(n, 0, xa);
     tape_save(n, 1, mean);
     tape_save(n, 2, rstd);
@@ -71,7 +72,7 @@ void norm_backward(run *r, node *n, const norm_geom *g)
     if (node_needs_grad(n, 2)) {
         tensor *db = node_grad_tensor(r, n, 2);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, be->channel_sum(be, dy, g->n, g->inner, db, stp));
+        run_check(r, reduce_channel_sum(be, dy, g->n, g->inner, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
 }

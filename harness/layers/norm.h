@@ -12,15 +12,15 @@
  * or in the input's dtype after autocast (group_norm's param_scalar_type). */
 typedef enum norm_stats_dtype { NORM_STATS_FLOAT32, NORM_STATS_INPUT } norm_stats_dtype;
 
-/* Applies autocast's policy of `op` to x, w and b (w and b may be NULL), fails on a weight
- * or bias of another dtype than the input, runs norm_forward into "<layer>.out" (mean and
+/* Applies autocast's policy of the layer's entry to x, w and b (w and b may be NULL), fails on a
+ * weight or bias of another dtype than the input, runs norm_forward into "<layer>.out" (mean and
  * rstd "<layer>.mean", "<layer>.rstd"), records the node with `backward` and saves x,
  * mean, rstd and w in that order. g's n, groups, cpg and inner describe x. */
-tensor *norm_run(run *r, const layer_spec *l, const char *op, backward_fn backward,
-                 const norm_geom *g, tensor *x, tensor *w, tensor *b, norm_stats_dtype stats);
+tensor *norm_run(run *r, const layer_spec *l, backward_fn backward, const norm_geom *g, tensor *x,
+                 tensor *w, tensor *b, norm_stats_dtype stats);
 
 /* The backward of a node norm_run recorded: dx, dw (norm_backward_weight) and db
- * (channel_sum over g->n and g->inner), each when needed. */
+ * (reduce_channel_sum over g->n and g->inner), each when needed. */
 void norm_backward(run *r, node *n, const norm_geom *g);
 
 #endif

@@ -35,11 +35,11 @@ static void position_embedding_backward(run *r, node *n)
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->fill(r->be, dw, 0.0f));
     if (dy->dtype == dw->dtype) {
-        run_check(r, r->be->channel_sum(r->be, dy, b, 1, &head, stp));
+        run_check(r, reduce_channel_sum(r->be, dy, b, 1, &head, stp));
     } else {
         int64_t shape[2] = {t, c};
         tensor *sum = run_tensor(r, dw->name, dy->dtype, 2, shape, MEM_GRADS);
-        run_check(r, r->be->channel_sum(r->be, dy, b, 1, sum, NULL));
+        run_check(r, reduce_channel_sum(r->be, dy, b, 1, sum, NULL));
         run_check(r, r->be->cast(r->be, sum, &head, stp));
         tensor_release(&r->pool, sum);
     }
@@ -57,10 +57,11 @@ static tensor *position_embedding_forward(run *r, const layer_spec *l, tensor *c
     layer_out_name(l, name, sizeof name);
     tensor *y = run_tensor_like(r, x, name, promote_types(x->dtype, w->dtype), MEM_ACTIVATIONS);
     tensor *operands[2] = {x, w};
-    autocast_why(r, y, "position_embedding", operands, 2);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, operands, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->add(r->be, x, &rows, y, stp));
+    const tensor *terms[2] = {x, &rows}; /* the add row; rows [T, C] repeat over the batch */
+    run_check(r, r->be->pointwise_forward(r->be, PW_OP_add, &(op_params){0}, terms, y, stp));
     tensor *args[2] = {x, w};
     tape_record(r, "position_embedding", position_embedding_backward, y, args, 2);
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
@@ -103,8 +104,10 @@ static const kind_arg position_embedding_args[] = {
     {"embedding_dim", "out", offsetof(layer_spec, out), 1},
 };
 static const autocast_op position_embedding_autocast[] = {
-    {"position_embedding", AUTOCAST_NONE,
-     "not listed (add's fallthrough in autocast_mode.cpp): type promotion"},
+    {"position_embedding",
+     AUTOCAST_NONE,
+     "not listed (add's fallthrough in autocast_mode.cpp): type promotion",
+     {"add.Tensor", "slice.Tensor"}},
 };
 
 const layer_def position_embedding_def = {

@@ -11,18 +11,12 @@
 
 static const layer_def *const layer_defs[] = {
     [LAYER_LINEAR] = &linear_def,
-    [LAYER_RELU] = &relu_def,
     [LAYER_CONV2D] = &conv2d_def,
     [LAYER_FLATTEN] = &flatten_def,
-    /* activations */
-    [LAYER_GELU] = &gelu_def,
-    [LAYER_SILU] = &silu_def,
-    [LAYER_SIGMOID] = &sigmoid_def,
-    [LAYER_TANH] = &tanh_def,
+    /* softmax and the causal mask */
     [LAYER_SOFTMAX] = &softmax_def,
     [LAYER_LOG_SOFTMAX] = &log_softmax_def,
     [LAYER_CAUSAL_MASK] = &causal_mask_def,
-    [LAYER_DROPOUT] = &dropout_def,
     /* scaled_dot_product_attention */
     [LAYER_SCALED_DOT_PRODUCT_ATTENTION] = &scaled_dot_product_attention_def,
     /* normalization and pooling */
@@ -34,14 +28,15 @@ static const layer_def *const layer_defs[] = {
     [LAYER_ADAPTIVE_AVG_POOL2D] = &adaptive_avg_pool2d_def,
     /* graph models */
     [LAYER_EMBEDDING] = &embedding_def,
-    [LAYER_ADD] = &add_def,
-    [LAYER_MUL] = &mul_def,
-    [LAYER_SCALE] = &scale_def,
     [LAYER_POSITION_EMBEDDING] = &position_embedding_def,
     [LAYER_MATMUL] = &matmul_def,
     [LAYER_TRANSPOSE] = &transpose_def,
     [LAYER_SPLIT_HEADS] = &split_heads_def,
     [LAYER_MERGE_HEADS] = &merge_heads_def,
+/* the pointwise rows' kinds */
+#define ROW_KIND(name, ...) [LAYER_POINTWISE + PW_OP_##name] = &pointwise_defs[PW_OP_##name],
+    POINTWISE_OPS(ROW_KIND)
+#undef ROW_KIND
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
@@ -143,9 +138,14 @@ static const char *autocast_problem(const autocast_op *ops, int n)
 {
     if (!ops || n < 1)
         return "has no autocast entry";
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!ops[i].op || !ops[i].pytorch_list)
             return "has an autocast entry without its op or PyTorch list";
+        if (!autocast_policy_name(ops[i].policy))
+            return "has an autocast entry without its policy (autocast_policy.h)";
+        if (!ops[i].aten[0])
+            return "has an autocast entry without its ATen op";
+    }
     return NULL;
 }
 
@@ -260,8 +260,6 @@ bool no_input_shape(const layer_spec *l, layer_shape *in) { return false; }
 
 int no_params(const layer_spec *l, layer_param *out) { return 0; }
 
-dtype promote_types(dtype a, dtype b) { return a == b ? a : DTYPE_FLOAT32; }
-
 void layer_out_name(const layer_spec *l, char *buf, size_t len)
 {
     snprintf(buf, len, "%s.out", l->name);
@@ -274,6 +272,40 @@ tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int
     if (!v)
         run_fail(r, "%s", err);
     return v;
+}
+
+static void reduce_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    const op_params none = {.seed = 0};
+    run_check(r, r->be->reduce_backward(r->be, n->reduction, &none, n->grad, n->saved[0],
+                                        n->saved[1], n->dims, dx, stp));
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+tensor *reduce_record(run *r, rd_op op, tensor *x, unsigned dims, const char *name, int ndim,
+                      const int64_t *shape, tensor_role role)
+{
+    tensor *y = run_tensor(r, name, x->dtype, ndim, shape, MEM_ACTIVATIONS);
+    const autocast_op row = {rd_rows[op].name, rd_rows[op].policy, "", {NULL}};
+    autocast_why(r, y, &row, &x, 1);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    const op_params none = {.seed = 0};
+    run_check(r, r->be->reduce_forward(r->be, op, &none, x, dims, y, stp));
+    node *n = tape_record(r, rd_rows[op].name, reduce_backward, y, &x, 1);
+    if (n) {
+        n->reduction = op;
+        n->dims = dims;
+        if (rd_rows[op].backward & RD_SAVE_X)
+            tape_save(n, 0, x);
+        if (rd_rows[op].backward & RD_SAVE_OUT)
+            tape_save(n, 1, y);
+    }
+    observe_tensor(r->obs, y, role, stp);
+    return y;
 }
 
 void give_grad_as_is(run *r, node *n, int i, tensor *g)

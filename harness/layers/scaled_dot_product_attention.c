@@ -134,8 +134,9 @@ static tensor *as_float32(run *r, tensor *t)
 static tensor *sdpa_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
 {
     (void)params;
-    tensor *qa = autocast_arg(r, OP_NAME, in[0]), *ka = autocast_arg(r, OP_NAME, in[1]),
-           *va = autocast_arg(r, OP_NAME, in[2]);
+    const autocast_op *ac = layer_def_of(l->kind)->autocast;
+    tensor *qa = autocast_arg(r, ac, in[0]), *ka = autocast_arg(r, ac, in[1]),
+           *va = autocast_arg(r, ac, in[2]);
     if (qa->dtype != ka->dtype || qa->dtype != va->dtype) /* PyTorch 2.15's message */
         run_fail(r,
                  "Expected query, key, and value to have the same dtype, but got query.dtype: "
@@ -144,7 +145,7 @@ static tensor *sdpa_forward(run *r, const layer_spec *l, tensor *const *in, tens
     dtype dt = qa->dtype;
     tensor out_why = {.dtype = dt}; /* the output's reason, while the operands are at hand */
     tensor *operands[3] = {qa, ka, va};
-    autocast_why(r, &out_why, OP_NAME, operands, 3);
+    autocast_why(r, &out_why, ac, operands, 3);
     double scale = l->SDPA_SCALE > 0 ? l->SDPA_SCALE : 1.0 / sqrt((double)qa->shape[3]);
     float sf = (float)sqrt(scale); /* calculate_scale(...).sqrt(), a double, multiplied in */
     tensor *q32 = as_float32(r, qa), *k32 = as_float32(r, ka), *v32 = as_float32(r, va);
@@ -249,8 +250,10 @@ static const kind_opt sdpa_opts[] = {
     {"scale", KIND_OPT_REAL, offsetof(layer_spec, SDPA_SCALE), .range = POSITIVE, .real_def = 0},
 };
 static const autocast_op sdpa_autocast[] = {
-    {OP_NAME, AUTOCAST_LOWER,
-     "lower_precision_fp: KERNEL_CUDA(scaled_dot_product_attention, lower_precision_fp)"},
+    {OP_NAME,
+     AUTOCAST_LOWER_PRECISION_FP,
+     "lower_precision_fp: KERNEL_CUDA(scaled_dot_product_attention, lower_precision_fp)",
+     {"scaled_dot_product_attention", "_scaled_dot_product_attention_math"}},
 };
 
 const layer_def scaled_dot_product_attention_def = {

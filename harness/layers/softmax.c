@@ -38,27 +38,26 @@ static void log_softmax_backward(run *r, node *n)
 /* softmax or log_softmax of x under fp32_set_opt_dtype, as SoftMax.cpp runs it */
 static tensor *row_forward(run *r, const layer_spec *l, tensor *x, bool log)
 {
-    const char *op = log ? "log_softmax" : "softmax";
+    const autocast_op *ac = layer_def_of(l->kind)->autocast;
     tensor *src = x;
     dtype out_dt = x->dtype;
-    if (r->autocast && autocast_policy_of(op) == AUTOCAST_FP32_SET_OPT_DTYPE &&
-        x->dtype != DTYPE_FLOAT32) {
+    if (r->autocast && ac->policy == AUTOCAST_FP32_SET_OPT_DTYPE && x->dtype != DTYPE_FLOAT32) {
         out_dt = DTYPE_FLOAT32;
         if (x->dtype != DTYPE_FLOAT16) /* bfloat16: toType(float32), then _softmax */
             src = cast_to(r, x, DTYPE_FLOAT32, MEM_ACTIVATIONS, DTYPE_REASON_FP32_SET_OPT_DTYPE,
-                          op);
+                          ac->op);
     }
     if (src == x)
         tensor_retain(x);
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
     tensor *y = run_tensor_like(r, src, name, out_dt, MEM_ACTIVATIONS);
-    autocast_why(r, y, op, &x, 1);
+    autocast_why(r, y, ac, &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, log ? r->be->log_softmax_forward(r->be, src, y, stp)
                      : r->be->softmax_forward(r->be, src, y, stp));
-    node *n = tape_record(r, op, log ? log_softmax_backward : softmax_backward, y, &src, 1);
+    node *n = tape_record(r, ac->op, log ? log_softmax_backward : softmax_backward, y, &src, 1);
     tape_save(n, 0, y);
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
     tensor_release(&r->pool, src);
@@ -88,12 +87,17 @@ static int log_softmax_describe(const layer_spec *l, char *buf, size_t len)
 }
 
 static const autocast_op softmax_autocast[] = {
-    {"softmax", AUTOCAST_FP32_SET_OPT_DTYPE, "fp32_set_opt_dtype: KERNEL_CUDA(softmax, fp32_set_opt_dtype)"},
+    {"softmax",
+     AUTOCAST_FP32_SET_OPT_DTYPE,
+     "fp32_set_opt_dtype: KERNEL_CUDA(softmax, fp32_set_opt_dtype)",
+     {"softmax.int", "_softmax", "_softmax_backward_data"}},
 };
 
 static const autocast_op log_softmax_autocast[] = {
-    {"log_softmax", AUTOCAST_FP32_SET_OPT_DTYPE,
-     "fp32_set_opt_dtype: KERNEL_CUDA(log_softmax, fp32_set_opt_dtype) (the log_softmax layer)"},
+    {"log_softmax",
+     AUTOCAST_FP32_SET_OPT_DTYPE,
+     "fp32_set_opt_dtype: KERNEL_CUDA(log_softmax, fp32_set_opt_dtype) (the log_softmax layer)",
+     {"log_softmax.int", "_log_softmax", "_log_softmax_backward_data"}},
 };
 
 const layer_def softmax_def = {

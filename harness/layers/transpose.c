@@ -59,7 +59,7 @@ static tensor *transpose_forward(run *r, const layer_spec *l, tensor *const *in,
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     tensor *y = swap_copy(r, x, d1, d2, name, MEM_ACTIVATIONS, stp);
-    autocast_why(r, y, "transpose", &x, 1);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     node *n = tape_record(r, "transpose", transpose_backward, y, &x, 1);
     if (n) /* the dims swapped (geom's fields, unused by a transpose otherwise) */
         n->geom.kh = d1, n->geom.kw = d2;
@@ -103,7 +103,10 @@ static const kind_arg transpose_args[] = {
     {"dim1", "dim1", offsetof(layer_spec, opt_int[1]), INT64_MIN + 1},
 };
 static const autocast_op transpose_autocast[] = {
-    {"transpose", AUTOCAST_NONE, "not listed (a view): keeps its input's dtype"},
+    {"transpose",
+     AUTOCAST_NONE,
+     "not listed (a view): keeps its input's dtype",
+     {"transpose.int", "clone"}},
 };
 
 const layer_def transpose_def = {

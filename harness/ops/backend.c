@@ -19,6 +19,22 @@ const char *backend_op_name(backend_op op)
     return (unsigned)op < BACKEND_OP_COUNT ? op_names[op] : "(no such op)";
 }
 
+int reduce_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
+                       round_stats *st)
+{
+    tensor v = *dy;
+    v.ndim = 3;
+    v.shape[0] = outer, v.shape[1] = db->numel, v.shape[2] = inner;
+    const op_params none = {.seed = 0};
+    return be->reduce_forward(be, RD_OP_sum, &none, &v, 1u << 0 | 1u << 2, db, st);
+}
+
+int reduce_all(backend *be, rd_op op, const tensor *x, tensor *y, round_stats *st)
+{
+    const op_params none = {.seed = 0};
+    return be->reduce_forward(be, op, &none, x, (1u << x->ndim) - 1, y, st);
+}
+
 /* appends name to the list in err (", " between names) */
 static void name_missing(char *err, int errlen, int *n_missing, const char *name)
 {

@@ -30,9 +30,11 @@
  * refuses one whose BACKEND_ABI_VERSION or sizeof(struct backend) differs from the
  * binary's, before anything in it runs. Bump BACKEND_ABI_VERSION with every change to
  * struct backend or to a type its functions take (tensor, round_stats, conv2d_geom,
- * sdpa_geom, optim_*, mem_account, backend_values_fn): a field or op added, removed, reordered,
- * norm_geom, optim_*, mem_account, backend_values_fn): a field or op added, removed, reordered,
- * retyped or given another meaning. The size catches only some of these; the version all.
+ * sdpa_geom, norm_geom, pw_op, rd_op, op_params, optim_*, mem_account, backend_values_fn): a
+ * field or op added, removed, reordered, retyped or given another meaning. The size catches
+ * only some of these; the version all. The rows a library was built with (pw_op's and rd_op's
+ * values) are checked by their names (BACKEND_ROWS_SYMBOL), so that adding a row needs no
+ * bump.
  */
 #ifndef AMPSCOPE_BACKEND_H
 #define AMPSCOPE_BACKEND_H
@@ -44,7 +46,8 @@
 #include "core/stats.h"
 #include "tensor.h"
 #include "optim_math.h"
-#include "activation_math.h"
+#include "pointwise.h"
+#include "reduce.h"
 
 typedef struct conv2d_geom {
     int64_t n, c_in, h_in, w_in; /* input  [N, C_in, H_in, W_in] */
@@ -124,10 +127,29 @@ typedef void *(*backend_values_fn)(void *ctx);
     X(fill, (backend *be, tensor *dst, float value))                                             \
     /* counts of t as it is (a rounding of each value to itself) */                              \
     X(observe, (backend *be, const tensor *t, round_stats *st))                                  \
-    X(relu_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))                  \
-    /* dx = y > 0 ? dy : 0 (PyTorch's threshold_backward on the result) */                       \
-    X(relu_backward, (backend *be, const tensor *dy, const tensor *y, tensor *dx,                \
-                      round_stats *st))                                                          \
+    /* ---- the pointwise rows (pointwise.h; cpu/pointwise.c, kernels/pointwise.cu) ---- */     \
+    /* y = row op's forward of x[0..arity), each operand broadcast to y's shape (broadcast.h),   \
+     * computed in float32 opmath and rounded once into y's dtype */                             \
+    X(pointwise_forward, (backend *be, pw_op op, const op_params *p, const tensor *const *x,     \
+                          tensor *y, round_stats *st))                                           \
+    /* dx = row op's backward formula k, the gradient of operand k in dy's (the output's)        \
+     * shape: from dy, the saved operands x[0..arity) (NULL where the row saves none; each       \
+     * broadcast to dy's shape) and the saved result y (NULL when not saved), rounded once       \
+     * into dx's dtype (the formula rounds where the row's kernel does) */                       \
+    X(pointwise_backward, (backend *be, pw_op op, const op_params *p, int k, const tensor *dy,   \
+                           const tensor *const *x, const tensor *y, tensor *dx,                  \
+                           round_stats *st))                                                     \
+    /* ---- the reduction rows (reduce.h; cpu/reduce.c, kernels/reduce.cu) ---- */               \
+    /* y = row op's reduction of x over the dims whose bits `dims` sets (y: the kept dims'       \
+     * values in order, any shape of that numel), in reduce.h's order with the row's float32    \
+     * accumulators, projected and rounded once into y's dtype */                                \
+    X(reduce_forward, (backend *be, rd_op op, const op_params *p, const tensor *x,               \
+                       unsigned dims, tensor *y, round_stats *st))                               \
+    /* dx (x's shape) = row op's backward at every element of x, from dy (y's numel), and x     \
+     * and y where the row reads them (else NULL), rounded once into dx's dtype */               \
+    X(reduce_backward, (backend *be, rd_op op, const op_params *p, const tensor *dy,            \
+                        const tensor *x, const tensor *y, unsigned dims, tensor *dx,             \
+                        round_stats *st))                                                        \
     /* ---- matrix products ---- */                                                              \
     /* y[B,O] = x[B,I] w[O,I]^T (+ b[O]) */                                                      \
     X(linear_forward, (backend *be, const tensor *x, const tensor *w, const tensor *b,           \
@@ -138,9 +160,6 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* dw[O,I] = dy[B,O]^T x[B,I] */                                                             \
     X(linear_backward_weight, (backend *be, const tensor *dy, const tensor *x, tensor *dw,       \
                                round_stats *st))                                                 \
-    /* db[C] = sum of dy viewed as [outer, C, inner] over outer and inner */                     \
-    X(channel_sum, (backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,     \
-                    round_stats *st))                                                            \
     X(conv2d_forward, (backend *be, const conv2d_geom *g, const tensor *x, const tensor *w,      \
                        const tensor *b, tensor *y, round_stats *st))                             \
     X(conv2d_backward_input, (backend *be, const conv2d_geom *g, const tensor *dy,               \
@@ -163,33 +182,12 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* da = alpha * (a - b) * dy; dy has a's numel or is a scalar broadcast */                   \
     X(mse_backward, (backend *be, const tensor *dy, const tensor *a, const tensor *b,            \
                      double alpha, tensor *da, round_stats *st))                                 \
-    /* y (one element) = sum(x) / numel */                                                       \
-    X(mean_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))                  \
-    /* dx = float(dy) * (1.0f / numel), every element */                                         \
-    X(mean_backward, (backend *be, const tensor *dy, tensor *dx, round_stats *st))               \
     /* ---- GradScaler and optimizers ---- */                                                    \
     /* *found_inf |= any element of g is inf or NaN; then g = round(float(g) * inv_scale) */     \
     X(unscale, (backend *be, tensor *g, float inv_scale, int *found_inf, round_stats *st))       \
     X(optimizer_step, (backend *be, const optim_config *cfg, const optim_hyper *h,               \
                        optim_tensors *t, optim_result *out))                             \
-    /* ---- activations (activation_math.h has the formulas; rows are over the last dim) ---- */ \
-    /* y = gelu(x), erf or tanh form; dx = dy * gelu'(x) */                                      \
-    X(gelu_forward, (backend *be, const tensor *x, gelu_approximate a, tensor *y,                \
-                     round_stats *st))                                                           \
-    X(gelu_backward, (backend *be, const tensor *dy, const tensor *x, gelu_approximate a,        \
-                      tensor *dx, round_stats *st))                                              \
-    /* y = x * sigmoid(x); dx from x */                                                          \
-    X(silu_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))                  \
-    X(silu_backward, (backend *be, const tensor *dy, const tensor *x, tensor *dx,                \
-                      round_stats *st))                                                          \
-    /* y = sigmoid(x); dx = dy * (1 - y) * y from the result, rounding every operation */       \
-    X(sigmoid_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))               \
-    X(sigmoid_backward, (backend *be, const tensor *dy, const tensor *y, tensor *dx,             \
-                         round_stats *st))                                                       \
-    /* y = tanh(x); dx = dy * (1 - y * y) from the result, rounding every operation */          \
-    X(tanh_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))                  \
-    X(tanh_backward, (backend *be, const tensor *dy, const tensor *y, tensor *dx,                \
-                      round_stats *st))                                                          \
+    /* ---- softmax and the causal mask (rows are over the last dim) ---- */                    \
     /* y = softmax(x) per row, y in x's dtype or float32 (half_to_float) */                      \
     X(softmax_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))               \
     /* t = dy * y rounded to dy's dtype, dx = t - y * sum(t) per row; dx may have another      \
@@ -199,12 +197,6 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* dst = src, with value where column > row of the last two dims (masked_fill of the       \
      * strict upper triangle); src and dst of one dtype */                                       \
     X(causal_fill, (backend *be, const tensor *src, float value, tensor *dst, round_stats *st))  \
-    /* y = x * mask * (1 / (1 - p)), the mask drawn from seed (activation_math.h) */             \
-    X(dropout_forward, (backend *be, const tensor *x, double p, uint64_t seed, tensor *y,        \
-                        round_stats *st))                                                        \
-    /* dx = dy * mask * (1 / (1 - p)), the same mask */                                          \
-    X(dropout_backward, (backend *be, const tensor *dy, double p, uint64_t seed, tensor *dx,     \
-                         round_stats *st))                                                       \
     /* ---- losses bce_with_logits and l1 (loss_math.h) ---- */                                  \
     /* y = (1 - t) * x - log_sigmoid(x) elementwise: log_sigmoid rounded into x's dtype, the   \
      * rest after each op into y's (t's) dtype */                                                \
@@ -244,7 +236,7 @@ typedef void *(*backend_values_fn)(void *ctx);
     X(norm_backward_input, (backend *be, const norm_geom *g, const tensor *dy, const tensor *x, \
                             const tensor *mean, const tensor *rstd, const tensor *w,           \
                             tensor *dx, round_stats *st))                                      \
-    /* dw[c] = sum of dy * xhat over n and inner (db is channel_sum) */                       \
+    /* dw[c] = sum of dy * xhat over n and inner (db is reduce_channel_sum) */                \
     X(norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,                \
                              const tensor *x, const tensor *mean, const tensor *rstd,          \
                              tensor *dw, round_stats *st))                                     \
@@ -265,7 +257,7 @@ typedef void *(*backend_values_fn)(void *ctx);
     X(batch_norm_backward_input, (backend *be, const norm_geom *g, const tensor *dy,           \
                                   const tensor *x, const tensor *mean, const tensor *invstd,   \
                                   const tensor *w, tensor *dx, round_stats *st))               \
-    /* dw[c] = sum(dy (x - mean)) * invstd (db is channel_sum) */                             \
+    /* dw[c] = sum(dy (x - mean)) * invstd (db is reduce_channel_sum) */                      \
     X(batch_norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,          \
                                    const tensor *x, const tensor *mean, const tensor *invstd,  \
                                    tensor *dw, round_stats *st))                               \
@@ -284,16 +276,7 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* dx = sum over the windows holding the element of dy / divisor */                      \
     X(avg_pool2d_backward, (backend *be, const conv2d_geom *g, bool count_include_pad,         \
                             const tensor *dy, tensor *dx, round_stats *st))                   \
-    /* x [N, C, H, W] -> y [N, C, 1, 1] = sum over H and W * (1 / (H W)): mean's kernel */    \
-    X(global_avg_pool_forward, (backend *be, const tensor *x, tensor *y, round_stats *st))    \
-    /* dx = dy[n, c] / (H W) at every position: mean's backward */                           \
-    X(global_avg_pool_backward, (backend *be, const tensor *dy, tensor *dx, round_stats *st))  \
     /* ---- graph models ---- */                                                                 \
-    /* y[i] = round(float(a[i]) + float(b[i % b.numel])): b repeats over a's leading dims        \
-     * (b's numel divides a's); a, b, y of any float dtypes (y's the promoted one) */            \
-    X(add, (backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st))         \
-    /* y[i] = round(float(a[i]) * float(b[i % b.numel])), as add */                             \
-    X(mul, (backend *be, const tensor *a, const tensor *b, tensor *y, round_stats *st))         \
     /* y[n, :] = w[idx[n], :]; idx int64 [N], w [V, C], y [N, C] in w's dtype */                 \
     X(embedding_forward, (backend *be, const tensor *idx, const tensor *w, tensor *y,            \
                           round_stats *st))                                                      \
@@ -380,7 +363,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 9
+#define BACKEND_ABI_VERSION 11
 
 #ifdef __cplusplus
 extern "C" {
@@ -402,6 +385,11 @@ typedef backend *(*backend_cuda_open_fn)(mem_account *account, char *err, int er
 #define BACKEND_CUDA_OPEN_SYMBOL "ampscope_backend_cuda_open"
 typedef backend_abi (*backend_abi_fn)(void);
 #define BACKEND_ABI_SYMBOL "ampscope_backend_abi"
+/* The names of the rows the library was built with, in their order: BACKEND_ROW_NAMES. */
+typedef const char *(*backend_rows_fn)(void);
+#define BACKEND_ROWS_SYMBOL "ampscope_backend_rows"
+#define BACKEND_ROW_NAME(name, ...) #name " "
+#define BACKEND_ROW_NAMES POINTWISE_OPS(BACKEND_ROW_NAME) "| " REDUCE_OPS(BACKEND_ROW_NAME)
 
 /* 0 when every memory function and op of be is filled, an op it leaves out excepted; else
  * -1 with a message in err naming the backend and each one left NULL. */
@@ -412,6 +400,12 @@ bool backend_supports(const backend *be, backend_op op, dtype dt);
 bool backend_leaves_out(const backend *be, backend_op op);
 /* "cast", "linear_forward", ...: the op's name in the list */
 const char *backend_op_name(backend_op op);
+/* db[C] = the sum row over dy viewed as [outer, C, inner], over outer and inner (a bias's
+ * gradient): be's reduce_forward, counted into st */
+int reduce_channel_sum(backend *be, const tensor *dy, int64_t outer, int64_t inner, tensor *db,
+                       round_stats *st);
+/* y (one value) = row op over every element of x (a loss's mean) */
+int reduce_all(backend *be, rd_op op, const tensor *x, tensor *y, round_stats *st);
 
 #ifdef __cplusplus
 }

@@ -52,6 +52,13 @@ backend *backend_cuda_load(mem_account *account, const char *lib_dir, char *err,
                  sizeof(backend));
         return NULL;
     }
+    backend_rows_fn rows_fn = (backend_rows_fn)dlsym(lib, BACKEND_ROWS_SYMBOL);
+    if (!rows_fn || strcmp(rows_fn(), BACKEND_ROW_NAMES) != 0) {
+        snprintf(err, (size_t)errlen,
+                 "%s was built with the rows \"%s\"; this binary has \"%s\": rebuild with make",
+                 path, rows_fn ? rows_fn() : "(none)", BACKEND_ROW_NAMES);
+        return NULL;
+    }
     backend_cuda_open_fn open_fn = (backend_cuda_open_fn)dlsym(lib, BACKEND_CUDA_OPEN_SYMBOL);
     if (!open_fn) {
         snprintf(err, (size_t)errlen, "no usable CUDA device: %s has no %s", path,

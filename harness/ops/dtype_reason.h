@@ -13,12 +13,15 @@
  *   input               an op on no autocast list, or run with autocast off, keeps its
  *                       floating operands' dtype (from: them)
  *   promote             type promotion of operands of different dtypes (c10's
- *                       promoteTypes; from: them)
+ *                       promoteTypes; from: them), or under autocast an op on the promote
+ *                       list, its arguments cast to the widest of their dtypes
  *   lower_precision_fp  under autocast, an op on autocast_mode.h's lower_precision_fp list:
  *                       its output and the casts of its arguments are in the autocast dtype
  *   fp32                under autocast, an op on the fp32 list: float32
  *   fp32_set_opt_dtype  under autocast, an op on the fp32_set_opt_dtype list: its output is
  *                       float32 by its dtype argument
+ *   fp32_append_dtype   under autocast, an op on the fp32_append_dtype list (the norms'
+ *                       overloads that take a dtype): float32 the same way
  *   autocast_off        an op on an autocast list, run where the case's autocast is disabled
  *                       (the loss outside the region): its operands' dtype (from: them)
  *   opmath              a float32 tensor inside an op, its accumulate type (the attention
@@ -48,6 +51,7 @@
     X(DTYPE_REASON_LOWER_PRECISION_FP, "lower_precision_fp")                                       \
     X(DTYPE_REASON_FP32, "fp32")                                                                   \
     X(DTYPE_REASON_FP32_SET_OPT_DTYPE, "fp32_set_opt_dtype")                                       \
+    X(DTYPE_REASON_FP32_APPEND_DTYPE, "fp32_append_dtype")                                         \
     X(DTYPE_REASON_AUTOCAST_OFF, "autocast_off")                                                   \
     X(DTYPE_REASON_OPMATH, "opmath")                                                               \
     X(DTYPE_REASON_CAST, "cast")                                                                   \

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "broadcast.h"
 
 #define REL_TOL 1e-5 /* relative tolerance of summation-order ops */
 #define ABS_TOL 1e-6 /* times the largest finite |ref| of the tensor */
@@ -439,125 +440,144 @@ static void check_rounding_ops(selftest *c, round_stats *st)
     }
 }
 
-static void check_relu(selftest *c, round_stats *st)
-{
-    const int64_t shape[2] = {17, 61};
-    for (int a = 0; a < 3; a++) {
-        dtype dt = float_dtypes[a];
-        pair x = make_random(c, "x", dt, 2, shape, GEN_WIDE, 1.0f);
-        pair y = make(c, "y", dt, 2, shape, NULL);
-        stats_init2(st);
-        for (int i = 0; ready(c) && i < 2; i++)
-            op_rc(c, i, c->s[i].be->relu_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
-        compare(c, "y", y, st, EXACT);
-        report(c, "relu_forward", "%s", dtype_name(dt));
+/* ---- the pointwise rows (pointwise.h) ---- */
 
-        pair dy = make_random(c, "dy", dt, 2, shape, GEN_WIDE, 1.0f);
-        y = make_random(c, "y", dt, 2, shape, GEN_WIDE, 1.0f);
-        pair dx = make(c, "dx", dt, 2, shape, NULL);
+/* a row's forward on the host, as both backends compute it (the formulas are shared) */
+static float host_forward(pw_op op, float a, float b, float c, const op_params *p, int64_t i,
+                          dtype dt)
+{
+    switch (op) {
+#define PW_HOST(name, ...)                                                                         \
+    case PW_OP_##name:                                                                             \
+        return pw_##name##_forward(a, b, c, p, i, dt);
+        POINTWISE_OPS(PW_HOST)
+#undef PW_HOST
+    case PW_OP_COUNT:
+        break;
+    }
+    fprintf(stderr, "ampscope: selftest: no pointwise row %d\n", (int)op);
+    abort();
+}
+
+/* the operands' shapes of a check (a row of arity n uses the first n); the output is their
+ * broadcast */
+static const struct pw_pattern {
+    const char *what;
+    int nd[PW_MAX_ARITY];
+    int64_t shape[PW_MAX_ARITY][TENSOR_MAX_DIMS];
+} pw_patterns[] = {
+    {"one shape [17, 61]", {2, 2, 2}, {{17, 61}, {17, 61}, {17, 61}}},
+    {"[17, 61] with [61]", {2, 1, 2}, {{17, 61}, {61}, {17, 61}}},
+    {"[3, 5, 4, 4] with [5, 1, 1]", {4, 3, 4}, {{3, 5, 4, 4}, {5, 1, 1}, {3, 1, 4, 4}}},
+    {"[4, 1, 6] with [5, 1]", {3, 2, 1}, {{4, 1, 6}, {5, 1}, {6}}},
+    {"[7, 9] with a scalar", {2, 0, 2}, {{7, 9}, {0}, {7, 9}}},
+};
+/* the operands' dtypes (a row of arity 1 uses the first three) */
+static const dtype pw_dtypes[][PW_MAX_ARITY] = {
+    {DTYPE_FLOAT32, DTYPE_FLOAT32, DTYPE_FLOAT32},
+    {DTYPE_FLOAT16, DTYPE_FLOAT16, DTYPE_FLOAT16},
+    {DTYPE_BFLOAT16, DTYPE_BFLOAT16, DTYPE_BFLOAT16},
+    {DTYPE_FLOAT32, DTYPE_FLOAT16, DTYPE_BFLOAT16},
+    {DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_FLOAT16},
+};
+
+/* One row at one pattern, dtypes and parameters: the forward, then each operand's backward
+ * (dy and the operands random, the saved result the host's forward of them), compared
+ * exactly: both backends run the same formulas in float32. */
+static void check_pointwise_case(selftest *c, round_stats *st, pw_op op,
+                                 const struct pw_pattern *pat, const dtype *dts, const op_params *p,
+                                 const char *what)
+{
+    const pw_row *row = &pw_rows[op];
+    int n = row->arity, nd = pat->nd[0];
+    int64_t shape[TENSOR_MAX_DIMS];
+    memcpy(shape, pat->shape[0], sizeof shape);
+    dtype odt = dts[0];
+    for (int k = 1; k < n; k++) {
+        shape_broadcast(nd, shape, pat->nd[k], pat->shape[k], &nd, shape);
+        odt = promote_types(odt, dts[k]);
+    }
+    pair x[PW_MAX_ARITY];
+    for (int k = 0; k < n; k++)
+        x[k] = make_random(c, k ? "b" : "a", dts[k], pat->nd[k], pat->shape[k], GEN_WIDE, 1.0f);
+    pair y = make(c, "y", odt, nd, shape, NULL);
+    stats_init2(st);
+    for (int i = 0; ready(c) && i < 2; i++) {
+        const tensor *xs[PW_MAX_ARITY] = {x[0].t[i], n > 1 ? x[1].t[i] : NULL,
+                                          n > 2 ? x[2].t[i] : NULL};
+        op_rc(c, i, c->s[i].be->pointwise_forward(c->s[i].be, op, p, xs, y.t[i], &st[i]));
+    }
+    compare(c, "y", y, st, EXACT);
+    report(c, "pointwise_forward", "%s %s", row->name, what);
+
+    for (int k = 0; k < n; k++) {
+        /* operands and their forward on the host, for the saved result */
+        float *v[PW_MAX_ARITY] = {NULL, NULL, NULL};
+        for (int j = 0; j < n; j++)
+            v[j] = gen(c, shape_numel(pat->nd[j], pat->shape[j]), GEN_NORMAL, 2.0f);
+        for (int j = 0; j < n; j++)
+            x[j] = make(c, j ? "b" : "a", dts[j], pat->nd[j], pat->shape[j], v[j]);
+        int64_t numel = shape_numel(nd, shape);
+        float *yv = ready(c) ? malloc(sizeof(float) * (size_t)numel) : NULL;
+        if (ready(c) && !yv)
+            setup_failed(c, "out of host memory");
+        const tensor *ref[PW_MAX_ARITY] = {x[0].t[0], n > 1 ? x[1].t[0] : NULL,
+                                           n > 2 ? x[2].t[0] : NULL};
+        for (int64_t i = 0; yv && i < numel; i++) {
+            float a[PW_MAX_ARITY] = {0, 0, 0};
+            tensor out = {.dtype = odt, .ndim = nd, .numel = numel};
+            memcpy(out.shape, shape, sizeof shape);
+            bcast_view bv = bcast_view_of(&out, ref, n);
+            for (int j = 0; j < n; j++)
+                a[j] = round_to(v[j][bcast_index(&bv, j, i)], dts[j]);
+            yv[i] = round_to(host_forward(op, a[0], a[1], a[2], p, i, odt), odt);
+        }
+        pair saved_y = make(c, "y", odt, nd, shape, yv);
+        free(yv);
+        for (int j = 0; j < n; j++)
+            free(v[j]);
+        pair dy = make_random(c, "dy", odt, nd, shape, GEN_WIDE, 1.0f);
+        pair dx = make(c, "dx", odt, nd, shape, NULL);
         stats_init2(st);
-        for (int i = 0; ready(c) && i < 2; i++)
-            op_rc(c, i, c->s[i].be->relu_backward(c->s[i].be, dy.t[i], y.t[i], dx.t[i], &st[i]));
+        for (int i = 0; ready(c) && i < 2; i++) {
+            const tensor *xs[PW_MAX_ARITY] = {NULL, NULL, NULL};
+            for (int j = 0; j < n; j++)
+                xs[j] = row->backward & PW_SAVES(j) ? x[j].t[i] : NULL;
+            const tensor *ys = row->backward & PW_SAVE_OUT ? saved_y.t[i] : NULL;
+            op_rc(c, i,
+                  c->s[i].be->pointwise_backward(c->s[i].be, op, p, k, dy.t[i], xs, ys, dx.t[i],
+                                                 &st[i]));
+        }
         compare(c, "dx", dx, st, EXACT);
-        report(c, "relu_backward", "%s", dtype_name(dt));
+        report(c, "pointwise_backward", "%s, operand %d, %s", row->name, k, what);
     }
 }
 
-/* ---- activations ---- */
-
-typedef int (*act_fwd_fn)(backend *be, const tensor *x, tensor *y, round_stats *st);
-/* dx from dy and the saved tensor (x, or y for sigmoid and tanh) */
-typedef int (*act_bwd_fn)(backend *be, const tensor *dy, const tensor *saved, tensor *dx,
-                          round_stats *st);
-
-/* each elementwise activation's ops behind those two signatures */
-static int gelu_none_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
+/* every row, in every dtype (a row of several operands also in mixed ones) at every pattern
+ * (a row of one operand at the first), at two parameter sets: every real parameter 0.125 and
+ * every choice its first, then 0.5 and the second (a choice has two at least) */
+static void check_pointwise(selftest *c, round_stats *st)
 {
-    return be->gelu_forward(be, x, GELU_NONE, y, st);
-}
-static int gelu_tanh_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
-{
-    return be->gelu_forward(be, x, GELU_TANH, y, st);
-}
-static int gelu_none_bwd(backend *be, const tensor *dy, const tensor *x, tensor *dx,
-                         round_stats *st)
-{
-    return be->gelu_backward(be, dy, x, GELU_NONE, dx, st);
-}
-static int gelu_tanh_bwd(backend *be, const tensor *dy, const tensor *x, tensor *dx,
-                         round_stats *st)
-{
-    return be->gelu_backward(be, dy, x, GELU_TANH, dx, st);
-}
-static int silu_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
-{
-    return be->silu_forward(be, x, y, st);
-}
-static int silu_bwd(backend *be, const tensor *dy, const tensor *x, tensor *dx, round_stats *st)
-{
-    return be->silu_backward(be, dy, x, dx, st);
-}
-static int sigmoid_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
-{
-    return be->sigmoid_forward(be, x, y, st);
-}
-static int sigmoid_bwd(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st)
-{
-    return be->sigmoid_backward(be, dy, y, dx, st);
-}
-static int tanh_fwd(backend *be, const tensor *x, tensor *y, round_stats *st)
-{
-    return be->tanh_forward(be, x, y, st);
-}
-static int tanh_bwd(backend *be, const tensor *dy, const tensor *y, tensor *dx, round_stats *st)
-{
-    return be->tanh_backward(be, dy, y, dx, st);
-}
-
-static const struct act_check {
-    const char *fwd_name, *bwd_name, *variant;
-    act_fwd_fn fwd;
-    act_bwd_fn bwd;
-    bool backward_reads_y; /* sigmoid, tanh: from the result */
-} act_checks[] = {
-    {"gelu_forward", "gelu_backward", "", gelu_none_fwd, gelu_none_bwd, false},
-    {"gelu_forward", "gelu_backward", " approximate=tanh", gelu_tanh_fwd, gelu_tanh_bwd, false},
-    {"silu_forward", "silu_backward", "", silu_fwd, silu_bwd, false},
-    {"sigmoid_forward", "sigmoid_backward", "", sigmoid_fwd, sigmoid_bwd, true},
-    {"tanh_forward", "tanh_backward", "", tanh_fwd, tanh_bwd, true},
-};
-
-static void check_activations(selftest *c, round_stats *st)
-{
-    const int64_t shape[2] = {17, 61};
-    for (size_t k = 0; k < sizeof act_checks / sizeof act_checks[0]; k++)
-        for (int a = 0; a < 3; a++) {
-            const struct act_check *ak = &act_checks[k];
-            dtype dt = float_dtypes[a];
-            const char *what = ak->variant;
-            pair x = make_random(c, "x", dt, 2, shape, GEN_WIDE, 1.0f);
-            pair y = make(c, "y", dt, 2, shape, NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, ak->fwd(c->s[i].be, x.t[i], y.t[i], &st[i]));
-            compare(c, "y", y, st, CLOSE);
-            report(c, ak->fwd_name, "%s%s", dtype_name(dt), what);
-
-            pair dy = make_random(c, "dy", dt, 2, shape, GEN_WIDE, 1.0f);
-            /* the saved tensor: x, or a result in (-1, 1) or (0, 1) */
-            float *v = gen(c, shape[0] * shape[1], ak->backward_reads_y ? GEN_NORMAL : GEN_WIDE,
-                           ak->backward_reads_y ? 0.4f : 1.0f);
-            for (int64_t i = 0; v && ak->backward_reads_y && i < shape[0] * shape[1]; i++)
-                v[i] = fminf(fabsf(v[i]), 0.999f);
-            pair xy = make(c, "saved", dt, 2, shape, v);
-            free(v);
-            pair dx = make(c, "dx", dt, 2, shape, NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, ak->bwd(c->s[i].be, dy.t[i], xy.t[i], dx.t[i], &st[i]));
-            compare(c, "dx", dx, st, CLOSE);
-            report(c, ak->bwd_name, "%s%s", dtype_name(dt), what);
-        }
+    for (int op = 0; op < PW_OP_COUNT; op++) {
+        int n = pw_rows[op].arity;
+        int n_pat = n == 1 ? 1 : (int)(sizeof pw_patterns / sizeof pw_patterns[0]);
+        int n_dt = n == 1 ? 3 : (int)(sizeof pw_dtypes / sizeof pw_dtypes[0]);
+        for (int q = 0; q < n_pat; q++)
+            for (int d = 0; d < n_dt; d++)
+                for (int set = 0; set < 2; set++) {
+                    op_params p = {.seed = 1000 + (uint64_t)(q * 100 + d * 10 + set)};
+                    for (int s = 0; s < OP_MAX_PARAMS; s++) {
+                        p.real[s] = set ? 0.5 : 0.125;
+                        p.choice[s] = set;
+                    }
+                    char what[160];
+                    snprintf(what, sizeof what, "%s%s%s%s%s, %s, parameters %d",
+                             dtype_name(pw_dtypes[d][0]), n > 1 ? " and " : "",
+                             n > 1 ? dtype_name(pw_dtypes[d][1]) : "", n > 2 ? " and " : "",
+                             n > 2 ? dtype_name(pw_dtypes[d][2]) : "", pw_patterns[q].what, set);
+                    check_pointwise_case(c, st, (pw_op)op, &pw_patterns[q], pw_dtypes[d], &p, what);
+                }
+    }
 }
 
 /* softmax over the last dim: same dtype in and out, and float16 into float32 (half_to_float,
@@ -621,63 +641,10 @@ static void check_causal_fill(selftest *c, round_stats *st)
         }
 }
 
-/* dropout: the same mask on both sides (a function of the seed and the index), the same
- * product rounded once */
-static void check_dropout(selftest *c, round_stats *st)
-{
-    const int64_t shape[2] = {17, 61};
-    static const double ps[2] = {0.1, 0.5};
-    for (int a = 0; a < 3; a++)
-        for (int k = 0; k < 2; k++) {
-            dtype dt = float_dtypes[a];
-            uint64_t seed = 1000 + (uint64_t)(a * 2 + k);
-            pair x = make_random(c, "x", dt, 2, shape, GEN_WIDE, 1.0f);
-            pair y = make(c, "y", dt, 2, shape, NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i,
-                      c->s[i].be->dropout_forward(c->s[i].be, x.t[i], ps[k], seed, y.t[i], &st[i]));
-            compare(c, "y", y, st, EXACT);
-            report(c, "dropout_forward", "%s p=%g", dtype_name(dt), ps[k]);
-
-            pair dy = make_random(c, "dy", dt, 2, shape, GEN_WIDE, 1.0f);
-            pair dx = make(c, "dx", dt, 2, shape, NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i,
-                      c->s[i].be->dropout_backward(c->s[i].be, dy.t[i], ps[k], seed, dx.t[i],
-                                                   &st[i]));
-            compare(c, "dx", dx, st, EXACT);
-            report(c, "dropout_backward", "%s p=%g", dtype_name(dt), ps[k]);
-        }
-}
-
-/* graph models: add and mul of two dtypes (the output's the promoted one, the second
- * operand repeating over the first's rows), the embedding lookup and its weight gradient
- * (float32 sums in another order on a GPU: CLOSE) */
+/* graph models: the embedding lookup and its weight gradient (float32 sums in another order on
+ * a GPU: CLOSE), attention's batched products and split_heads' dim swap */
 static void check_graph_ops(selftest *c, round_stats *st)
 {
-    const int64_t shape[2] = {17, 61}, row[1] = {61};
-    static const dtype pairs[][3] = {{DTYPE_FLOAT32, DTYPE_FLOAT32, DTYPE_FLOAT32},
-                                     {DTYPE_FLOAT16, DTYPE_FLOAT16, DTYPE_FLOAT16},
-                                     {DTYPE_BFLOAT16, DTYPE_BFLOAT16, DTYPE_BFLOAT16},
-                                     {DTYPE_FLOAT32, DTYPE_FLOAT16, DTYPE_FLOAT32},
-                                     {DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_FLOAT32}};
-    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
-        for (int op = 0; op < 2; op++) {
-            pair a = make_random(c, "a", pairs[k][0], 2, shape, GEN_WIDE, 1.0f);
-            pair b = make_random(c, "b", pairs[k][1], k % 2 ? 1 : 2, k % 2 ? row : shape, GEN_WIDE,
-                                 1.0f);
-            pair y = make(c, "y", pairs[k][2], 2, shape, NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++) {
-                backend *be = c->s[i].be;
-                op_rc(c, i, (op ? be->mul : be->add)(be, a.t[i], b.t[i], y.t[i], &st[i]));
-            }
-            compare(c, "y", y, st, EXACT);
-            report(c, op ? "mul" : "add", "%s, %s -> %s", dtype_name(pairs[k][0]),
-                   dtype_name(pairs[k][1]), dtype_name(pairs[k][2]));
-        }
     const int64_t wshape[2] = {37, 24}, yshape[2] = {101, 24};
     for (int a = 0; a < 3; a++) {
         dtype dt = float_dtypes[a];
@@ -789,23 +756,80 @@ static void check_linear(selftest *c, round_stats *st)
     }
 }
 
-static void check_channel_sum(selftest *c, round_stats *st)
+/* ---- the reduction rows (reduce.h) ---- */
+
+/* x's shapes and reduced dims: each group pattern of reduce.h's view, one span and many */
+static const struct rd_pattern {
+    int nd;
+    int64_t shape[TENSOR_MAX_DIMS];
+    unsigned dims;
+    const char *what;
+} rd_patterns[] = {
+    {3, {4, 5, 6}, 1u << 0 | 1u << 2, "[4, 5, 6] over dims 0, 2 (a convolution's bias)"},
+    {2, {7, 11}, 1u << 0, "[7, 11] over dim 0 (a linear's bias)"},
+    {4, {3, 5, 7, 7}, 1u << 2 | 1u << 3, "[3, 5, 7, 7] over dims 2, 3 (a global pool)"},
+    {1, {70001}, 1u << 0, "[70001], every value (nine spans)"},
+    {3, {2, 3, 20000}, 1u << 0 | 1u << 2, "[2, 3, 20000] over dims 0, 2 (five spans)"},
+    {2, {20000, 33}, 1u << 0, "[20000, 33] over dim 0 (three spans, a tile's edge)"},
+    {4, {2, 3, 4, 5}, 1u << 1 | 1u << 3, "[2, 3, 4, 5] over dims 1, 3"},
+    {3, {5, 1, 3}, 1u << 1, "[5, 1, 3] over dim 1, of size 1"},
+};
+
+/* every row in every dtype at every pattern, exactly: both backends add in reduce.h's order */
+static void check_reduce(selftest *c, round_stats *st)
 {
-    static const int64_t shapes[2][3] = {{4, 5, 6}, {7, 11, 1}}; /* outer, channels, inner */
-    for (int a = 0; a < 3; a++)
-        for (int k = 0; k < 2; k++) {
-            dtype dt = float_dtypes[a];
-            const int64_t *s = shapes[k];
-            pair dy = make_random(c, "dy", dt, 3, s, GEN_NORMAL, 1.0f);
-            pair db = make(c, "db", dt, 1, &s[1], NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i,
-                      c->s[i].be->channel_sum(c->s[i].be, dy.t[i], s[0], s[2], db.t[i], &st[i]));
-            compare(c, "db", db, st, CLOSE);
-            report(c, "channel_sum", "%s [%lld, %lld, %lld]", dtype_name(dt), (long long)s[0],
-                   (long long)s[1], (long long)s[2]);
-        }
+    const op_params none = {.seed = 0};
+    for (int op = 0; op < RD_OP_COUNT; op++)
+        for (size_t q = 0; q < sizeof rd_patterns / sizeof rd_patterns[0]; q++)
+            for (int a = 0; a < 3; a++) {
+                const struct rd_pattern *pat = &rd_patterns[q];
+                dtype dt = float_dtypes[a];
+                rd_view v = rd_view_of(pat->nd, pat->shape, pat->dims);
+                int64_t n_out = v.n_out, numel = shape_numel(pat->nd, pat->shape);
+                pair x = make_random(c, "x", dt, pat->nd, pat->shape, GEN_NORMAL, 3.0f);
+                pair y = make(c, "y", dt, 1, &n_out, NULL);
+                stats_init2(st);
+                for (int i = 0; ready(c) && i < 2; i++)
+                    op_rc(c, i,
+                          c->s[i].be->reduce_forward(c->s[i].be, (rd_op)op, &none, x.t[i],
+                                                     pat->dims, y.t[i], &st[i]));
+                compare(c, "y", y, st, EXACT);
+                report(c, "reduce_forward", "%s %s, %s", rd_rows[op].name, dtype_name(dt),
+                       pat->what);
+
+                /* backward: x of small integers (amax's ties), y the reference's result */
+                float *xv = gen(c, numel, GEN_NORMAL, 1.0f);
+                for (int64_t i = 0; xv && i < numel; i++)
+                    xv[i] = (float)(int)rng_below(&c->g, 4);
+                x = make(c, "x", dt, pat->nd, pat->shape, xv);
+                free(xv);
+                y = make(c, "y", dt, 1, &n_out, NULL);
+                op_rc(c, 0,
+                      ready(c) ? c->s[0].be->reduce_forward(c->s[0].be, (rd_op)op, &none, x.t[0],
+                                                            pat->dims, y.t[0], NULL)
+                               : 0);
+                float *yv = ready(c) ? malloc(sizeof(float) * (size_t)n_out) : NULL;
+                void *yr = ready(c) ? download(c, 0, y.t[0]) : NULL;
+                for (int64_t i = 0; yv && yr && i < n_out; i++)
+                    yv[i] = load_as_float(yr, dt, i);
+                if (ready(c) && !yv)
+                    setup_failed(c, "out of host memory");
+                upload_pair(c, y, yv);
+                free(yv);
+                free(yr);
+                pair dy = make_random(c, "dy", dt, 1, &n_out, GEN_WIDE, 1.0f);
+                pair dx = make(c, "dx", dt, pat->nd, pat->shape, NULL);
+                unsigned bw = rd_rows[op].backward;
+                stats_init2(st);
+                for (int i = 0; ready(c) && i < 2; i++)
+                    op_rc(c, i,
+                          c->s[i].be->reduce_backward(
+                              c->s[i].be, (rd_op)op, &none, dy.t[i], bw & RD_SAVE_X ? x.t[i] : NULL,
+                              bw & RD_SAVE_OUT ? y.t[i] : NULL, pat->dims, dx.t[i], &st[i]));
+                compare(c, "dx", dx, st, EXACT);
+                report(c, "reduce_backward", "%s %s, %s", rd_rows[op].name, dtype_name(dt),
+                       pat->what);
+            }
 }
 
 static conv2d_geom conv_geom(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out,
@@ -1134,25 +1158,6 @@ static void check_pools(selftest *c, round_stats *st)
                 compare(c, "dx", dx, st, EXACT);
                 report(c, "avg_pool2d_backward", "%s%s", what, cip ? "" : ", padding not counted");
             }
-
-            const int64_t gs[4] = {g.n, g.c_in, 1, 1};
-            x = make_random(c, "x", dt, 4, xs, GEN_NORMAL, 1.0f);
-            y = make(c, "y", dt, 4, gs, NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i,
-                      c->s[i].be->global_avg_pool_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
-            compare(c, "y", y, st, CLOSE);
-            report(c, "global_avg_pool_forward", "%s", what);
-
-            dy = make_random(c, "dy", dt, 4, gs, GEN_NORMAL, 1.0f);
-            dx = make(c, "dx", dt, 4, xs, NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i,
-                      c->s[i].be->global_avg_pool_backward(c->s[i].be, dy.t[i], dx.t[i], &st[i]));
-            compare(c, "dx", dx, st, EXACT);
-            report(c, "global_avg_pool_backward", "%s", what);
         }
 }
 
@@ -1260,27 +1265,6 @@ static void check_losses(selftest *c, round_stats *st)
             report(c, "mse_backward", "a %s, b %s, out %s, %s dy", dtype_name(ad), dtype_name(bd),
                    dtype_name(yd), full ? "elementwise" : "scalar");
         }
-    }
-
-    static const int64_t mean_n[2] = {13 * 17, 70001}; /* one block; many blocks */
-    for (int a = 0; a < 3; a++) {
-        dtype dt = float_dtypes[a];
-        for (int k = 0; k < 2; k++) {
-            pair x = make_random(c, "x", dt, 1, &mean_n[k], GEN_NORMAL, 3.0f);
-            pair y = make(c, "y", dt, 0, scalar_shape, NULL);
-            stats_init2(st);
-            for (int i = 0; ready(c) && i < 2; i++)
-                op_rc(c, i, c->s[i].be->mean_forward(c->s[i].be, x.t[i], y.t[i], &st[i]));
-            compare(c, "y", y, st, CLOSE);
-            report(c, "mean_forward", "%s [%lld]", dtype_name(dt), (long long)mean_n[k]);
-        }
-        pair dy = make_random(c, "dy", dt, 0, scalar_shape, GEN_NORMAL, 1.0f);
-        pair dx = make(c, "dx", dt, 1, &mean_n[0], NULL);
-        stats_init2(st);
-        for (int i = 0; ready(c) && i < 2; i++)
-            op_rc(c, i, c->s[i].be->mean_backward(c->s[i].be, dy.t[i], dx.t[i], &st[i]));
-        compare(c, "dx", dx, st, EXACT);
-        report(c, "mean_backward", "%s", dtype_name(dt));
     }
 }
 
@@ -1766,6 +1750,59 @@ static void check_fp8_quantize(selftest *c)
             }
 }
 
+/* MXFP8's block quantization (row-wise and column-wise, its E8M0 scales and saturated
+ * count) and block GEMM, exact: "SKIP" where the device under test runs no MXFP8 */
+static void check_fp8_block(selftest *c, round_stats *st)
+{
+    if (!backend_supports(c->s[1].be, BACKEND_OP_fp8_block_quantize, DTYPE_FLOAT8_E4M3FN) ||
+        !backend_supports(c->s[1].be, BACKEND_OP_fp8_block_gemm, DTYPE_FLOAT8_E4M3FN)) {
+        fprintf(c->out, "SKIP fp8_block_quantize, fp8_block_gemm (the %s backend runs no MXFP8)\n",
+                c->s[1].be->name);
+        return;
+    }
+    const int64_t M = 32, N = 16, K = 64, as[2] = {M, K}, bs[2] = {N, K}, ys[2] = {M, N};
+    for (int a = 0; a < 3; a++)
+        for (int colwise = 0; colwise < 2; colwise++) {
+            const int64_t qs[2] = {colwise ? K : M, colwise ? M : K};
+            pair x = make_random(c, "x", float_dtypes[a], 2, as, GEN_NORMAL, 8.0f);
+            pair q = make(c, "q", DTYPE_FLOAT8_E4M3FN, 2, qs, NULL);
+            uint8_t e8m0[2][M * K / 32];
+            int64_t n[2] = {-1, -1};
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->fp8_block_quantize(c->s[i].be, x.t[i], colwise, q.t[i], e8m0[i],
+                                                     &n[i], &st[i]));
+            if (ready(c) && memcmp(e8m0[0], e8m0[1], sizeof e8m0[0]) != 0)
+                differ(c, "the blocks' E8M0 scales differ");
+            if (ready(c) && n[0] != n[1])
+                differ(c, "saturated %lld vs %lld", (long long)n[0], (long long)n[1]);
+            compare(c, "q", q, st, EXACT);
+            report(c, "fp8_block_quantize", "x %s, %s", dtype_name(float_dtypes[a]),
+                   colwise ? "column-wise" : "row-wise");
+        }
+    for (int o = 0; o < 3; o++) {
+        pair x = make_random(c, "x", DTYPE_FLOAT32, 2, as, GEN_NORMAL, 1.0f);
+        pair w = make_random(c, "w", DTYPE_FLOAT32, 2, bs, GEN_NORMAL, 1.0f);
+        pair xq = make(c, "xq", DTYPE_FLOAT8_E4M3FN, 2, as, NULL);
+        pair wq = make(c, "wq", DTYPE_FLOAT8_E4M3FN, 2, bs, NULL);
+        pair bias = make_random(c, "bias", float_dtypes[o], 1, &N, GEN_NORMAL, 1.0f);
+        pair y = make(c, "y", float_dtypes[o], 2, ys, NULL);
+        uint8_t xe[M * K / 32], we[N * K / 32];
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++) {
+            backend *be = c->s[i].be;
+            int64_t n;
+            op_rc(c, i, be->fp8_block_quantize(be, x.t[i], false, xq.t[i], xe, &n, NULL));
+            op_rc(c, i, be->fp8_block_quantize(be, w.t[i], false, wq.t[i], we, &n, NULL));
+            op_rc(c, i,
+                  be->fp8_block_gemm(be, xq.t[i], xe, wq.t[i], we, bias.t[i], y.t[i], &st[i]));
+        }
+        compare(c, "y", y, st, EXACT);
+        report(c, "fp8_block_gemm", "-> %s, bias", dtype_name(float_dtypes[o]));
+    }
+}
+
 /* max |dut - ref| / max |ref| over y's elements (float32 outputs) */
 static double largest_relative(selftest *c, pair y)
 {
@@ -1871,9 +1908,9 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     for (int i = 0; i < 2; i++)
         bes[i]->account = &c->s[i].account;
     check_rounding_ops(c, st);
-    check_relu(c, st);
+    check_pointwise(c, st);
     check_linear(c, st);
-    check_channel_sum(c, st);
+    check_reduce(c, st);
     check_conv2d(c, st);
     check_losses(c, st);
     check_bce_l1(c, st); /* losses bce_with_logits and l1 */
@@ -1882,10 +1919,8 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_optimizers(c);
     check_exact_counts(c, st);
     /* activations */
-    check_activations(c, st);
     check_softmax(c, st);
     check_causal_fill(c, st);
-    check_dropout(c, st);
     /* normalization and pooling */
     check_norm(c, st);
     check_batch_norm(c, st);
@@ -1895,6 +1930,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     /* float8 */
     check_fp8_quantize(c);
     check_fp8_gemm(c, st);
+    check_fp8_block(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

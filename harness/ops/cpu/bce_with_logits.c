@@ -2,7 +2,7 @@
  * bce_with_logits.c: binary_cross_entropy_with_logits's elementwise loss and its gradient
  * on the CPU (twin of kernels/bce_with_logits.cu), with loss_math.h's arithmetic: every op of
  * PyTorch's composite rounds into its output's dtype (log_sigmoid into the logits', the rest
- * of the forward into the target's, the backward into the logits'). The mean is mean_forward.
+ * of the forward into the target's, the backward into the logits'). The mean is the mean row's.
  */
 #include "ops/loss_math.h"
 #include "cpu.h"

@@ -1,5 +1,6 @@
 /*
- * loss.c: log_softmax, nll_loss, mse and mean on the CPU (twin of kernels/loss.cu).
+ * loss.c: log_softmax, nll_loss and mse on the CPU (twin of kernels/loss.cu; the mean of a
+ * loss is the mean row's, reduce.c).
  * Rows are over the last dim: x [B, C]. Reductions accumulate in double, in a fixed order
  * whatever the number of threads (PyTorch's CUDA kernels accumulate in float32 in tree
  * order; the difference is summation-order noise), and round once into the output dtype.
@@ -199,50 +200,5 @@ int cpu_mse_backward(backend *be, const tensor *dy, const tensor *a, const tenso
     (void)be;
     mse_ctx c = {.a = a, .b = b, .dy = dy, .out = da, .alpha = round_to((float)alpha, da->dtype)};
     cpu_parallel_chunks(a->numel, mse_backward_chunk, &c, st);
-    return 0;
-}
-
-int cpu_mean_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
-{
-    (void)be;
-    /* partial sums of at most MAX_PARTS fixed blocks, added in block order: the same result
-     * on any number of threads */
-    enum { MAX_PARTS = 4096, MIN_BLOCK = 1 << 16 };
-    double part[MAX_PARTS];
-    int64_t block = (x->numel + MAX_PARTS - 1) / MAX_PARTS;
-    block = block < MIN_BLOCK ? MIN_BLOCK : block;
-    int64_t parts = (x->numel + block - 1) / block;
-#pragma omp parallel for schedule(static) if (parts > 1)
-    for (int64_t k = 0; k < parts; k++) {
-        enum { LANES = 8 }; /* running sums, the j-th element of a chunk into lane j % LANES */
-        double s[LANES] = {0};
-        float buf[CPU_CHUNK];
-        int64_t end = (k + 1) * block < x->numel ? (k + 1) * block : x->numel;
-        for (int64_t i = k * block; i < end; i += CPU_CHUNK) {
-            int64_t n = end - i < CPU_CHUNK ? end - i : CPU_CHUNK, j = 0;
-            const float *v = cpu_view(x, i, n, buf);
-            for (; j + LANES <= n; j += LANES)
-                for (int l = 0; l < LANES; l++)
-                    s[l] += v[j + l];
-            for (; j < n; j++)
-                s[j % LANES] += v[j];
-        }
-        part[k] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    }
-    double sum = 0.0;
-    for (int64_t k = 0; k < parts; k++)
-        sum += part[k];
-    /* Reduce.cuh's MeanOps: acc * factor, factor = float(1) / float(numel) */
-    float v = (float)sum * (1.0f / (float)x->numel);
-    cpu_store(&v, y->data, y->dtype, 0, 1, st);
-    return 0;
-}
-
-int cpu_mean_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st)
-{
-    (void)be;
-    /* MeanBackward: grad.expand(sizes) / numel; dividing by a scalar multiplies by its
-     * float32 reciprocal (BinaryDivTrueKernel.cu) */
-    cpu_fill_counted(dx, load_as_float(dy->data, dy->dtype, 0) * (1.0f / (float)dx->numel), st);
     return 0;
 }

@@ -1,11 +1,10 @@
 /*
- * pool.c: max_pool2d, avg_pool2d and the global average pool (adaptive_avg_pool2d to 1x1)
- * on the CPU (twin of kernels/pool.cu). Layout NCHW; the geometry is a conv2d_geom with
+ * pool.c: max_pool2d and avg_pool2d on the CPU (twin of kernels/pool.cu; adaptive_avg_pool2d
+ * to 1x1 is the mean row's, reduce.c). Layout NCHW; the geometry is a conv2d_geom with
  * c_in = c_out and dilation 1; one (n, c) plane at a time. As PyTorch's CUDA kernels
- * (aten/src/ATen/native/cuda/DilatedMaxPool2d.cu, AveragePool2d.cu, and mean's reduction
- * for a 1x1 adaptive pool, AdaptiveAveragePooling.cpp): float32 accumulation, each output
- * rounded once; the backward passes gather, for each input element, the gradients of the
- * windows that hold it (max: where it was the argmax) and round their float32 sum once.
+ * (aten/src/ATen/native/cuda/DilatedMaxPool2d.cu, AveragePool2d.cu): float32 accumulation,
+ * each output rounded once; the backward passes gather, for each input element, the gradients of
+ * the windows that hold it (max: where it was the argmax) and round their float32 sum once.
  */
 #include <math.h>
 
@@ -205,47 +204,5 @@ int cpu_avg_pool2d_backward(backend *be, const conv2d_geom *g, bool count_includ
     (void)be;
     pool_ctx c = {.g = g, .in = dy, .out = dx, .count_include_pad = count_include_pad};
     for_planes(g->n * g->c_in, g->h_in * g->w_in, avg_backward_plane, &c, st);
-    return 0;
-}
-
-int cpu_global_avg_pool_forward(backend *be, const tensor *x, tensor *y, round_stats *st)
-{
-    int64_t planes = x->shape[0] * x->shape[1], hw = x->shape[2] * x->shape[3];
-    float *sums = cpu_scratch(be, planes);
-    if (!sums)
-        return -1;
-    float factor = 1.0f / (float)hw; /* MeanOps: the sum times 1 / n */
-#pragma omp parallel for schedule(static) if (planes * hw >= (1 << 16))
-    for (int64_t p = 0; p < planes; p++) {
-        float acc = 0.0f;
-        for (int64_t i = 0; i < hw; i++)
-            acc += load_as_float(x->data, x->dtype, p * hw + i);
-        sums[p] = acc * factor;
-    }
-    cpu_store(sums, y->data, y->dtype, 0, planes, st);
-    cpu_scratch_free(be, sums, planes);
-    return 0;
-}
-
-typedef struct global_ctx {
-    const tensor *dy;
-    tensor *dx;
-    int64_t hw;
-} global_ctx;
-
-static void global_backward_chunk(void *p, int64_t off, int64_t n, round_stats *st)
-{
-    const global_ctx *c = p;
-    float buf[CPU_CHUNK];
-    for (int64_t i = 0; i < n; i++) /* mean_backward: grad.expand(...) / n */
-        buf[i] = load_as_float(c->dy->data, c->dy->dtype, (off + i) / c->hw) / (float)c->hw;
-    cpu_store(buf, c->dx->data, c->dx->dtype, off, n, st);
-}
-
-int cpu_global_avg_pool_backward(backend *be, const tensor *dy, tensor *dx, round_stats *st)
-{
-    (void)be;
-    global_ctx c = {dy, dx, dx->shape[2] * dx->shape[3]};
-    cpu_parallel_chunks(dx->numel, global_backward_chunk, &c, st);
     return 0;
 }

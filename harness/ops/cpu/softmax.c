@@ -29,12 +29,12 @@ static void softmax_rows(const softmax_ctx *c, int64_t r0, int64_t r1, round_sta
         }
         double sum = 0.0;
         for (int64_t j = 0; j < c->cols; j++)
-            sum += act_exp(load_as_float(c->x->data, c->x->dtype, base + j) - mx);
+            sum += exp_f32(load_as_float(c->x->data, c->x->dtype, base + j) - mx);
         float s = (float)sum;
         for (int64_t j0 = 0; j0 < c->cols; j0 += CPU_CHUNK) {
             int64_t n = c->cols - j0 < CPU_CHUNK ? c->cols - j0 : CPU_CHUNK;
             for (int64_t j = 0; j < n; j++)
-                buf[j] = act_exp(load_as_float(c->x->data, c->x->dtype, base + j0 + j) - mx) / s;
+                buf[j] = exp_f32(load_as_float(c->x->data, c->x->dtype, base + j0 + j) - mx) / s;
             cpu_store(buf, c->out->data, c->out->dtype, base + j0, n, st);
         }
     }
