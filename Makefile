@@ -187,7 +187,7 @@ $(CUDA_LIB): $(CUDA_OBJ) $(CUDA_C_OBJ)
 
 # ---- NCCL for distributed cases on GPUs: its own library, dlopened by harness/distributed/nccl.c
 # only when a distributed case runs on the CUDA backend (built where the toolkit has nccl.h) ----
-$(NCCL_LIB): kernels/nccl_allreduce.c harness/distributed/nccl_abi.h harness/core/dtype.h
+$(NCCL_LIB): kernels/nccl.c harness/distributed/nccl_abi.h harness/core/dtype.h
 	@mkdir -p lib
 	$(CC) -O2 -std=c11 -Wall -Wextra -fPIC -shared -Iharness -I$(NCCL_HOME)/include $< -o $@ \
 	    -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -lnccl -lcudart -Wl,--no-undefined \

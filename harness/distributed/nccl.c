@@ -1,6 +1,6 @@
 /*
  * distributed/nccl.c: a rank's all-reduce through NCCL when the case runs on the CUDA
- * backend (distributed.h). lib/libampscope_nccl.so (kernels/nccl_allreduce.c) is dlopened
+ * backend (distributed.h). lib/libampscope_nccl.so (kernels/nccl.c) is dlopened
  * here, from AMPSCOPE_LIB_DIR or the lib/ folder beside bin/, as the CUDA library is
  * (backend_load.c): NCCL is loaded only by a distributed case on GPUs. Rank 0 makes the
  * communicator's unique id and MPI broadcasts it; MPI still carries the float64 reference

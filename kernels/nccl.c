@@ -1,5 +1,6 @@
 /*
- * nccl_allreduce.c: ncclAllReduce for a distributed case on GPUs (nccl_allreduce.h).
+ * kernels/nccl.c: ncclAllReduce for a distributed case on GPUs, the library side of
+ * harness/distributed/nccl.c (its interface: harness/distributed/nccl_abi.h).
  * Plain C against NCCL's and the CUDA runtime's APIs: no kernels of its own.
  */
 #include "distributed/nccl_abi.h"
