@@ -22,6 +22,7 @@
 #include "core/rng.h"
 #include "helpers.h"
 #include "case/load.h"
+#include "layers/layer.h"
 
 #define FD_H 1e-4
 #define MAXN 512
