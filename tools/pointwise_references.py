@@ -101,6 +101,7 @@ RECIPES = {
               "f": lambda x, p: torch.ops.aten.mul.Scalar(x, p["real"][0])},
     "dropout": {"sets": [{"real": {0: 0.1}}, {"real": {0: 0.5}}],
                 "f": lambda x, p: dropout(x, p["real"][0])},
+    "neg": {"sets": [{}], "f": lambda x, p: torch.neg(x)},
 }
 
 

@@ -93,7 +93,9 @@ enum {
     /* nn.Dropout(p) in training mode: x * mask / (1 - p), the mask the harness's own, drawn       \
      * again in backward (PyTorch saves it: a byte per element the harness does not keep) */       \
     X(dropout, 1, 0, AUTOCAST_NONE, "", (), (PW_OPT_REAL(p, 0, UNIT_HALF, 0.5)),                   \
-      ("native_dropout", "native_dropout_backward"))
+      ("native_dropout", "native_dropout_backward"))                                               \
+    /* -x (torch.neg); NegBackward0: grad.neg(), nothing saved */                                  \
+    X(neg, 1, 0, AUTOCAST_NONE, "", (), (), ("neg"))
 
 /* PW_EACH_OPERAND(arity, M, ...): M(0, ...) M(1, ...) ... for each operand of a row (the
  * generated code's loop over a row's backward formulas) */

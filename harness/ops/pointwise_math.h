@@ -30,6 +30,8 @@
  *   scale     mul with a CPU scalar (opmath_gpu_kernel_with_scalars: the float32 scalar)
  *   dropout   Dropout.cu (fused_dropout): x * mask * scale with scale = 1 / (1 - p) in
  *             float32; its backward (masked_scale) dy * mask * scale
+ *   neg       UnarySignKernels.cu (neg_kernel_cuda): -a, exact in every dtype; its backward
+ *             the same kernel on the gradient
  * erf, tanh and exp are evaluated in double and rounded to float32, the correctly rounded
  * float result on both backends (CUDA's erff/tanhf/expf, which PyTorch calls, may be 1-2 ulp
  * away from it: float32 noise, not a difference a half output can show).
@@ -192,6 +194,10 @@ PW_BACKWARD(dropout, 0)
     PW_REAL mask = dropout_keeps(p->seed, i, dropout_threshold(p->real[0])) ? 1 : 0;
     return g * mask * dropout_scale(p->real[0]);
 }
+
+/* ---- neg ---- */
+PW_FORWARD(neg) { return -a; }
+PW_BACKWARD(neg, 0) { return -g; }
 
 #undef PW_FORWARD
 #undef PW_BACKWARD
