@@ -105,6 +105,10 @@ int run_command(const char *cmd, char *out, size_t len)
     cr_assert_not_null(p, "%s", cmd);
     size_t n = fread(out, 1, len - 1, p);
     out[n] = '\0';
+    /* read the rest: a command cut off by SIGPIPE would lose its exit status */
+    char rest[4096];
+    while (fread(rest, 1, sizeof rest, p) > 0) {
+    }
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

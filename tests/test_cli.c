@@ -18,12 +18,7 @@ static int run_cli(const char *args, char *out, size_t len)
     const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_command(cmd, out, len);
 }
 
 Test(cli, typo_in_a_key_is_reported_with_file_and_line)

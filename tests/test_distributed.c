@@ -107,11 +107,7 @@ static void mpi_sum(const char *algorithm, int n, const char *dt, const char *va
              "--mca coll_tuned_allreduce_algorithm %s %s %s %s 2>&1",
              n, geteuid() == 0 ? "--allow-run-as-root" : "", algorithm, TEST_MPI_CHECK, dt,
              values);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t got = fread(out, 1, (size_t)len - 1, p);
-    out[got] = '\0';
-    cr_assert_eq(pclose(p), 0, "%s: %s", cmd, out);
+    cr_assert_eq(run_command(cmd, out, (size_t)len), 0, "%s: %s", cmd, out);
     out[strcspn(out, "\n")] = '\0';
 }
 
@@ -156,12 +152,7 @@ static int run_bin(const char *env, const char *args, char *out, size_t len)
     const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
     char cmd[4096];
     snprintf(cmd, sizeof cmd, NO_LEAK_CHECK " %s %s %s 2>&1", env, bin, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_command(cmd, out, len);
 }
 
 static int count_entries(const char *dir)
