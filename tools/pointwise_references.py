@@ -102,6 +102,7 @@ RECIPES = {
     "dropout": {"sets": [{"real": {0: 0.1}}, {"real": {0: 0.5}}],
                 "f": lambda x, p: dropout(x, p["real"][0])},
     "neg": {"sets": [{}], "f": lambda x, p: torch.neg(x)},
+    "sub": {"sets": [{}], "f": lambda a, b, p: torch.ops.aten.sub.Tensor(a, b)},
 }
 
 

@@ -95,7 +95,9 @@ enum {
     X(dropout, 1, 0, AUTOCAST_NONE, "", (), (PW_OPT_REAL(p, 0, UNIT_HALF, 0.5)),                   \
       ("native_dropout", "native_dropout_backward"))                                               \
     /* -x (torch.neg); NegBackward0: grad.neg(), nothing saved */                                  \
-    X(neg, 1, 0, AUTOCAST_NONE, "", (), (), ("neg"))
+    X(neg, 1, 0, AUTOCAST_NONE, "", (), (), ("neg"))                                               \
+    /* a - b (torch.sub, alpha 1); SubBackward0: self: grad, other: -grad, nothing saved */        \
+    X(sub, 2, PW_PASS_A, AUTOCAST_NONE, "", (), (), ("sub.Tensor"))
 
 /* PW_EACH_OPERAND(arity, M, ...): M(0, ...) M(1, ...) ... for each operand of a row (the
  * generated code's loop over a row's backward formulas) */

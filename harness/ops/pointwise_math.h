@@ -32,6 +32,8 @@
  *             float32; its backward (masked_scale) dy * mask * scale
  *   neg       UnarySignKernels.cu (neg_kernel_cuda): -a, exact in every dtype; its backward
  *             the same kernel on the gradient
+ *   sub       BinaryAddSubKernel.cu (add_kernel with alpha -1): a + (-1) * b in opmath, one
+ *             rounding; other's gradient -grad (neg's kernel, exact)
  * erf, tanh and exp are evaluated in double and rounded to float32, the correctly rounded
  * float result on both backends (CUDA's erff/tanhf/expf, which PyTorch calls, may be 1-2 ulp
  * away from it: float32 noise, not a difference a half output can show).
@@ -198,6 +200,11 @@ PW_BACKWARD(dropout, 0)
 /* ---- neg ---- */
 PW_FORWARD(neg) { return -a; }
 PW_BACKWARD(neg, 0) { return -g; }
+
+/* ---- sub ---- */
+PW_FORWARD(sub) { return a - b; }
+PW_BACKWARD(sub, 0) { return g; }
+PW_BACKWARD(sub, 1) { return -g; }
 
 #undef PW_FORWARD
 #undef PW_BACKWARD
