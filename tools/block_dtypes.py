@@ -47,9 +47,12 @@ Writes tests/references/blocks/<block>-<config>.csv with columns
   shape   the output's shape, dims joined by x
   dtype   the output's dtype
   why     "autocast <list>" (the op's list in tests/references/autocast_lists.csv, under
-          autocast), "explicit cast" (.to/.float with a dtype), "explicit dtype=" (an op
-          given dtype=), "promotion" (inputs of several floating dtypes, on no list),
-          "input dtype", "integer/bool op", "factory" (made from no tensor), "input"
+          autocast; a composite's inner ops' lists: cross_entropy_loss), "explicit cast"
+          (.to/.float with another dtype), "explicit cast to its own dtype (returns self)"
+          (aten/src/ATen/native/TensorConversions.cpp: to() of the same dtype copies
+          nothing), "explicit dtype=" (an op given dtype=), "promotion" (inputs of several
+          floating dtypes, on no list), "input dtype", "integer/bool op", "factory" (made
+          from no tensor), "input"
 The first rows are the block's inputs. Parameters and autograd's backward are not listed:
 a parameter keeps its dtype and its .grad has it; each activation gradient has its
 tensor's dtype (torch/csrc/autograd/engine.cpp validate_outputs).
@@ -228,7 +231,14 @@ class Recorder(TorchFunctionMode):
             return out
         aten = aten_name(func, args, kwargs)
         for t in outs:
-            self.add("aten::" + aten, t, self.why(aten, name, args, kwargs, t))
+            why = self.why(aten, name, args, kwargs, t)
+            if aten == "scaled_dot_product_attention":
+                # how the library called it: HF's sdpa path passes is_causal and enable_gqa
+                opts = [f"{k}={kwargs[k]}" for k in ("is_causal", "enable_gqa") if k in kwargs]
+                if kwargs.get("attn_mask") is not None:
+                    opts.append("attn_mask " + short(kwargs["attn_mask"].dtype))
+                why += f" ({' '.join(opts)})" if opts else ""
+            self.add("aten::" + aten, t, why)
         return out
 
 
