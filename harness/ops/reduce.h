@@ -54,8 +54,13 @@
 #define RD_LANES 32
 #define RD_ACCS 4
 #define RD_SWEEP (RD_LANES * RD_ACCS) /* 128 values: each accumulator of each lane once */
-#define RD_SPAN_MIN 8192
-#define RD_MAX_SPANS 64
+/* A span is one warp's share: 32 lanes of at most 256 values each, Reduce.cuh's
+ * setReduceConfig splitting the input over more blocks (ctas_per_output) until no thread
+ * sums more than max_values_per_thread = 256 values; at most 65535 blocks of 16 warps (its
+ * cap on ctas_per_output, 512-thread blocks), so that a float32 mean of 10^9 values sums
+ * chains as short as a GPU's (64 values an accumulator), not chains 16 times longer. */
+#define RD_SPAN_MIN (RD_LANES * 256)
+#define RD_MAX_SPANS (65535 * 16)
 #define RD_MAX_ATEN 4
 
 /* the backward column's flags */
