@@ -33,6 +33,8 @@ static const layer_def *const layer_defs[] = {
     [LAYER_TRANSPOSE] = &transpose_def,
     [LAYER_SPLIT_HEADS] = &split_heads_def,
     [LAYER_MERGE_HEADS] = &merge_heads_def,
+    /* explicit casts */
+    [LAYER_TO] = &to_def,
 /* the pointwise rows' kinds */
 #define ROW_KIND(name, ...) [LAYER_POINTWISE + PW_OP_##name] = &pointwise_defs[PW_OP_##name],
     POINTWISE_OPS(ROW_KIND)
@@ -102,6 +104,10 @@ int layer_describe_at(const case_config *cfg, int i, char *buf, size_t len)
     if (l->tied >= 0 && n >= 0) {
         size_t off = (size_t)n < len ? (size_t)n : len;
         n += snprintf(buf + off, len - off, " (weight: %s.weight)", cfg->layers[l->tied].name);
+    }
+    if (l->autocast_disabled && n >= 0) {
+        size_t off = (size_t)n < len ? (size_t)n : len;
+        n += snprintf(buf + off, len - off, " (autocast disabled)");
     }
     return n;
 }
@@ -272,6 +278,15 @@ tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int
     if (!v)
         run_fail(r, "%s", err);
     return v;
+}
+
+void view_observe(run *r, tensor *v)
+{
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    if (stp)
+        run_check(r, r->be->observe(r->be, v, stp));
+    observe_tensor(r->obs, v, ROLE_ACTIVATION, stp);
 }
 
 static void reduce_backward(run *r, node *n)

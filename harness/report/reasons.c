@@ -91,8 +91,9 @@ static void put_reason(FILE *f, const run_record *rec, const record_tensor *r)
         put_operands_reason(f, rec, r);
         return;
     case DTYPE_REASON_AUTOCAST_OFF:
-        fprintf(f, "`%s` is float32: %s ran outside the autocast region (the loss is computed "
-                   "outside it), in its input's dtype, float32",
+        fprintf(f, "`%s` is float32: %s ran with autocast disabled (the loss computed outside "
+                   "the autocast region, or a layer with autocast=no), in its input's dtype, "
+                   "float32",
                 r->name, r->op);
         return;
     case DTYPE_REASON_OPMATH:
