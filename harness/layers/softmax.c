@@ -1,8 +1,7 @@
 /*
  * softmax.c: F.softmax(x, dim=-1, dtype=None) (`softmax`) and F.log_softmax(x, dim=-1,
  * dtype=None) (`log_softmax`), with PyTorch's options `dim=D` (a dim of the whole tensor, 0
- * the batch dim, negative from the end; the harness's backend reduces over the last dim
- * only, so any other is refused when the case is read) and `dtype=float32|float16|bfloat16`
+ * the batch dim, negative from the end; default -1) and `dtype=float32|float16|bfloat16`
  * (the input is cast to dtype before the op; `none`, the default, is PyTorch's None).
  *
  * Both are on autocast's fp32_set_opt_dtype list (aten/src/ATen/autocast_mode.h
@@ -29,23 +28,48 @@
 
 #include <stddef.h>
 
-static void softmax_backward(run *r, node *n)
+/* The backend's softmax runs over the last dim. For another dim d, the op runs on copies
+ * with d swapped to the end, in the workspace (scratch of the op, as a kernel's, not
+ * activations): x^T, y^T = softmax(x^T), y = (y^T)^T, and y^T is freed; the node saves y,
+ * as PyTorch's does, and its backward swaps y and dy the same way. The swaps copy values
+ * exactly; the rounding counts are the op's, of y^T's stores. n->geom.kh holds d (-1:
+ * the last dim). */
+static tensor *last_dim(run *r, tensor *t, int d, const char *name)
 {
-    tensor *dx = node_grad_tensor(r, n, 0);
+    if (d < 0) {
+        tensor_retain(t);
+        return t;
+    }
+    return swap_copy(r, t, d, t->ndim - 1, name, MEM_WORKSPACE, NULL);
+}
+
+static void row_backward(run *r, node *n, bool log)
+{
+    int d = (int)n->geom.kh;
+    char name[TENSOR_NAME_MAX + 8];
+    node_grad_name(r, n, 0, name, sizeof name);
+    tensor *dy = last_dim(r, n->grad, d, "softmax.grad_output^T");
+    tensor *y = last_dim(r, n->saved[0], d, "softmax.result^T");
+    tensor *dx = d < 0 ? node_grad_tensor(r, n, 0)
+                       : run_tensor_like(r, dy, "softmax.grad_input^T", n->in[0].dtype,
+                                         MEM_WORKSPACE);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->softmax_backward(r->be, n->grad, n->saved[0], dx, stp));
+    run_check(r, log ? r->be->log_softmax_backward(r->be, dy, y, dx, stp)
+                     : r->be->softmax_backward(r->be, dy, y, dx, stp));
+    tensor_release(&r->pool, dy);
+    tensor_release(&r->pool, y);
+    if (d >= 0) {
+        tensor *t = dx;
+        dx = swap_copy(r, t, d, t->ndim - 1, name, MEM_GRADS, NULL);
+        tensor_release(&r->pool, t);
+    }
     node_give_grad(r, n, 0, dx, stp);
 }
 
-static void log_softmax_backward(run *r, node *n)
-{
-    tensor *dx = node_grad_tensor(r, n, 0);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->log_softmax_backward(r->be, n->grad, n->saved[0], dx, stp));
-    node_give_grad(r, n, 0, dx, stp);
-}
+static void softmax_backward(run *r, node *n) { row_backward(r, n, false); }
+
+static void log_softmax_backward(run *r, node *n) { row_backward(r, n, true); }
 
 /* dtype=: PyTorch's None, then the dtypes it may name */
 static const char *const dtype_choices[] = {"none", "float32", "float16", "bfloat16"};
@@ -69,24 +93,37 @@ static tensor *row_forward(run *r, const layer_spec *l, tensor *x, bool log)
         tensor_retain(x);
     char name[TENSOR_NAME_MAX];
     layer_out_name(l, name, sizeof name);
-    tensor *y = run_tensor_like(r, src, name, out_dt, MEM_ACTIVATIONS);
+    int rank = x->ndim, d = (int)(l->opt_int[0] < 0 ? l->opt_int[0] + rank : l->opt_int[0]);
+    if (d == rank - 1)
+        d = -1; /* the last dim: no copies */
+    tensor *xt = last_dim(r, src, d, "softmax.input^T");
+    tensor *yt = d < 0 ? run_tensor_like(r, xt, name, out_dt, MEM_ACTIVATIONS)
+                       : run_tensor_like(r, xt, "softmax.result^T", out_dt, MEM_WORKSPACE);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, log ? r->be->log_softmax_forward(r->be, xt, yt, stp)
+                     : r->be->softmax_forward(r->be, xt, yt, stp));
+    tensor_release(&r->pool, xt);
+    tensor *y = yt;
+    if (d >= 0) {
+        y = swap_copy(r, yt, d, rank - 1, name, MEM_ACTIVATIONS, NULL);
+        tensor_release(&r->pool, yt);
+    }
     if (given)
         tensor_why(y, why, ac->op, (const tensor *const *)&x, 1);
     else
         autocast_why(r, y, ac, &x, 1);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, log ? r->be->log_softmax_forward(r->be, src, y, stp)
-                     : r->be->softmax_forward(r->be, src, y, stp));
     node *n = tape_record(r, ac->op, log ? log_softmax_backward : softmax_backward, y, &src, 1);
+    if (n)
+        n->geom.kh = d;
     tape_save(n, 0, y);
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
     tensor_release(&r->pool, src);
     return y;
 }
 
-/* dim= of the whole tensor: the last per-sample dim (-1, or its index counting the batch
- * dim) is the one the backend reduces over */
+/* dim= of the whole tensor (0 the batch dim, negative from the end), as PyTorch's
+ * maybe_wrap_dim checks it */
 static bool row_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
                       shape_check *sc)
 {
@@ -96,11 +133,6 @@ static bool row_shape(const layer_spec *l, const layer_shape *in, layer_shape *o
                    "Dimension out of range (expected to be in range of [%lld, %lld], but got "
                    "%lld)",
                    (long long)-rank, (long long)(rank - 1), (long long)d);
-        return false;
-    }
-    if (d != -1 && d != rank - 1) {
-        shape_fail(sc, SHAPE_LAYER, "only the last dim (dim=-1 or dim=%lld) is supported, not %lld",
-                   (long long)(rank - 1), (long long)d);
         return false;
     }
     *out = in[0];
