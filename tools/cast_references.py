@@ -8,8 +8,8 @@ softmax's dtype= and autocast-disabled regions, and the values of a cast and its
    autocast state is set at the dispatcher, as torch.autocast's __enter__ and __exit__ set it
    (torch/amp/autocast_mode.py: the context manager itself switches off on a machine
    without CUDA); `autocast=no` layers run inside a nested region with enabled=False. Each
-   layer output is recorded under the harness's name ("fc1.out"), and so is whether `to` of
-   the dtype a tensor already has returned that tensor itself (`same_is_p`).
+   layer output is recorded under the harness's name ("fc1.out"), and for each `to` layer
+   whether it returned its input itself (`to` of the dtype the input already has).
 2. value rows: float32 values that round differently to float16 and bfloat16 (ties to
    even, overflow, subnormals), their `.to(dtype)` on the CPU (round to nearest even, as the
    CUDA copy kernel), and the gradient ToCopyBackward0 hands back for an upstream gradient
@@ -17,7 +17,7 @@ softmax's dtype= and autocast-disabled regions, and the values of a cast and its
 
 Output, a CSV file: kind,config,tensor,dtype,value
   kind dtype: config float16|bfloat16|off, tensor a layer output, dtype its dtype;
-  kind alias: config as above, tensor same.out, value yes|no (`to` returned its input);
+  kind alias: config as above, tensor a `to` layer's output, value yes|no (it is its input);
   kind to:    config the cast's dtype, tensor x|y|dy|dx, value the hex floats, "|"-joined.
 tests/test_cast.c compares the harness with it.
 
@@ -81,7 +81,8 @@ def model_dtypes(config):
                 "sm": sm, "g": g, "r": r, "r2": r2, "s16": s16, "r3": r3, "fc3": fc3}
         rows = [("dtype", config, f"{k}.out", str(v.dtype).replace("torch.", ""), "")
                 for k, v in outs.items()]
-        rows.append(("alias", config, "same.out", "", "yes" if same is p else "no"))
+        for name, (y, x) in {"h32": (h32, fc1), "p": (p, att), "same": (same, p)}.items():
+            rows.append(("alias", config, f"{name}.out", "", "yes" if y is x else "no"))
         return rows
 
 

@@ -24,7 +24,11 @@ static tensor *flatten_forward(run *r, const layer_spec *l, tensor *const *in,
     tensor *y = view_or_fail(r, x, name, 2, shape);
     autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     tape_record(r, "flatten", flatten_backward, y, &x, 1);
-    view_observe(r, y);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    if (stp)
+        run_check(r, r->be->observe(r->be, y, stp));
+    observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
     return y;
 }
 

@@ -250,8 +250,6 @@ tensor *swap_copy(run *r, const tensor *x, int d1, int d2, const char *name, mem
                   round_stats *st);
 /* A view of base with another name and shape, or the run ends */
 tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape);
-/* A forward's view output observed: its values counted (no store made them), then recorded */
-void view_observe(run *r, tensor *v);
 /* PyTorch's names of a dtype in its error texts (linear.c) */
 const char *scalar_type_name(dtype dt);      /* "Half" */
 const char *type_meta_name(dtype dt);        /* "c10::Half" */

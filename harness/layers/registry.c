@@ -280,15 +280,6 @@ tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int
     return v;
 }
 
-void view_observe(run *r, tensor *v)
-{
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    if (stp)
-        run_check(r, r->be->observe(r->be, v, stp));
-    observe_tensor(r->obs, v, ROLE_ACTIVATION, stp);
-}
-
 static void reduce_backward(run *r, node *n)
 {
     tensor *dx = node_grad_tensor(r, n, 0);

@@ -6,8 +6,9 @@
  *
  * PyTorch (aten/src/ATen/native/TensorConversions.cpp): `to` returns self when nothing
  * changes (to_impl: `if (to_will_alias(...)) return self;`), so a `to` of the dtype x
- * already has is x itself: no node, no memory; here it is a view of x under this layer's
- * name that shares x's autograd node, so the gradient flows through it unchanged. Any
+ * already has is x itself, here too: no node, no memory, no name of its own (its
+ * consumers read x, and x's gradient is named after x; tensors.csv has no row for this
+ * layer's output). Any
  * other dtype is `_to_copy`, a copy in the new dtype whose backward casts the gradient
  * back to x's dtype (tools/autograd/derivatives.yaml: `_to_copy`: `self:
  * _to_copy_backward(grad, self.options())`, the node ToCopyBackward0). `to` and
@@ -32,13 +33,8 @@ static tensor *to_forward(run *r, const layer_spec *l, tensor *const *in, tensor
     if (dt != x->dtype)
         return cast_named(r, x, dt, MEM_ACTIVATIONS, name, DTYPE_REASON_CAST, ac->op,
                           ROLE_ACTIVATION);
-    /* to_will_alias: x itself, under this layer's name */
-    tensor *y = view_or_fail(r, x, name, x->ndim, x->shape);
-    y->requires_grad = x->requires_grad;
-    y->grad_fn = x->grad_fn;
-    tensor_why(y, DTYPE_REASON_CAST, ac->op, (const tensor *const *)&x, 1);
-    view_observe(r, y);
-    return y;
+    tensor_retain(x); /* to_will_alias: x itself */
+    return x;
 }
 
 static int to_describe(const layer_spec *l, char *buf, size_t len)

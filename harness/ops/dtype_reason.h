@@ -29,7 +29,7 @@
  *                       math's float32 path, a norm's statistics)
  *   cast                an explicit cast: the optimizer's float32 master copy of a
  *                       parameter or of its gradient, a `to` layer's output
- *                       (x.to(torch.float32), also when it returns x itself), a softmax's
+ *                       (x.to(torch.float32)), a softmax's
  *                       output given dtype= and the cast of its input (from: the source)
  *   grad                a gradient, in the dtype of the tensor it is the gradient of (the
  *                       autograd engine's validate_outputs; op: the op whose backward made
