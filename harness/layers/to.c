@@ -8,9 +8,8 @@
  * changes (to_impl: `if (to_will_alias(...)) return self;`), so a `to` of the dtype x
  * already has is x itself, here too: no node, no memory, no name of its own (its
  * consumers read x, and x's gradient is named after x; tensors.csv has no row for this
- * layer's output). Any
- * other dtype is `_to_copy`, a copy in the new dtype whose backward casts the gradient
- * back to x's dtype (tools/autograd/derivatives.yaml: `_to_copy`: `self:
+ * layer's output). Any other dtype is `_to_copy`, a copy in the new dtype whose backward
+ * casts the gradient back to x's dtype (tools/autograd/derivatives.yaml: `_to_copy`: `self:
  * _to_copy_backward(grad, self.options())`, the node ToCopyBackward0). `to` and
  * `_to_copy` have no AutocastCUDA kernel (they are on no list of
  * aten/src/ATen/autocast_mode.cpp), so autocast does not touch them: `.to(float32)` of a
