@@ -79,6 +79,7 @@ Test(dtype_reason, every_row_has_one_and_lists_are_autocast_mode_h_lists, .timeo
         "tests/cases/small-dropout.case",           "tests/cases/small-fp8-delayed.case",
         "tests/cases/small-autocast-fp16-scaler.case", "tests/cases/small-half.case",
         "tests/cases/small-graph-token-file.case",  "tests/cases/small-rmsprop-centered.case",
+        "tests/cases/small-graph-casts-autocast.case",
     };
     csv ref;
     cr_assert(csv_read("tests/references/autocast_lists.csv", &ref));

@@ -61,6 +61,8 @@ RECIPES = {
     "flatten.using_ints": lambda t, dt: torch.ops.aten.flatten.using_ints(t((2, 3, 4), dt), 1),
     "transpose.int": lambda t, dt: torch.ops.aten.transpose.int(t((2, 3), dt), 0, 1),
     "view": lambda t, dt: torch.ops.aten.view(t((2, 3), dt), [6]),
+    # x.to(dt): returns x itself (no AutocastCUDA kernel, so the input's dtype is kept)
+    "to.dtype": lambda t, dt: torch.ops.aten.to.dtype(t((4, 8), dt), dt),
 }
 
 # plain values for the arguments of a generic call, by schema type

@@ -55,6 +55,10 @@ CONFIGS=(
     "graph-attention-bf16-autocast-sgd|tests/cases/small-graph-attention-autocast.case|precision.autocast=bfloat16"
     "graph-token-file-fp32-adam|tests/cases/small-graph-token-file.case|precision.autocast=off"
     "graph-token-file-fp16-autocast-adam|tests/cases/small-graph-token-file.case|"
+    # explicit casts (to), softmax dtype= and autocast=no layers
+    "graph-casts-fp16-autocast-sgd|tests/cases/small-graph-casts-autocast.case|"
+    "graph-casts-bf16-autocast-sgd|tests/cases/small-graph-casts-autocast.case|precision.autocast=bfloat16"
+    "graph-casts-fp32-sgd|tests/cases/small-graph-casts-autocast.case|precision.autocast=off"
     # the blocks: layer_norm, softmax (CUDA's float32 policy cast explicitly), gelu,
     # causal_mask, scaled_dot_product_attention (math path), batch_norm2d, pools
     "gpt-block-fp32-adamw|tests/cases/small-gpt-block.case|precision.autocast=off"

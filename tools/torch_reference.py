@@ -51,6 +51,7 @@ cuBLAS and cuDNN accumulate in float32, as the harness does.
 """
 import argparse
 import collections
+import contextlib
 import csv
 import json
 import math
@@ -195,20 +196,36 @@ def fp32_norm(base):
 LayerNorm32, GroupNorm32 = fp32_norm(nn.LayerNorm), fp32_norm(nn.GroupNorm)
 
 
-class Softmax(nn.Module):
-    """softmax and log_softmax over dim -1 as CUDA autocast calls them
-    (KERNEL_CUDA(softmax, fp32_set_opt_dtype)): dtype=float32 passed to the op, whose copy
-    the harness does not name (hook_graph leaves it out);
-    CPU autocast 2.15 keeps the input's dtype."""
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
-    def __init__(self, fn):
+
+class Softmax(nn.Module):
+    """softmax and log_softmax over `dim` with the case's dtype= ("none": None), as CUDA
+    autocast calls them (KERNEL_CUDA(softmax, fp32_set_opt_dtype): a given dtype is kept,
+    else dtype=float32 is passed to the op, whose copy the harness does not name; hook_graph
+    leaves it out); CPU autocast 2.15 keeps the input's dtype."""
+
+    def __init__(self, fn, dim=-1, dtype="none"):
         super().__init__()
-        self.fn = fn
+        self.fn, self.dim, self.dtype = fn, dim, DTYPES.get(dtype)
 
     def forward(self, x):
+        if self.dtype is not None:
+            return self.fn(x, dim=self.dim, dtype=self.dtype)
         if autocast_on(x):
-            return self.fn(x, dim=-1, dtype=torch.float32)
-        return self.fn(x, dim=-1)
+            return self.fn(x, dim=self.dim, dtype=torch.float32)
+        return self.fn(x, dim=self.dim)
+
+
+class To(nn.Module):
+    """x.to(torch.DTYPE), or x.to(other.dtype) ("like": the second input, read for its dtype)"""
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.dtype = DTYPES.get(dtype)
+
+    def forward(self, x, like=None):
+        return x.to(like.dtype if like is not None else self.dtype)
 
 
 class CausalMask(nn.Module):
@@ -253,7 +270,10 @@ class Graph(nn.Module):
         outs = {"input": x}
         for l in self.spec:
             ins = [outs[n] for n in l.get("inputs", [])] or [out]
-            out = outs[l["name"]] = getattr(self, l["name"])(*ins)
+            # autocast=no: the layer inside torch.autocast(device, enabled=False)
+            with torch.autocast(ins[0].device.type, enabled=False) \
+                    if l.get("autocast") is False else contextlib.nullcontext():
+                out = outs[l["name"]] = getattr(self, l["name"])(*ins)
         return out
 
 
@@ -306,7 +326,11 @@ def make_layer(l):
     if kind == "tanh":
         return nn.Tanh()
     if kind == "softmax":
-        return Softmax(F.softmax)
+        return Softmax(F.softmax, l["dim"], l["dtype"])
+    if kind == "log_softmax":
+        return Softmax(F.log_softmax, l["dim"], l["dtype"])
+    if kind == "to":
+        return To(l["dtype"])
     if kind == "causal_mask":
         return CausalMask()
     if kind == "max_pool2d":
@@ -389,7 +413,7 @@ def hook_graph(rec, root, node_names, param_names):
         if kind == "LogSoftmaxBackward0" and node not in node_names:  # the loss's
             rec.tensor("log_softmax.out", node._saved_result)
             node.register_hook(lambda gi, go: rec.tensor("log_softmax.out.grad", go[0]))
-        elif kind == "ToCopyBackward0":
+        elif kind == "ToCopyBackward0" and node not in node_names:  # a `to` layer's is its own
             src = node.next_functions[0][0]
             if type(src).__name__ == "AccumulateGrad":
                 base = param_names[src.variable]
@@ -462,6 +486,8 @@ def run(cfg, init_dir, device):
 
     def forward_hook(name):
         def hook(module, inputs, out):
+            if any(out is x for x in inputs):  # `to` of its own dtype returns its input:
+                return                          # no name of its own, as in the harness
             rec.tensor(name + ".out", out)
             if out.requires_grad:
                 rec.hook_grad(name + ".out", out)

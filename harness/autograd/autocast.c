@@ -77,19 +77,18 @@ void autocast_why(const run *r, tensor *y, const autocast_op *op, tensor *const 
     tensor_why(y, why, op->op, (const tensor *const *)floating, k);
 }
 
-/* a cast of src named `name`, with dt for the reason why */
-static tensor *cast_named(run *r, tensor *src, dtype dt, mem_category cat, const char *name,
-                          dtype_reason why, const char *op)
+tensor *cast_named(run *r, tensor *src, dtype dt, mem_category cat, const char *name,
+                   dtype_reason why, const char *op, tensor_role role)
 {
     tensor *y = run_tensor_like(r, src, name, dt, cat);
-    y->is_cast = true;
+    y->is_cast = role == ROLE_CAST;
     const tensor *from = src;
     tensor_why(y, why, op, &from, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->cast(r->be, src, y, stp));
     tape_record(r, "cast", cast_backward, y, &src, 1);
-    observe_tensor(r->obs, y, ROLE_CAST, stp);
+    observe_tensor(r->obs, y, role, stp);
     return y;
 }
 
@@ -97,7 +96,7 @@ tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat, dtype_reason wh
 {
     char name[TENSOR_NAME_MAX + 16];
     snprintf(name, sizeof name, "%s@%s", src->name, dtype_name(dt));
-    return cast_named(r, src, dt, cat, name, why, op);
+    return cast_named(r, src, dt, cat, name, why, op, ROLE_CAST);
 }
 
 /* Autocast's cast of an activation: cached_cast caches only leaves (parameters), so each
@@ -122,7 +121,7 @@ static tensor *cast_activation(run *r, tensor *src, dtype dt, dtype_reason why, 
         snprintf(name, sizeof name, "%s@%s", src->name, dtype_name(dt));
     else
         snprintf(name, sizeof name, "%s@%s_%d", src->name, dtype_name(dt), nth);
-    return cast_named(r, src, dt, MEM_ACTIVATIONS, name, why, op);
+    return cast_named(r, src, dt, MEM_ACTIVATIONS, name, why, op, ROLE_CAST);
 }
 
 tensor *autocast_arg(run *r, const autocast_op *op, tensor *t)

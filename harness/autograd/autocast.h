@@ -15,6 +15,9 @@
  * promote, none       no cast of a single argument (promote's casts need all of an op's
  *                     arguments: autocast_args).
  * The harness reproduces the CUDA lists on both backends (CPU autocast has other lists).
+ * A layer with `autocast=no` runs with r->autocast off (train/model.c), as inside
+ * `torch.autocast(device_type, enabled=False)`: no casts, and the cache of parameter copies
+ * is kept (the outer region's nesting count stays above 0, so leaving it clears nothing).
  */
 #ifndef AMPSCOPE_AUTOCAST_H
 #define AMPSCOPE_AUTOCAST_H
@@ -50,6 +53,10 @@ dtype autocast_output_dtype(tensor *const *args, int n);
  * gradient back to the source dtype); cat is its memory category, why and op say why it
  * has dt (dtype_reason.h; the source is its operand). */
 tensor *cast_to(run *r, tensor *src, dtype dt, mem_category cat, dtype_reason why, const char *op);
+/* cast_to's cast under another name, observed with `role`: a layer's output
+ * (`y = to float32`, "y.out", an activation); a ROLE_CAST tensor's gradient is grad_cast */
+tensor *cast_named(run *r, tensor *src, dtype dt, mem_category cat, const char *name,
+                   dtype_reason why, const char *op, tensor_role role);
 /* Why the output of `op` has its dtype, from the op's autocast policy and the operands it
  * computed from (as it received them, after autocast's casts; NULL and int64 ones
  * skipped): under autocast, the op's list (lower_precision_fp, fp32, fp32_set_opt_dtype);

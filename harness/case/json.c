@@ -59,6 +59,11 @@ static void json_layer(FILE *f, const case_config *cfg, const layer_spec *l)
         const void *v = (const char *)l + d->args[i].offset;
         if (d->args[i].min == KIND_ARG_REAL)
             fprintf(f, ", \"%s\": %.17g", d->args[i].json, *(const double *)v);
+        else if (d->args[i].min == KIND_ARG_DTYPE) /* a dtype, or the last input's: "like" */
+            fprintf(f, ", \"%s\": \"%s\"", d->args[i].json,
+                    *(const int64_t *)v == KIND_DTYPE_OF_INPUT
+                        ? "like"
+                        : dtype_name((dtype) * (const int64_t *)v));
         else
             fprintf(f, ", \"%s\": %" PRId64, d->args[i].json, *(const int64_t *)v);
     }
@@ -94,6 +99,8 @@ static void json_layer(FILE *f, const case_config *cfg, const layer_spec *l)
         json_string(f, cfg->layers[l->tied].name);
     else
         fputs("null", f);
+    if (l->autocast_disabled) /* autocast=no; absent: the case's autocast */
+        fputs(", \"autocast\": false", f);
     fputs(", \"out_shape\": ", f);
     json_shape(f, l->out_ndim, l->out_shape);
     fputc('}', f);

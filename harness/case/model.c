@@ -59,6 +59,33 @@ static bool take_graph_option(parse_ctx *c, entry *e, words *t, int first, const
     return true;
 }
 
+/* A dtype number of a signature (KIND_ARG_DTYPE): a float dtype's name into *field, or
+ * `OTHER.dtype`: OTHER becomes the layer's next input (resolved with the others) and
+ * *field KIND_DTYPE_OF_INPUT. */
+static bool parse_dtype_arg(parse_ctx *c, entry *e, const char *w, const char *what,
+                            layer_spec *l, layer_names *ln, int64_t *field)
+{
+    const char *dot = strrchr(w, '.');
+    if (dot && strcmp(dot + 1, "dtype") == 0) {
+        if (dot == w || dot - w >= LAYER_NAME_MAX || l->n_inputs == LAYER_MAX_INPUTS) {
+            err_at(c, e, "bad value '%s' for %s: expected LAYER.dtype, LAYER a layer's name", w,
+                   what);
+            return false;
+        }
+        snprintf(ln->in[l->n_inputs++], LAYER_NAME_MAX, "%.*s", (int)(dot - w), w);
+        *field = KIND_DTYPE_OF_INPUT;
+        return true;
+    }
+    dtype dt;
+    if (dtype_parse(w, &dt) && !dtype_is_float8(dt)) {
+        *field = dt;
+        return true;
+    }
+    err_at(c, e, "bad value '%s' for %s: expected float32, float16, bfloat16 or LAYER.dtype", w,
+           what);
+    return false;
+}
+
 static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, layer_names *ln)
 {
     const char *kinds[LAYER_KIND_COUNT];
@@ -93,9 +120,11 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
             continue;
         const kind_arg *arg = &d->args[a++];
         void *field = (char *)l + arg->offset;
-        ok = (arg->min == KIND_ARG_REAL
-                  ? parse_real(c, e, t->w[1 + i], arg->name, ANY, field)
-                  : parse_int(c, e, t->w[1 + i], arg->name, arg->min, field)) &&
+        ok = (arg->min == KIND_ARG_REAL    ? parse_real(c, e, t->w[1 + i], arg->name, ANY, field)
+              : arg->min == KIND_ARG_DTYPE ? parse_dtype_arg(c, e, t->w[1 + i], arg->name, l, ln,
+                                                             field)
+                                           : parse_int(c, e, t->w[1 + i], arg->name, arg->min,
+                                                       field)) &&
              ok;
     }
     for (int i = 0; i < n_pos; i++) {
@@ -117,6 +146,13 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
     }
     if (*from)
         strcpy(ln->in[0], from);
+    /* autocast=no: torch.autocast(device_type, enabled=False) around the layer's ops */
+    char enabled[8] = "";
+    bool on = true;
+    if (!take_graph_option(c, e, t, first, "autocast", enabled, sizeof enabled) ||
+        (*enabled && !parse_bool(c, e, enabled, "autocast", &on)))
+        return false;
+    l->autocast_disabled = !on;
     const char *vals[LAYER_MAX_OPTS];
     if (!kind_option_names(c, e, t, first, d->name, d->opts, d->n_opts, vals))
         return false;

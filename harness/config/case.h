@@ -51,6 +51,9 @@ typedef struct layer_spec {
     int n_inputs;
     int inputs[LAYER_MAX_INPUTS];
     int tied; /* weight=LAYER.weight: the layer whose weight it shares; -1: its own */
+    /* autocast=no, any kind: its ops run as under torch.autocast(device_type, enabled=False),
+     * in the dtypes their inputs have (train/model.c) */
+    bool autocast_disabled;
     /* filled by validation: per-sample output shape (batch dim excluded) */
     int out_ndim;
     int64_t out_shape[LAYER_MAX_RANK];

@@ -84,6 +84,11 @@ typedef struct kind_arg {
 } kind_arg;
 /* kind_arg.min of a number that is a Python float (`scale 0.125`): any finite double */
 #define KIND_ARG_REAL INT64_MIN
+/* kind_arg.min of a number that is a dtype (`to float16`): a float dtype's name, or
+ * `OTHER.dtype`, the dtype of layer OTHER's output, which the case parser appends to the
+ * layer's inputs (read for its dtype only) and writes as KIND_DTYPE_OF_INPUT */
+#define KIND_ARG_DTYPE (INT64_MIN + 2)
+#define KIND_DTYPE_OF_INPUT (-1)
 
 /* ---- shapes ---- */
 
@@ -195,6 +200,8 @@ extern const layer_def layer_norm_def, group_norm_def, batch_norm2d_def, max_poo
 /* graph models */
 extern const layer_def embedding_def, position_embedding_def, matmul_def, transpose_def,
     split_heads_def, merge_heads_def;
+/* explicit casts */
+extern const layer_def to_def;
 extern const loss_def cross_entropy_def, mse_def;
 /* losses bce_with_logits and l1 */
 extern const loss_def bce_with_logits_def, l1_def;

@@ -33,6 +33,8 @@ static const layer_def *const layer_defs[] = {
     [LAYER_TRANSPOSE] = &transpose_def,
     [LAYER_SPLIT_HEADS] = &split_heads_def,
     [LAYER_MERGE_HEADS] = &merge_heads_def,
+    /* explicit casts */
+    [LAYER_TO] = &to_def,
 /* the pointwise rows' kinds */
 #define ROW_KIND(name, ...) [LAYER_POINTWISE + PW_OP_##name] = &pointwise_defs[PW_OP_##name],
     POINTWISE_OPS(ROW_KIND)
@@ -102,6 +104,10 @@ int layer_describe_at(const case_config *cfg, int i, char *buf, size_t len)
     if (l->tied >= 0 && n >= 0) {
         size_t off = (size_t)n < len ? (size_t)n : len;
         n += snprintf(buf + off, len - off, " (weight: %s.weight)", cfg->layers[l->tied].name);
+    }
+    if (l->autocast_disabled && n >= 0) {
+        size_t off = (size_t)n < len ? (size_t)n : len;
+        n += snprintf(buf + off, len - off, " (autocast disabled)");
     }
     return n;
 }

@@ -23,11 +23,14 @@
  *   fp32_append_dtype   under autocast, an op on the fp32_append_dtype list (the norms'
  *                       overloads that take a dtype): float32 the same way
  *   autocast_off        an op on an autocast list, run where the case's autocast is disabled
- *                       (the loss outside the region): its operands' dtype (from: them)
+ *                       (the loss outside the region, a layer with autocast=no): its
+ *                       operands' dtype (from: them)
  *   opmath              a float32 tensor inside an op, its accumulate type (the attention
  *                       math's float32 path, a norm's statistics)
  *   cast                an explicit cast: the optimizer's float32 master copy of a
- *                       parameter or of its gradient (from: the source)
+ *                       parameter or of its gradient, a `to` layer's output
+ *                       (x.to(torch.float32)), a softmax's
+ *                       output given dtype= and the cast of its input (from: the source)
  *   grad                a gradient, in the dtype of the tensor it is the gradient of (the
  *                       autograd engine's validate_outputs; op: the op whose backward made
  *                       it; from: that tensor)

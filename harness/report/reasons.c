@@ -82,6 +82,7 @@ static void put_reason(FILE *f, const run_record *rec, const record_tensor *r)
     switch (r->reason) {
     case DTYPE_REASON_FP32:
     case DTYPE_REASON_FP32_SET_OPT_DTYPE:
+    case DTYPE_REASON_FP32_APPEND_DTYPE:
         fprintf(f, "`%s` is float32 because %s runs in float32 under autocast (%s: "
                    "KERNEL_CUDA(%s, %s))",
                 r->name, r->op, list, r->op, list);
@@ -91,8 +92,9 @@ static void put_reason(FILE *f, const run_record *rec, const record_tensor *r)
         put_operands_reason(f, rec, r);
         return;
     case DTYPE_REASON_AUTOCAST_OFF:
-        fprintf(f, "`%s` is float32: %s ran outside the autocast region (the loss is computed "
-                   "outside it), in its input's dtype, float32",
+        fprintf(f, "`%s` is float32: %s ran with autocast disabled (the loss computed outside "
+                   "the autocast region, or a layer with autocast=no), in its input's dtype, "
+                   "float32",
                 r->name, r->op);
         return;
     case DTYPE_REASON_OPMATH:

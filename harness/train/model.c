@@ -347,7 +347,13 @@ tensor *model_forward(run *r, model *m)
         tensor *in[LAYER_MAX_INPUTS];
         for (int k = 0; k < l->n_inputs; k++)
             in[k] = l->inputs[k] == LAYER_INPUT ? m->input : outs[l->inputs[k]];
+        /* autocast=no: `with torch.autocast(device_type, enabled=False)` around the layer;
+         * leaving it does not clear the cache of parameter copies (the outer region's
+         * nesting count stays above 0: torch/amp/autocast_mode.py's __exit__) */
+        bool autocast = r->autocast;
+        r->autocast = autocast && !l->autocast_disabled;
         outs[i] = layer_def_of(l->kind)->forward(r, l, in, m->layer_params[i]);
+        r->autocast = autocast;
         for (int j = 0; j <= i; j++)
             if (last_use[j] == i) {
                 tensor_release(&r->pool, outs[j]);
