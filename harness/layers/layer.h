@@ -55,8 +55,14 @@ typedef enum kind_opt_type {
     KIND_OPT_REAL,   /* a double in range (eps=1e-5, p=0.1) */
     KIND_OPT_BOOL,   /* a bool: yes/no, true/false, on/off, 1/0 */
     KIND_OPT_CHOICE, /* an int: the index of the value in choices */
+    KIND_OPT_DIMS,   /* dims of the whole tensor, D or D1,D2,... (negative from the end), as
+                      * a mask in an int64_t (kind_dims_mask); 0: none given */
     KIND_OPT_REFUSED /* accepted by PyTorch, not by the harness: any value is refused */
 } kind_opt_type;
+
+/* KIND_OPT_DIMS's mask: bit d for a dim d >= 0, bit KIND_DIMS_NEG - 1 - d for d < 0 */
+#define KIND_DIMS_NEG 16
+#define KIND_DIMS_MAX 8 /* dims from -KIND_DIMS_MAX to KIND_DIMS_MAX - 1 */
 
 /* The values a real option (and the case parser's numbers) may take. */
 typedef enum real_range { ANY, NONNEG, POSITIVE, ABOVE_ONE, UNIT_OPEN, UNIT_HALF } real_range;
@@ -120,7 +126,7 @@ typedef enum param_init {
     PARAM_INIT_ZEROS, /* init.zeros_: a norm's bias */
     /* buffers (register_buffer): no gradient, no optimizer step, memory category buffers */
     PARAM_BUFFER_ZEROS, /* batch_norm's running_mean */
-    PARAM_BUFFER_ONES, /* batch_norm's running_var */
+    PARAM_BUFFER_ONES,  /* batch_norm's running_var */
     /* N(0, 1): nn.Embedding's init (normal_), the padding_idx row zeroed */
     PARAM_INIT_NORMAL
 } param_init;
@@ -188,6 +194,8 @@ typedef struct loss_def {
  * layers/pointwise.c, made from the rows, pointwise_defs[op] the kind LAYER_POINTWISE + op). */
 extern const layer_def linear_def, conv2d_def, flatten_def;
 extern const layer_def pointwise_defs[PW_OP_COUNT];
+/* the reduction rows' kinds (layers/reduce.c), reduce_defs[op] the kind LAYER_REDUCE + op */
+extern const layer_def reduce_defs[RD_OP_COUNT];
 /* softmax and the causal mask */
 extern const layer_def softmax_def, log_softmax_def, causal_mask_def;
 /* scaled_dot_product_attention */
@@ -239,6 +247,11 @@ void give_grad_as_is(run *r, node *n, int i, tensor *g);
  * backward is the row's (reduce_backward), saving what the row reads. */
 tensor *reduce_record(run *r, rd_op op, tensor *x, unsigned dims, const char *name, int ndim,
                       const int64_t *shape, tensor_role role);
+/* The same with the call's parameters p, the output's dtype dt and the autocast entry ac
+ * that says why y has it (layers/reduce.c: sum's fp32_set_opt_dtype) */
+tensor *reduce_record_as(run *r, rd_op op, const op_params *p, const autocast_op *ac, tensor *x,
+                         unsigned dims, const char *name, int ndim, const int64_t *shape, dtype dt,
+                         tensor_role role);
 /* t's metadata with another shape of the same numel (no memory: a stack copy) */
 tensor reshaped(const tensor *t, int ndim, const int64_t *shape);
 /* a new tensor `name`: x with dims d1 and d2 swapped, copied (transpose.c) */
