@@ -60,12 +60,13 @@ static double forward64(rd_op op, const double *v, int64_t R, int64_t n_out)
     return 0;
 }
 
-static double backward64(rd_op op, double g, double x, double y, int64_t count, int64_t R)
+static double backward64(rd_op op, double g, double x, double y, int64_t count, double m,
+                         int64_t R)
 {
     switch (op) {
 #define RD_B64(name, ...)                                                                          \
     case RD_OP_##name:                                                                             \
-        return rd_##name##_backward_f64(g, x, y, count, R, &none, DTYPE_FLOAT32);
+        return rd_##name##_backward_f64(g, x, y, count, m, R, &none, DTYPE_FLOAT32);
         REDUCE_OPS(RD_B64)
 #undef RD_B64
     case RD_OP_COUNT:
@@ -122,6 +123,8 @@ static void check_fd(rd_op op, int nd, const int64_t *shape, unsigned dims, rng 
     for (int64_t o = 0; o < v.n_out; o++)
         r[o] = rf[o] = (float)rng_normal(g);
     forward_all(op, &v, x, y);
+    double mean[MAXN]; /* RD_MEAN's per output */
+    forward_all(RD_OP_mean, &v, x, mean);
     /* the double backward, and the finite differences */
     int64_t count[MAXN] = {0};
     for (int64_t i = 0; i < n; i++)
@@ -129,7 +132,7 @@ static void check_fd(rd_op op, int nd, const int64_t *shape, unsigned dims, rng 
     double top = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t o = rd_output_of(&v, i);
-        want[i] = backward64(op, r[o], x[i], y[o], count[o], v.R);
+        want[i] = backward64(op, r[o], x[i], y[o], count[o], mean[o], v.R);
         top = fmax(top, fabs(want[i]));
     }
     char what[128];
@@ -359,7 +362,8 @@ Test(reduce, every_kind_s_dims_keepdim_and_dtype_match_pytorch)
 {
     csv ref;
     cr_assert(csv_read(KINDS_REFERENCE, &ref), "cannot read %s", KINDS_REFERENCE);
-    int c_kind = csv_col(&ref, "kind"), c_dt = csv_col(&ref, "dtype");
+    int c_kind = csv_col(&ref, "kind"), c_par = csv_col(&ref, "params");
+    int c_dt = csv_col(&ref, "dtype");
     int c_ac = csv_col(&ref, "autocast"), c_sh = csv_col(&ref, "shape");
     int c_dim = csv_col(&ref, "dim"), c_keep = csv_col(&ref, "keepdim");
     int c_ydt = csv_col(&ref, "ydtype"), c_t = csv_col(&ref, "tensor");
@@ -380,6 +384,7 @@ Test(reduce, every_kind_s_dims_keepdim_and_dtype_match_pytorch)
         cr_assert(kind >= LAYER_REDUCE && kind < LAYER_KIND_COUNT, "%s", f[c_kind]);
         seen[kind - LAYER_REDUCE] = true;
         layer_spec l = {.name = "y", .kind = kind, .n_inputs = 1};
+        sscanf(f[c_par], "real0=%lf", &l.opt_real[0]); /* var's correction */
         l.opt_bool[0] = strcmp(f[c_keep], "yes") == 0;
         for (const char *p = f[c_dim]; *p;) { /* "1;2", "-1" into KIND_OPT_DIMS's mask */
             long d = strtol(p, (char **)&p, 10);

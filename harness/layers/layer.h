@@ -82,6 +82,21 @@ typedef struct kind_opt {
     const char *refusal;        /* REFUSED: the message */
 } kind_opt;
 
+/* The args and opts columns of a row (ops/pointwise.h, ops/reduce.h) as kind_arg and
+ * kind_opt, each followed by a comma: their slots are layer_spec's opt_real and opt_choice,
+ * which the layer hands on as op_params (layers/pointwise.c, layers/reduce.c) */
+#define PW_EXPAND(...) __VA_ARGS__
+#define PW_ARG_REAL(name, slot) {#name, #name, offsetof(layer_spec, opt_real[slot]), KIND_ARG_REAL},
+#define PW_OPT_REAL(name, slot, range_, def)                                                       \
+    {#name, KIND_OPT_REAL, offsetof(layer_spec, opt_real[slot]), .range = range_, .real_def = def},
+#define PW_OPT_CHOICE(name, slot, def_, words)                                                     \
+    {#name,                                                                                        \
+     KIND_OPT_CHOICE,                                                                              \
+     offsetof(layer_spec, opt_choice[slot]),                                                       \
+     .def = def_,                                                                                  \
+     .choices = (const char *const[]){PW_EXPAND words},                                            \
+     .n_choices = COUNT_OF(((const char *const[]){PW_EXPAND words}))},
+
 /* A number of the signature: "in_features" names it in messages, "in" in JSON. */
 typedef struct kind_arg {
     const char *name, *json;

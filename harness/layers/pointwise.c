@@ -32,19 +32,6 @@
 
 /* ---- the rows' case-file words, autocast entries and definitions ---- */
 
-#define PW_EXPAND(...) __VA_ARGS__
-/* the args and opts columns as layer.h's kind_arg and kind_opt, each followed by a comma */
-#define PW_ARG_REAL(name, slot) {#name, #name, offsetof(layer_spec, opt_real[slot]), KIND_ARG_REAL},
-#define PW_OPT_REAL(name, slot, range_, def)                                                       \
-    {#name, KIND_OPT_REAL, offsetof(layer_spec, opt_real[slot]), .range = range_, .real_def = def},
-#define PW_OPT_CHOICE(name, slot, def_, words)                                                     \
-    {#name,                                                                                        \
-     KIND_OPT_CHOICE,                                                                              \
-     offsetof(layer_spec, opt_choice[slot]),                                                       \
-     .def = def_,                                                                                  \
-     .choices = (const char *const[]){PW_EXPAND words},                                            \
-     .n_choices = COUNT_OF(((const char *const[]){PW_EXPAND words}))},
-
 /* each row's arrays, ended by an empty entry (a row may have none) */
 #define PW_TABLES(name, arity, backward, policy, signature, args, opts, aten)                      \
     static const kind_arg pw_##name##_args[] = {PW_EXPAND args{NULL, NULL, 0, 0}};                 \

@@ -9,6 +9,8 @@
  *            refused: a layer's output keeps the batch dim (a case's shapes are per sample)
  *  keepdim=  yes: the reduced dims stay, of size 1; no (PyTorch's default): they go, and a
  *            sample must keep a dim
+ * then the row's own options (`var dim=-1 correction=0`: correction= into op_params.real[0],
+ * PyTorch's default 1).
  * Dtypes: the row's autocast policy (autocast_mode.h). sum is on fp32_set_opt_dtype: under
  * autocast a float16 or bfloat16 input runs as sum(x, dim, keepdim, dtype=torch.float32),
  * which on CUDA reads the half values and writes float32 (ReduceOps.cpp,
@@ -23,16 +25,15 @@
 #define RD_DIM opt_int[0]      /* KIND_OPT_DIMS's mask */
 #define RD_KEEPDIM opt_bool[0] /* keepdim= */
 
-#define RD_EXPAND(...) __VA_ARGS__
+/* every kind's dim= and keepdim=, then its row's options (var's correction=) */
+#define RD_DIMS_OPTS                                                                               \
+    {"dim", KIND_OPT_DIMS, offsetof(layer_spec, RD_DIM), .required = "dim=D or dim=D1,D2"},        \
+        {"keepdim", KIND_OPT_BOOL, offsetof(layer_spec, RD_KEEPDIM), .def = 0},
 #define RD_TABLES(name, backward, policy, opts, aten)                                              \
+    static const kind_opt rd_##name##_opts[] = {RD_DIMS_OPTS PW_EXPAND opts{NULL}};                \
     static const autocast_op rd_##name##_autocast[] = {                                            \
-        {#name, policy, AUTOCAST_LIST(policy), {RD_EXPAND aten}}};
+        {#name, policy, AUTOCAST_LIST(policy), {PW_EXPAND aten}}};
 REDUCE_OPS(RD_TABLES)
-
-static const kind_opt reduce_opts[] = {
-    {"dim", KIND_OPT_DIMS, offsetof(layer_spec, RD_DIM), .required = "dim=D or dim=D1,D2"},
-    {"keepdim", KIND_OPT_BOOL, offsetof(layer_spec, RD_KEEPDIM), .def = 0},
-};
 
 static rd_op row_of(const layer_spec *l) { return (rd_op)(l->kind - LAYER_REDUCE); }
 
@@ -107,7 +108,15 @@ static int reduce_describe(const layer_spec *l, char *buf, size_t len)
             sep = ",";
         }
     size_t off = (size_t)at < len ? (size_t)at : len;
-    return at + snprintf(buf + off, len - off, " keepdim=%s", l->RD_KEEPDIM ? "yes" : "no");
+    at += snprintf(buf + off, len - off, " keepdim=%s", l->RD_KEEPDIM ? "yes" : "no");
+    const layer_def *d = layer_def_of(l->kind);
+    for (int o = 2; o < d->n_opts; o++) /* the row's own, past dim= and keepdim= */
+        if (d->opts[o].type == KIND_OPT_REAL) {
+            off = (size_t)at < len ? (size_t)at : len;
+            at += snprintf(buf + off, len - off, " %s=%g", d->opts[o].name,
+                           *(const double *)((const char *)l + d->opts[o].offset));
+        }
+    return at;
 }
 
 static tensor *reduce_layer_forward(run *r, const layer_spec *l, tensor *const *in,
@@ -131,15 +140,19 @@ static tensor *reduce_layer_forward(run *r, const layer_spec *l, tensor *const *
         dt = DTYPE_FLOAT32;
     char name[TENSOR_NAME_MAX];
     layer_out_name(l, name, sizeof name);
-    const op_params p = {.seed = 0};
+    op_params p = {.seed = 0}; /* the row's options' slots */
+    for (int s = 0; s < OP_MAX_PARAMS; s++) {
+        p.real[s] = l->opt_real[s];
+        p.choice[s] = l->opt_choice[s];
+    }
     return reduce_record_as(r, op, &p, ac, x, mask, name, nd, shape, dt, ROLE_ACTIVATION);
 }
 
 #define RD_DEF(op, backward_, policy_, opts_, aten_)                                               \
     [RD_OP_##op] = {.name = #op,                                                                   \
                     .signature = "",                                                               \
-                    .opts = reduce_opts,                                                           \
-                    .n_opts = COUNT_OF(reduce_opts),                                               \
+                    .opts = rd_##op##_opts,                                                        \
+                    .n_opts = COUNT_OF(rd_##op##_opts) - 1,                                        \
                     .shape = reduce_shape,                                                         \
                     .input_shape = no_input_shape,                                                 \
                     .params = no_params,                                                           \
