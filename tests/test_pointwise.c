@@ -4,8 +4,8 @@
  *  - float64 finite differences: the row's formulas built again in double (PW_REAL double,
  *    PW_EXACT: no rounding points), at several shapes and broadcast patterns and two
  *    parameter sets (positive operands for a row undefined at -1); central differences of
- *    the double forward of L = sum(R * y) against
- *    the double backward formulas summed over each operand element's broadcast (1e-6
+ *    the double forward of L = sum(R * y) against the double backward formulas summed
+ *    over each operand element's broadcast (1e-6
  *    relative), the formulas reading only what the row saves (the others are NaN here);
  *  - the harness's float32 path against that double gradient: the row's layer forward and,
  *    through the tape, its backward with the broadcast reduction (float32 sums of at most
@@ -15,7 +15,9 @@
  *    each row's forward and backward from its ATen ops on fixed inputs, in float32 and, as
  *    CUDA computes them, in float16 and bfloat16; the row's layer forward and backward
  *    must match them (float32 within float32 noise, half bit for bit but for gelu's
- *    cancellation), and a row without a reference fails, named.
+ *    cancellation), and a row without a reference fails, named;
+ *  - Python scalar operands (`add x 1e-6`), by hand: no promotion, the scalar as float32
+ *    opmath, a scalar divisor's reciprocal, a scalar first operand.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -141,9 +143,9 @@ static void consumer_backward(run *r, node *n)
 }
 
 /* The row's layer on leaves of dtype dt holding x[k] (shapes nd[k], shape[k]; one leaf fewer
- * when l has a Python scalar operand), its forward
- * into *y, then backward from dL/dy = dy (rounded into y's dtype); the leaves' .grad hold
- * the gradients. A bare run, closed by the caller. */
+ * when l has a Python scalar operand), its forward into *y, then backward from dL/dy = dy
+ * (rounded into y's dtype); the leaves' .grad hold the gradients. A bare run, closed by the
+ * caller. */
 static run *row_run(pw_op op, const layer_spec *l, dtype dt, const int *nd,
                     const int64_t (*shape)[TENSOR_MAX_DIMS], float *const *x, const float *dy,
                     tensor **in, tensor **y, op_params *p)

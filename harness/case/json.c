@@ -105,10 +105,17 @@ static void json_layer(FILE *f, const case_config *cfg, const layer_spec *l)
             break;
         }
     }
-    fputs(", \"inputs\": [", f); /* the graph: the layers it reads ("input": the model's) */
-    for (int k = 0; k < l->n_inputs; k++) {
+    /* the graph: the layers it reads ("input": the model's), in operand order, a Python
+     * scalar operand as its number */
+    fputs(", \"inputs\": [", f);
+    for (int k = 0, t = 0; t < l->n_inputs || (l->scalar_operands >> k); k++) {
         fputs(k ? ", " : "", f);
-        json_string(f, l->inputs[k] == LAYER_INPUT ? "input" : cfg->layers[l->inputs[k]].name);
+        if (l->scalar_operands & (1u << k))
+            json_real(f, l->scalar);
+        else {
+            json_string(f, l->inputs[t] == LAYER_INPUT ? "input" : cfg->layers[l->inputs[t]].name);
+            t++;
+        }
     }
     fputs("], \"weight_of\": ", f); /* weight=LAYER.weight: that layer; else null */
     if (l->tied >= 0)

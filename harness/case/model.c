@@ -6,7 +6,8 @@
  * kind's input) and `weight=LAYER.weight` (a tied weight). The names resolve once every
  * layer is read: to a layer above the line, or `input` (a reserved name). A kind that takes
  * Python scalars (a binary pointwise row) reads a number in an input's place as one:
- * `v = add ms 1e-6`, `r = sub 1.0 x` (layer_spec.scalar_operands).
+ * `v = add ms 1e-6`, `r = sub 1.0 x` (layer_spec.scalar_operands). A one-input kind may
+ * name its input first instead of from=: `p = pow x 2.0`.
  */
 #include "parse.h"
 
@@ -82,6 +83,15 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
     char buf[128], *sig[MAX_WORDS];
     int n_sig = signature_words(d->signature, buf, sizeof buf, sig, MAX_WORDS);
     int n_pos = d->n_inputs > 1 ? d->n_inputs : 0; /* positional input names */
+    /* a one-input kind may name its input first, as a kind of several does (`p = pow x 2.0`
+     * is `p = pow 2.0 from=x`): a name, not a number, where its words start */
+    char lead[LAYER_NAME_MAX] = "";
+    if (n_pos == 0 && t->n >= 2 + n_sig && valid_layer_name(t->w[1]) &&
+        (t->n == 2 || strcmp(t->w[2], "=") != 0) && (n_sig == 0 || is_number_word(sig[0]))) {
+        snprintf(lead, sizeof lead, "%s", t->w[1]);
+        memmove(&t->w[1], &t->w[2], sizeof(char *) * (size_t)(t->n - 2));
+        t->n--;
+    }
     bool form = t->n >= 1 + n_sig + n_pos;
     for (int i = 0; form && i < n_sig; i++)
         form = is_number_word(sig[i]) || strcmp(t->w[1 + i], sig[i]) == 0;
@@ -140,6 +150,12 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
                d->name, in_words[n_pos]);
         return false;
     }
+    if (*from && *lead) {
+        err_at(c, e, "%s names its input twice (%s and from=%s)", e->key, lead, from);
+        return false;
+    }
+    if (*lead)
+        strcpy(from, lead);
     if (*from)
         strcpy(ln->in[0], from);
     const char *vals[LAYER_MAX_OPTS];

@@ -4,9 +4,8 @@
  * `NAME = add A B`, `NAME = mul A B` (a kind of several operands takes their layers' names
  * after its numbers; in a row of two, one of them may be a number, a Python scalar:
  * `NAME = add A 1e-6`, `NAME = sub 1.0 A`, see scalar_operand). Its case-file words are the
- * row's signature, args and opts; its
- * autocast entry the row's policy and ATen ops; pointwise_defs[op] is the kind
- * LAYER_POINTWISE + op (config/kinds.h).
+ * row's signature, args and opts; its autocast entry the row's policy and ATen ops;
+ * pointwise_defs[op] is the kind LAYER_POINTWISE + op (config/kinds.h).
  *
  * Forward: autocast's casts for the row's policy (autocast_args), the output's dtype
  * (autocast_output_dtype: the promotion of the operands'), its shape (the operands'
