@@ -172,12 +172,14 @@ int cuda_reduce_forward(backend *be, rd_op op, const op_params *p, const tensor 
         rd_view v;                                                                                 \
         op_params p;                                                                               \
         const unsigned long long *count;                                                           \
+        const void *mean; /* in x_dt */                                                            \
         __device__ float operator()(int64_t i) const                                               \
         {                                                                                          \
             int64_t o = rd_output_of(&v, i);                                                       \
             return rd_##op##_backward(                                                             \
                 load_as_float(dy, dy_dt, o), x ? load_as_float(x, x_dt, i) : 0.0f,                 \
-                y ? load_as_float(y, y_dt, o) : 0.0f, count ? (int64_t)count[o] : 0, v.R, &p, dt); \
+                y ? load_as_float(y, y_dt, o) : 0.0f, count ? (int64_t)count[o] : 0,               \
+                mean ? load_as_float(mean, x_dt, o) : 0.0f, v.R, &p, dt);                          \
         }                                                                                          \
     };
 REDUCE_OPS(RD_COUNT_KERNEL)
@@ -197,6 +199,20 @@ int cuda_reduce_backward(backend *be, rd_op op, const op_params *p, const tensor
     }
     const void *xd = x ? x->data : nullptr, *yd = y ? y->data : nullptr;
     dtype xdt = x ? x->dtype : DTYPE_FLOAT32, ydt = y ? y->dtype : DTYPE_FLOAT32;
+    /* RD_MEAN: the mean row's result in x's dtype, one value per output (at most 4 bytes) */
+    tensor mean = {};
+    int64_t mean_bytes = v.n_out * (int64_t)sizeof(float);
+    if (rd_rows[op].backward & RD_MEAN) {
+        mean = *x;
+        mean.ndim = 1, mean.shape[0] = mean.numel = v.n_out;
+        const op_params none = {};
+        if (!(mean.data = cuda_scratch_alloc(be, mean_bytes)) ||
+            reduce_run<rd_row_mean>(be, &none, x, dims, &mean, NULL)) {
+            cuda_scratch_free(be, count, bytes);
+            cuda_scratch_free(be, mean.data, mean_bytes);
+            return -1;
+        }
+    }
     switch (op) {
 #define RD_BACKWARD_CASE(name, ...)                                                                \
     case RD_OP_##name:                                                                             \
@@ -205,11 +221,12 @@ int cuda_reduce_backward(backend *be, rd_op op, const op_params *p, const tensor
                 xd, xdt, yd, ydt, v, dx->numel, count);                                            \
             LAUNCH_CHECK();                                                                        \
         }                                                                                          \
-        launch_store(                                                                              \
-            be,                                                                                    \
-            name##_backward_op{dy->data, xd, yd, dy->dtype, xdt, ydt, dx->dtype, v, *p, count},    \
-            dx, st);                                                                               \
+        launch_store(be,                                                                           \
+                     name##_backward_op{dy->data, xd, yd, dy->dtype, xdt, ydt, dx->dtype, v, *p,   \
+                                        count, mean.data},                                         \
+                     dx, st);                                                                      \
         cuda_scratch_free(be, count, bytes);                                                       \
+        cuda_scratch_free(be, mean.data, mean_bytes);                                              \
         return 0;
         REDUCE_OPS(RD_BACKWARD_CASE)
     case RD_OP_COUNT:

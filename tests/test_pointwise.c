@@ -3,8 +3,9 @@
  * row is tested without a new test:
  *  - float64 finite differences: the row's formulas built again in double (PW_REAL double,
  *    PW_EXACT: no rounding points), at several shapes and broadcast patterns and two
- *    parameter sets; central differences of the double forward of L = sum(R * y) against
- *    the double backward formulas summed over each operand element's broadcast (1e-6
+ *    parameter sets (positive operands for a row undefined at -1); central differences of
+ *    the double forward of L = sum(R * y) against the double backward formulas summed
+ *    over each operand element's broadcast (1e-6
  *    relative), the formulas reading only what the row saves (the others are NaN here);
  *  - the harness's float32 path against that double gradient: the row's layer forward and,
  *    through the tape, its backward with the broadcast reduction (float32 sums of at most
@@ -14,7 +15,9 @@
  *    each row's forward and backward from its ATen ops on fixed inputs, in float32 and, as
  *    CUDA computes them, in float16 and bfloat16; the row's layer forward and backward
  *    must match them (float32 within float32 noise, half bit for bit but for gelu's
- *    cancellation), and a row without a reference fails, named.
+ *    cancellation), and a row without a reference fails, named;
+ *  - Python scalar operands (`add x 1e-6`), by hand: no promotion, the scalar as float32
+ *    opmath, a scalar divisor's reciprocal, a scalar first operand.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -139,16 +142,18 @@ static void consumer_backward(run *r, node *n)
     node_give_grad(r, n, 0, g, NULL);
 }
 
-/* The row's layer on leaves of dtype dt holding x[k] (shapes nd[k], shape[k]), its forward
- * into *y, then backward from dL/dy = dy (rounded into y's dtype); the leaves' .grad hold
- * the gradients. A bare run, closed by the caller. */
+/* The row's layer on leaves of dtype dt holding x[k] (shapes nd[k], shape[k]; one leaf fewer
+ * when l has a Python scalar operand), its forward into *y, then backward from dL/dy = dy
+ * (rounded into y's dtype); the leaves' .grad hold the gradients. A bare run, closed by the
+ * caller. */
 static run *row_run(pw_op op, const layer_spec *l, dtype dt, const int *nd,
                     const int64_t (*shape)[TENSOR_MAX_DIMS], float *const *x, const float *dy,
                     tensor **in, tensor **y, op_params *p)
 {
     run *r = test_run_open();
     cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
-    for (int k = 0; k < pw_rows[op].arity; k++) {
+    int leaves = pw_rows[op].arity - (l->scalar_operands ? 1 : 0); /* less a Python scalar */
+    for (int k = 0; k < leaves; k++) {
         char name[8] = {(char)('a' + k), 0};
         in[k] = run_tensor(r, name, dt, nd[k], shape[k], MEM_PARAMS);
         in[k]->requires_grad = in[k]->is_leaf = true;
@@ -177,11 +182,18 @@ static void check_case(const fd_case *fc, rng *g)
         cr_assert(shape_broadcast(s.ond, s.oshape, fc->nd[k], fc->shape[k], &s.ond, s.oshape));
     s.onumel = shape_numel(s.ond, s.oshape);
     cr_assert(s.onumel <= MAXN);
+    /* a row whose domain is the positive numbers (log, sqrt, rsqrt, pow of a fractional
+     * exponent: NaN at -1) takes positive operands */
+    op_params at = {.seed = 0};
+    for (int j = 0; j < OP_MAX_PARAMS; j++)
+        at.real[j] = fc->set ? 0.5 : 0.125;
+    bool positive = isnan(forward64(fc->op, -1, -1, -1, &at, 0));
     for (int k = 0; k < s.n; k++) {
         s.numel[k] = shape_numel(fc->nd[k], fc->shape[k]);
         for (int64_t j = 0; j < s.numel[k]; j++) {
             float v = (float)(2 * rng_normal(g)); /* away from relu's kink at 0 */
-            s.x[k][j] = fabsf(v) < 0.05f ? 0.5f : v;
+            v = fabsf(v) < 0.05f ? 0.5f : v;
+            s.x[k][j] = positive ? fabsf(v) : v;
         }
     }
     for (int64_t i = 0; i < s.onumel; i++)
@@ -416,4 +428,69 @@ Test(pointwise, every_row_matches_pytorch)
                   " (bin/ampscope ops --json | tools/pointwise_references.py)",
                   pw_rows[op].name);
     csv_free(&ref);
+}
+
+/* ---- Python scalar operands (layer_spec.scalar_operands) ---- */
+
+/* y = the row with the Python scalar s as operand k and a leaf of dtype dt holding x (n
+ * values) as the other, then backward from dL/dy = 1 into the leaf's .grad */
+static run *scalar_run(pw_op op, int k, double s, dtype dt, const float *x, int64_t n,
+                       tensor **leaf, tensor **y)
+{
+    static const float ones[MAXN] = {[0 ... MAXN - 1] = 1.0f};
+    layer_spec l = {.name = "y",
+                    .kind = LAYER_POINTWISE + op,
+                    .n_inputs = 1,
+                    .scalar_operands = 1u << k,
+                    .scalar = s};
+    int nd[PW_MAX_ARITY] = {1};
+    int64_t shape[PW_MAX_ARITY][TENSOR_MAX_DIMS] = {{n}};
+    float *xs[PW_MAX_ARITY] = {(float *)x};
+    tensor *in[PW_MAX_ARITY];
+    op_params p;
+    run *r = row_run(op, &l, dt, nd, shape, xs, ones, in, y, &p);
+    *leaf = in[0];
+    return r;
+}
+
+/* float16 x + s: the output stays float16 (a wrapped number takes no part in promotion) and
+ * s enters as float32, not first rounded to float16 (on CUDA, TensorIterator casts no CPU
+ * scalar to the common dtype): by hand, 2^-14 + (2^-25 + 2^-40) is 2^-14 + 2^-25 in
+ * float32, a tie float16 rounds to even, 2^-14; float16(s) would be 2^-24 and the sum
+ * 2^-14 + 2^-24. x's gradient is dy, the scalar's none. */
+Test(pointwise, scalar_operand_float16_add_stays_float16_by_hand)
+{
+    float x[2] = {ldexpf(1, -14), 0};
+    tensor *leaf, *y;
+    run *r =
+        scalar_run(PW_OP_add, 1, ldexp(1, -25) + ldexp(1, -40), DTYPE_FLOAT16, x, 2, &leaf, &y);
+    cr_assert_eq(y->dtype, DTYPE_FLOAT16);
+    cr_expect_eq(tensor_at(y, 0), ldexpf(1, -14), "y[0] %.9g", tensor_at(y, 0));
+    cr_expect_eq(tensor_at(y, 1), ldexpf(1, -24), "y[1] %.9g", tensor_at(y, 1));
+    cr_expect_eq(tensor_at(leaf->grad, 0), 1.0f);
+    test_run_close(r);
+}
+
+/* x / 3.0 multiplies by float32(1 / 3) (BinaryDivTrueKernel.cu), by hand: 0.3f * 0.333333343f
+ * is 0.100000009, where 0.3f / 3 is 0.100000001; the gradient is dy * float32(1 / 3) */
+Test(pointwise, scalar_divisor_multiplies_by_its_reciprocal_by_hand)
+{
+    float x[1] = {0.3f};
+    tensor *leaf, *y;
+    run *r = scalar_run(PW_OP_div, 1, 3.0, DTYPE_FLOAT32, x, 1, &leaf, &y);
+    cr_expect_eq(tensor_at(y, 0), 0.10000000894069672f, "y %.9g", tensor_at(y, 0));
+    cr_expect_eq(tensor_at(leaf->grad, 0), 1.0f / 3.0f);
+    test_run_close(r);
+}
+
+/* 1.0 - x (the scalar first) in bfloat16: by hand 0.75, and -dy for x */
+Test(pointwise, scalar_first_operand_sub_by_hand)
+{
+    float x[1] = {0.25f};
+    tensor *leaf, *y;
+    run *r = scalar_run(PW_OP_sub, 0, 1.0, DTYPE_BFLOAT16, x, 1, &leaf, &y);
+    cr_assert_eq(y->dtype, DTYPE_BFLOAT16);
+    cr_expect_eq(tensor_at(y, 0), 0.75f);
+    cr_expect_eq(tensor_at(leaf->grad, 0), -1.0f);
+    test_run_close(r);
 }

@@ -13,15 +13,21 @@
  *    forward and backward in float32 and, as CUDA computes them, float16 and bfloat16; half
  *    values bit for bit unless PyTorch's own float32 value before its rounding lies within
  *    float32 noise of a rounding boundary (its summation order is not the harness's); a row
- *    without a reference fails, named.
+ *    without a reference fails, named;
+ *  - the rows' layer kinds (`mean dim=-1 keepdim=yes`): output dtype (sum's float32 under
+ *    autocast), shape, values and gradient against PyTorch's
+ *    (tests/references/reduce_kinds.csv).
  */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/host_values.h"
+#include "autograd/run.h"
 #include "core/rng.h"
 #include "helpers.h"
+#include "layers/layer.h"
 #include "ops/backend.h"
 
 /* the formulas in float64 */
@@ -54,12 +60,13 @@ static double forward64(rd_op op, const double *v, int64_t R, int64_t n_out)
     return 0;
 }
 
-static double backward64(rd_op op, double g, double x, double y, int64_t count, int64_t R)
+static double backward64(rd_op op, double g, double x, double y, int64_t count, double m,
+                         int64_t R)
 {
     switch (op) {
 #define RD_B64(name, ...)                                                                          \
     case RD_OP_##name:                                                                             \
-        return rd_##name##_backward_f64(g, x, y, count, R, &none, DTYPE_FLOAT32);
+        return rd_##name##_backward_f64(g, x, y, count, m, R, &none, DTYPE_FLOAT32);
         REDUCE_OPS(RD_B64)
 #undef RD_B64
     case RD_OP_COUNT:
@@ -116,6 +123,8 @@ static void check_fd(rd_op op, int nd, const int64_t *shape, unsigned dims, rng 
     for (int64_t o = 0; o < v.n_out; o++)
         r[o] = rf[o] = (float)rng_normal(g);
     forward_all(op, &v, x, y);
+    double mean[MAXN]; /* RD_MEAN's per output */
+    forward_all(RD_OP_mean, &v, x, mean);
     /* the double backward, and the finite differences */
     int64_t count[MAXN] = {0};
     for (int64_t i = 0; i < n; i++)
@@ -123,7 +132,7 @@ static void check_fd(rd_op op, int nd, const int64_t *shape, unsigned dims, rng 
     double top = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t o = rd_output_of(&v, i);
-        want[i] = backward64(op, r[o], x[i], y[o], count[o], v.R);
+        want[i] = backward64(op, r[o], x[i], y[o], count[o], mean[o], v.R);
         top = fmax(top, fabs(want[i]));
     }
     char what[128];
@@ -307,5 +316,105 @@ Test(reduce, every_row_matches_pytorch)
                   "row %s has no reference in " REFERENCE
                   " (bin/ampscope ops --json | tools/reduce_references.py)",
                   rd_rows[op].name);
+    csv_free(&ref);
+}
+
+/* ---- the rows' layer kinds (layers/reduce.c) ---- */
+
+#define KINDS_REFERENCE "tests/references/reduce_kinds.csv"
+
+static const float *g_dy; /* what the consumer hands y as its gradient */
+
+static void dy_backward(run *r, node *n)
+{
+    tensor *g = node_grad_tensor(r, n, 0);
+    host_values_put(r, g, g_dy, NULL);
+    node_give_grad(r, n, 0, g, NULL);
+}
+
+/* The kind l on a leaf x of dtype dt holding xv, under autocast float16 or not: its forward
+ * into *y, then backward from dL/dy = dy into x's .grad. A bare run, closed by the caller. */
+static run *kind_run(const layer_spec *l, dtype dt, bool autocast, int nd, const int64_t *shape,
+                     const float *xv, const float *dy, tensor **x, tensor **y)
+{
+    run *r = test_run_open();
+    cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
+    r->autocast = autocast;
+    r->autocast_dtype = DTYPE_FLOAT16;
+    *x = run_tensor(r, "x", dt, nd, shape, MEM_PARAMS);
+    (*x)->requires_grad = (*x)->is_leaf = true;
+    host_values_put(r, *x, xv, NULL);
+    *y = reduce_defs[l->kind - LAYER_REDUCE].forward(r, l, x, NULL);
+    int64_t one = 1;
+    tensor *root = run_tensor(r, "L", DTYPE_FLOAT32, 1, &one, MEM_ACTIVATIONS);
+    g_dy = dy;
+    tape_record(r, "R", dy_backward, root, y, 1);
+    tape_backward(r, root, 1.0f);
+    return r;
+}
+
+/* `sum dim=-1 keepdim=yes` and the others through their layer, with and without autocast
+ * float16, against tests/references/reduce_kinds.csv (tools/reduce_references.py --kinds):
+ * the output's dtype (sum's fp32_set_opt_dtype: float32 from a half input under autocast)
+ * and shape, its values and x's gradient; each group is six lines, x, dy, y, dx, y.f32,
+ * dx.f32 */
+Test(reduce, every_kind_s_dims_keepdim_and_dtype_match_pytorch)
+{
+    csv ref;
+    cr_assert(csv_read(KINDS_REFERENCE, &ref), "cannot read %s", KINDS_REFERENCE);
+    int c_kind = csv_col(&ref, "kind"), c_par = csv_col(&ref, "params");
+    int c_dt = csv_col(&ref, "dtype");
+    int c_ac = csv_col(&ref, "autocast"), c_sh = csv_col(&ref, "shape");
+    int c_dim = csv_col(&ref, "dim"), c_keep = csv_col(&ref, "keepdim");
+    int c_ydt = csv_col(&ref, "ydtype"), c_t = csv_col(&ref, "tensor");
+    int c_v = csv_col(&ref, "values");
+    static const char *const names[6] = {"x", "dy", "y", "dx", "y.f32", "dx.f32"};
+    bool seen[RD_OP_COUNT] = {false};
+    static float vals[6][MAXN];
+    int64_t count[6];
+    cr_assert_eq(ref.n_rows % 6, 0);
+    for (int r0 = 0; r0 < ref.n_rows; r0 += 6) {
+        char **f = ref.rows[r0];
+        for (int t = 0; t < 6; t++) {
+            cr_assert_str_eq(ref.rows[r0 + t][c_t], names[t], "%s line %d", KINDS_REFERENCE,
+                             r0 + t + 2);
+            count[t] = parse_floats(ref.rows[r0 + t][c_v], vals[t], MAXN);
+        }
+        layer_kind kind = layer_kind_of_name(f[c_kind]);
+        cr_assert(kind >= LAYER_REDUCE && kind < LAYER_KIND_COUNT, "%s", f[c_kind]);
+        seen[kind - LAYER_REDUCE] = true;
+        layer_spec l = {.name = "y", .kind = kind, .n_inputs = 1};
+        sscanf(f[c_par], "real0=%lf", &l.opt_real[0]); /* var's correction */
+        l.opt_bool[0] = strcmp(f[c_keep], "yes") == 0;
+        for (const char *p = f[c_dim]; *p;) { /* "1;2", "-1" into KIND_OPT_DIMS's mask */
+            long d = strtol(p, (char **)&p, 10);
+            l.opt_int[0] |= (int64_t)1 << (d >= 0 ? d : KIND_DIMS_NEG - 1 - d);
+            p += *p == ';';
+        }
+        int64_t shape[TENSOR_MAX_DIMS];
+        int nd = parse_dims(f[c_sh], shape);
+        dtype dt = dtype_named(f[c_dt]);
+        tensor *x, *y;
+        run *r = kind_run(&l, dt, strcmp(f[c_ac], "no") != 0, nd, shape, vals[0], vals[1], &x, &y);
+        char what[160];
+        snprintf(what, sizeof what, "%s dim=%s keepdim=%s of %s %s, autocast %s", f[c_kind],
+                 f[c_dim], f[c_keep], f[c_dt], f[c_sh], f[c_ac]);
+        cr_expect_str_eq(dtype_name(y->dtype), f[c_ydt], "%s: y's dtype", what);
+        cr_assert_eq(y->numel, count[2], "%s: y has %lld values", what, (long long)y->numel);
+        cr_expect_eq(y->ndim, l.opt_bool[0] ? nd : nd - __builtin_popcountll(l.opt_int[0]),
+                     "%s: y has %d dims", what, y->ndim);
+        for (int64_t o = 0; o < y->numel; o++)
+            cr_expect(agrees(tensor_at(y, o), vals[2][o], vals[4][o], y->dtype),
+                      "%s: y[%lld] the harness %.9g, PyTorch %.9g", what, (long long)o,
+                      tensor_at(y, o), vals[2][o]);
+        cr_assert_eq(x->grad->dtype, dt);
+        for (int64_t i = 0; i < x->numel; i++)
+            cr_expect(agrees(tensor_at(x->grad, i), vals[3][i], vals[5][i], dt),
+                      "%s: dx[%lld] the harness %.9g, PyTorch %.9g", what, (long long)i,
+                      tensor_at(x->grad, i), vals[3][i]);
+        test_run_close(r);
+    }
+    for (int op = 0; op < RD_OP_COUNT; op++)
+        cr_expect(seen[op], "kind %s has no reference in " KINDS_REFERENCE, rd_rows[op].name);
     csv_free(&ref);
 }

@@ -33,6 +33,7 @@ Usage: bin/ampscope ops --json | /opt/torch-venv/bin/python tools/pointwise_refe
            > tests/references/pointwise.csv
 """
 import json
+import math
 import sys
 
 import torch
@@ -103,7 +104,60 @@ RECIPES = {
                 "f": lambda x, p: dropout(x, p["real"][0])},
     "neg": {"sets": [{}], "f": lambda x, p: torch.neg(x)},
     "sub": {"sets": [{}], "f": lambda a, b, p: torch.ops.aten.sub.Tensor(a, b)},
+    "div": {"sets": [{}], "f": lambda a, b, p: torch.ops.aten.div.Tensor(a, b),
+            "composite": lambda g, xs, y, p, r: [g / xs[1], -g * r(r(xs[0] / xs[1]) / xs[1])]},
+    "maximum": {"sets": [{}], "f": lambda a, b, p: torch.maximum(a, b)},
+    "minimum": {"sets": [{}], "f": lambda a, b, p: torch.minimum(a, b)},
+    "pow": {"sets": [{"real": {0: 2.0}}, {"real": {0: 1.5}}, {"real": {0: 3.0}}],
+            "positive": True,
+            "f": lambda x, p: torch.ops.aten.pow.Tensor_Scalar(x, p["real"][0]),
+            # PowKernel.cu: base * base * base in scalar_t for the exponent 3
+            "scalar_t_forward": lambda x, p, r: r(x * x) * x if p["real"][0] == 3.0 else None,
+            "composite": lambda g, xs, y, p, r: [g * r(p["real"][0] * r(
+                pow_kernel(xs[0], p["real"][0] - 1, r)))]},
+    "rsqrt": {"sets": [{}], "positive": True, "f": lambda x, p: torch.rsqrt(x),
+              "composite": lambda g, xs, y, p, r: [r(-0.5 * g) * r(r(y * y) * y)]},
+    "sqrt": {"sets": [{}], "positive": True, "f": lambda x, p: torch.sqrt(x),
+             "composite": lambda g, xs, y, p, r: [g / r(2 * y)]},
+    "exp": {"sets": [{}], "f": lambda x, p: torch.exp(x),
+            "composite": lambda g, xs, y, p, r: [g * y]},
+    "log": {"sets": [{}], "positive": True, "f": lambda x, p: torch.log(x)},
+    "reciprocal": {"sets": [{}], "f": lambda x, p: torch.reciprocal(x),
+                   "composite": lambda g, xs, y, p, r: [-g * r(y * y)]},
+    "abs": {"sets": [{}], "f": lambda x, p: torch.abs(x)},
+    "sin": {"sets": [{}], "f": lambda x, p: torch.sin(x),
+            "composite": lambda g, xs, y, p, r: [g * r(torch.cos(xs[0]))]},
+    "cos": {"sets": [{}], "f": lambda x, p: torch.cos(x),
+            "composite": lambda g, xs, y, p, r: [g * -r(torch.sin(xs[0]))]},
+    "erf": {"sets": [{}], "f": lambda x, p: torch.erf(x),
+            "composite": lambda g, xs, y, p, r: [r(f32(2.0 / math.sqrt(math.pi))
+                                                   * r(torch.exp(-r(xs[0] * xs[0])))) * g]},
+    "softplus": {"sets": [{"real": {0: 1.0, 1: 20.0}}, {"real": {0: 2.0, 1: 1.0}}],
+                 "f": lambda x, p: F.softplus(x, beta=p["real"][0], threshold=p["real"][1])},
+    # the CUDA kernels multiply by float32(1/6) where PyTorch's CPU kernels divide by 6
+    "hardswish": {"sets": [{}], "f": lambda x, p: x * torch.clamp(x + 3, 0, 6) * f32(1.0 / 6.0)},
+    "hardsigmoid": {"sets": [{}], "f": lambda x, p: torch.clamp(x + 3, 0, 6) * f32(1.0 / 6.0)},
+    "relu6": {"sets": [{}], "f": lambda x, p: F.relu6(x)},
 }
+
+
+def f32(v):
+    """a Python float as float32 (a CUDA kernel's opmath constant or CPU scalar)"""
+    return torch.tensor(v, dtype=torch.float32).item()
+
+
+def pow_kernel(x, e, r):
+    """x ** e as Pow.cpp and PowKernel.cu compute it for the special exponents (r rounds a
+    scalar_t intermediate)"""
+    if e == 0:
+        return torch.ones_like(x)
+    if e == 1:
+        return x
+    if e == 2:
+        return x * x
+    if e == 3:
+        return r(x * x) * x
+    return torch.pow(x, e)
 
 
 def text(v):
@@ -127,6 +181,17 @@ def values(recipe, p, xs, dy, dt):
     if dt != torch.float32 and "scalar_t" in recipe:
         g = recipe["scalar_t"](dy.to(dt), y.to(dt))
         return y, [g.float()]
+    def r(t):
+        return t.to(dt).float()
+    if dt != torch.float32 and recipe.get("scalar_t_forward"):
+        yf = recipe["scalar_t_forward"](xe[0].detach(), p, r)
+        if yf is not None:
+            y = yf
+    if dt != torch.float32 and "composite" in recipe:
+        # a backward of several kernels: each intermediate a tensor of dtype dt
+        grads = recipe["composite"](r(dy), [x.detach() for x in xe], r(y), p, r)
+        return y, [g if x.shape == shape else r(g).sum_to_size(x.shape)
+                   for g, x in zip(grads, xs)]
     grads = torch.autograd.grad(out, xe, dy.to(dt).float())
     return y, [g if x.shape == shape else g.to(dt).float().sum_to_size(x.shape)
                for g, x in zip(grads, xs)]
@@ -149,6 +214,8 @@ def main():
             p = {"real": p.get("real", {}), "choice": p.get("choice", {})}
             for sh in shapes:
                 xs = [torch.randn(*s, generator=gen) * 2 for s in sh]
+                if recipe.get("positive"):  # the op's domain (log, sqrt, rsqrt, pow)
+                    xs = [x.abs() + 0.05 for x in xs]
                 dy = torch.randn(*sh[0], generator=gen)
                 for dname, dt in DTYPES.items():
                     y, grads = values(recipe, p, xs, dy, dt)

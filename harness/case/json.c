@@ -24,6 +24,24 @@ void json_text(FILE *f, const char *s)
 }
 
 /* The shortest form that reads back as v, with ".0" when it would look like an integer. */
+/* a KIND_OPT_DIMS mask as a list of dims, in the order 0, 1, ..., then -1, -2, ...; null
+ * when none is given */
+static void json_dims(FILE *f, const char *name, int64_t mask)
+{
+    fprintf(f, ", \"%s\": ", name);
+    if (!mask) {
+        fputs("null", f);
+        return;
+    }
+    const char *sep = "[";
+    for (int b = 0; b < 2 * KIND_DIMS_NEG; b++)
+        if (mask & ((int64_t)1 << b)) {
+            fprintf(f, "%s%d", sep, b < KIND_DIMS_NEG ? b : KIND_DIMS_NEG - 1 - b);
+            sep = ", ";
+        }
+    fputs("]", f);
+}
+
 static void json_real(FILE *f, double v)
 {
     char buf[40];
@@ -85,14 +103,24 @@ static void json_layer(FILE *f, const case_config *cfg, const layer_spec *l)
         case KIND_OPT_CHOICE:
             fprintf(f, ", \"%s\": \"%s\"", o->name, o->choices[*(const int *)field]);
             break;
+        case KIND_OPT_DIMS:
+            json_dims(f, o->name, *(const int64_t *)field);
+            break;
         case KIND_OPT_REFUSED:
             break;
         }
     }
-    fputs(", \"inputs\": [", f); /* the graph: the layers it reads ("input": the model's) */
-    for (int k = 0; k < l->n_inputs; k++) {
+    /* the graph: the layers it reads ("input": the model's), in operand order, a Python
+     * scalar operand as its number */
+    fputs(", \"inputs\": [", f);
+    for (int k = 0, t = 0; t < l->n_inputs || (l->scalar_operands >> k); k++) {
         fputs(k ? ", " : "", f);
-        json_string(f, l->inputs[k] == LAYER_INPUT ? "input" : cfg->layers[l->inputs[k]].name);
+        if (l->scalar_operands & (1u << k))
+            json_real(f, l->scalar);
+        else {
+            json_string(f, l->inputs[t] == LAYER_INPUT ? "input" : cfg->layers[l->inputs[t]].name);
+            t++;
+        }
     }
     fputs("], \"weight_of\": ", f); /* weight=LAYER.weight: that layer; else null */
     if (l->tied >= 0)

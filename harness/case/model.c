@@ -4,7 +4,10 @@
  * (layers/layer.h): the kind's name, the numbers of its signature, a multi-input kind's
  * input names, then its options, among them the graph's own: `from=NAME` (a one-input
  * kind's input) and `weight=LAYER.weight` (a tied weight). The names resolve once every
- * layer is read: to a layer above the line, or `input` (a reserved name).
+ * layer is read: to a layer above the line, or `input` (a reserved name). A kind that takes
+ * Python scalars (a binary pointwise row) reads a number in an input's place as one:
+ * `v = add ms 1e-6`, `r = sub 1.0 x` (layer_spec.scalar_operands). A one-input kind may
+ * name its input first instead of from=: `p = pow x 2.0`.
  */
 #include "parse.h"
 
@@ -25,6 +28,12 @@ static int signature_words(const char *sig, char *buf, size_t len, char **w, int
 }
 
 static bool is_number_word(const char *w) { return w[0] >= 'A' && w[0] <= 'Z'; }
+
+/* A word in an input's place that is a number (a layer's name starts with a letter or _) */
+static bool is_scalar_word(const char *w)
+{
+    return (w[0] >= '0' && w[0] <= '9') || w[0] == '-' || w[0] == '+' || w[0] == '.';
+}
 
 /* The names a line gives for its inputs and tied weight, resolved once every layer is read
  * (a name defined below the line is an error of its own). "" where none is given. */
@@ -101,6 +110,15 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
     char buf[128], *sig[MAX_WORDS];
     int n_sig = signature_words(d->signature, buf, sizeof buf, sig, MAX_WORDS);
     int n_pos = d->n_inputs > 1 ? d->n_inputs : 0; /* positional input names */
+    /* a one-input kind may name its input first, as a kind of several does (`p = pow x 2.0`
+     * is `p = pow 2.0 from=x`): a name, not a number, where its words start */
+    char lead[LAYER_NAME_MAX] = "";
+    if (n_pos == 0 && t->n >= 2 + n_sig && valid_layer_name(t->w[1]) &&
+        (t->n == 2 || strcmp(t->w[2], "=") != 0) && (n_sig == 0 || is_number_word(sig[0]))) {
+        snprintf(lead, sizeof lead, "%s", t->w[1]);
+        memmove(&t->w[1], &t->w[2], sizeof(char *) * (size_t)(t->n - 2));
+        t->n--;
+    }
     bool form = t->n >= 1 + n_sig + n_pos;
     for (int i = 0; form && i < n_sig; i++)
         form = is_number_word(sig[i]) || strcmp(t->w[1 + i], sig[i]) == 0;
@@ -127,13 +145,30 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
                                                        field)) &&
              ok;
     }
+    int n_names = 0;
     for (int i = 0; i < n_pos; i++) {
-        if (strlen(t->w[1 + n_sig + i]) >= LAYER_NAME_MAX) {
-            err_at(c, e, "%s: the input name '%s' is too long", e->key, t->w[1 + n_sig + i]);
+        const char *w = t->w[1 + n_sig + i];
+        if (d->scalar_inputs && is_scalar_word(w)) {
+            if (l->scalar_operands) {
+                err_at(c, e,
+                       "%s = %s: both operands of %s are numbers; at most one may be a Python "
+                       "scalar, the other names a layer",
+                       e->key, e->value, d->name);
+                return false;
+            }
+            if (!parse_real(c, e, w, "scalar operand", ANY, &l->scalar))
+                return false;
+            l->scalar_operands = 1u << i;
+            continue;
+        }
+        if (strlen(w) >= LAYER_NAME_MAX) {
+            err_at(c, e, "%s: the input name '%s' is too long", e->key, w);
             return false;
         }
-        strcpy(ln->in[i], t->w[1 + n_sig + i]);
+        strcpy(ln->in[n_names++], w);
     }
+    if (l->scalar_operands)
+        l->n_inputs = n_names;
     int first = 1 + n_sig + n_pos;
     char from[LAYER_NAME_MAX] = "";
     if (!take_graph_option(c, e, t, first, "from", from, sizeof from) ||
@@ -144,6 +179,12 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
                d->name, in_words[n_pos]);
         return false;
     }
+    if (*from && *lead) {
+        err_at(c, e, "%s names its input twice (%s and from=%s)", e->key, lead, from);
+        return false;
+    }
+    if (*lead)
+        strcpy(from, lead);
     if (*from)
         strcpy(ln->in[0], from);
     /* autocast=no: torch.autocast(device_type, enabled=False) around the layer's ops */

@@ -240,6 +240,9 @@ void kind_option_defaults(const kind_opt *opts, int n, void *base)
         case KIND_OPT_CHOICE:
             *(int *)field = (int)opts[i].def;
             break;
+        case KIND_OPT_DIMS:
+            *(int64_t *)field = 0;
+            break;
         case KIND_OPT_REFUSED:
             break;
         }
@@ -254,6 +257,8 @@ bool kind_option_names(parse_ctx *c, entry *e, const words *t, int first, const 
         names[i] = opts[i].name;
     return parse_options(c, e, t, first, owner, names, n, vals);
 }
+
+static bool parse_dims(parse_ctx *c, entry *e, const char *s, const char *what, int64_t *out);
 
 bool kind_option_values(parse_ctx *c, entry *e, const char *owner, const kind_opt *opts, int n,
                         const char *const *vals, void *base)
@@ -286,6 +291,9 @@ bool kind_option_values(parse_ctx *c, entry *e, const char *owner, const kind_op
                 *(int *)field = k;
             ok = k >= 0 && ok;
             break;
+        case KIND_OPT_DIMS:
+            ok = parse_dims(c, e, vals[i], o->name, (int64_t *)field) && ok;
+            break;
         case KIND_OPT_REFUSED:
             err_at(c, e, "%s", o->refusal);
             ok = false;
@@ -293,6 +301,37 @@ bool kind_option_values(parse_ctx *c, entry *e, const char *owner, const kind_op
         }
     }
     return ok;
+}
+
+/* `dim=-1`, `dim=1,2`: dims of the whole tensor into KIND_OPT_DIMS's mask; a dim given
+ * twice is PyTorch's "dim 1 appears multiple times in the list of dims" */
+static bool parse_dims(parse_ctx *c, entry *e, const char *s, const char *what, int64_t *out)
+{
+    int64_t mask = 0;
+    for (const char *p = s;;) {
+        char *end;
+        errno = 0;
+        long d = strtol(p, &end, 10);
+        if (end == p || errno || d < -KIND_DIMS_MAX || d >= KIND_DIMS_MAX ||
+            (*end && *end != ',')) {
+            err_at(c, e,
+                   "bad value '%s' for %s: expected a dim or dims D1,D2,... of the whole tensor "
+                   "(0 the batch dim, negative dims count from the end)",
+                   s, what);
+            return false;
+        }
+        int64_t bit = (int64_t)1 << (d >= 0 ? d : KIND_DIMS_NEG - 1 - d);
+        if (mask & bit) {
+            err_at(c, e, "%s=%s: dim %ld appears multiple times in the list of dims", what, s, d);
+            return false;
+        }
+        mask |= bit;
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    *out = mask;
+    return true;
 }
 
 /* ---- numbers and values ---- */

@@ -50,6 +50,11 @@ typedef struct layer_spec {
      * the line names them (`from=NAME`, or a multi-input kind's positional names) */
     int n_inputs;
     int inputs[LAYER_MAX_INPUTS];
+    /* a binary pointwise row's operand written as a number (PyTorch's wrapped Python
+     * scalar, docs/GRAPH-MODELS.md): bit k set when operand k is `scalar`; inputs[] then
+     * holds only the operands that are layers, in order */
+    unsigned scalar_operands;
+    double scalar;
     int tied; /* weight=LAYER.weight: the layer whose weight it shares; -1: its own */
     /* autocast=no, any kind: its ops run as under torch.autocast(device_type, enabled=False),
      * in the dtypes their inputs have (train/model.c) */

@@ -10,6 +10,7 @@
 #define AMPSCOPE_KINDS_H
 
 #include "ops/pointwise.h"
+#include "ops/reduce.h"
 
 typedef enum layer_kind {
     LAYER_LINEAR = 0,
@@ -39,7 +40,9 @@ typedef enum layer_kind {
     LAYER_TO,
     /* the pointwise rows (ops/pointwise.h), a kind each: row op is kind LAYER_POINTWISE + op */
     LAYER_POINTWISE,
-    LAYER_KIND_COUNT = LAYER_POINTWISE + PW_OP_COUNT
+    /* the reduction rows (ops/reduce.h), a kind each: row op is kind LAYER_REDUCE + op */
+    LAYER_REDUCE = LAYER_POINTWISE + PW_OP_COUNT,
+    LAYER_KIND_COUNT = LAYER_REDUCE + RD_OP_COUNT
 } layer_kind;
 /* the kind of row `name` (LAYER_ROW(relu)) */
 #define LAYER_ROW(name) ((layer_kind)(LAYER_POINTWISE + PW_OP_##name))

@@ -55,8 +55,14 @@ typedef enum kind_opt_type {
     KIND_OPT_REAL,   /* a double in range (eps=1e-5, p=0.1) */
     KIND_OPT_BOOL,   /* a bool: yes/no, true/false, on/off, 1/0 */
     KIND_OPT_CHOICE, /* an int: the index of the value in choices */
+    KIND_OPT_DIMS,   /* dims of the whole tensor, D or D1,D2,... (negative from the end), as
+                      * a mask in an int64_t (kind_dims_mask); 0: none given */
     KIND_OPT_REFUSED /* accepted by PyTorch, not by the harness: any value is refused */
 } kind_opt_type;
+
+/* KIND_OPT_DIMS's mask: bit d for a dim d >= 0, bit KIND_DIMS_NEG - 1 - d for d < 0 */
+#define KIND_DIMS_NEG 16
+#define KIND_DIMS_MAX 8 /* dims from -KIND_DIMS_MAX to KIND_DIMS_MAX - 1 */
 
 /* The values a real option (and the case parser's numbers) may take. */
 typedef enum real_range { ANY, NONNEG, POSITIVE, ABOVE_ONE, UNIT_OPEN, UNIT_HALF } real_range;
@@ -75,6 +81,21 @@ typedef struct kind_opt {
                                  * given; the form, "kernel=K" */
     const char *refusal;        /* REFUSED: the message */
 } kind_opt;
+
+/* The args and opts columns of a row (ops/pointwise.h, ops/reduce.h) as kind_arg and
+ * kind_opt, each followed by a comma: their slots are layer_spec's opt_real and opt_choice,
+ * which the layer hands on as op_params (layers/pointwise.c, layers/reduce.c) */
+#define PW_EXPAND(...) __VA_ARGS__
+#define PW_ARG_REAL(name, slot) {#name, #name, offsetof(layer_spec, opt_real[slot]), KIND_ARG_REAL},
+#define PW_OPT_REAL(name, slot, range_, def)                                                       \
+    {#name, KIND_OPT_REAL, offsetof(layer_spec, opt_real[slot]), .range = range_, .real_def = def},
+#define PW_OPT_CHOICE(name, slot, def_, words)                                                     \
+    {#name,                                                                                        \
+     KIND_OPT_CHOICE,                                                                              \
+     offsetof(layer_spec, opt_choice[slot]),                                                       \
+     .def = def_,                                                                                  \
+     .choices = (const char *const[]){PW_EXPAND words},                                            \
+     .n_choices = COUNT_OF(((const char *const[]){PW_EXPAND words}))},
 
 /* A number of the signature: "in_features" names it in messages, "in" in JSON. */
 typedef struct kind_arg {
@@ -125,7 +146,7 @@ typedef enum param_init {
     PARAM_INIT_ZEROS, /* init.zeros_: a norm's bias */
     /* buffers (register_buffer): no gradient, no optimizer step, memory category buffers */
     PARAM_BUFFER_ZEROS, /* batch_norm's running_mean */
-    PARAM_BUFFER_ONES, /* batch_norm's running_var */
+    PARAM_BUFFER_ONES,  /* batch_norm's running_var */
     /* N(0, 1): nn.Embedding's init (normal_), the padding_idx row zeroed */
     PARAM_INIT_NORMAL
 } param_init;
@@ -169,6 +190,9 @@ typedef struct layer_def {
     /* "linear 4 → 8 (no bias)": snprintf's contract */
     int (*describe)(const layer_spec *l, char *buf, size_t len);
     int n_inputs; /* inputs the forward takes; 0 means 1 */
+    /* of n_inputs > 1: one of them may be written as a number, a Python scalar
+     * (layer_spec.scalar_operands); the forward then receives one input fewer */
+    bool scalar_inputs;
     /* [fp8] may choose it to run as te.Linear (fp8_linear.h): its spec's `in` and `out` are
      * the GEMM's in_features and out_features, and its forward runs fp8_linear_forward for
      * the layers [fp8] chose */
@@ -190,6 +214,8 @@ typedef struct loss_def {
  * layers/pointwise.c, made from the rows, pointwise_defs[op] the kind LAYER_POINTWISE + op). */
 extern const layer_def linear_def, conv2d_def, flatten_def;
 extern const layer_def pointwise_defs[PW_OP_COUNT];
+/* the reduction rows' kinds (layers/reduce.c), reduce_defs[op] the kind LAYER_REDUCE + op */
+extern const layer_def reduce_defs[RD_OP_COUNT];
 /* softmax and the causal mask */
 extern const layer_def softmax_def, log_softmax_def, causal_mask_def;
 /* scaled_dot_product_attention */
@@ -243,6 +269,11 @@ void give_grad_as_is(run *r, node *n, int i, tensor *g);
  * backward is the row's (reduce_backward), saving what the row reads. */
 tensor *reduce_record(run *r, rd_op op, tensor *x, unsigned dims, const char *name, int ndim,
                       const int64_t *shape, tensor_role role);
+/* The same with the call's parameters p, the output's dtype dt and the autocast entry ac
+ * that says why y has it (layers/reduce.c: sum's fp32_set_opt_dtype) */
+tensor *reduce_record_as(run *r, rd_op op, const op_params *p, const autocast_op *ac, tensor *x,
+                         unsigned dims, const char *name, int ndim, const int64_t *shape, dtype dt,
+                         tensor_role role);
 /* t's metadata with another shape of the same numel (no memory: a stack copy) */
 tensor reshaped(const tensor *t, int ndim, const int64_t *shape);
 /* a new tensor `name`: x with dims d1 and d2 swapped, copied (transpose.c) */

@@ -2,9 +2,10 @@
  * pointwise.c: the layer kind of every pointwise row (ops/pointwise.h), made from the row:
  * `NAME = relu`, `NAME = gelu approximate=tanh`, `NAME = scale 0.125`, `NAME = dropout p=0.1`,
  * `NAME = add A B`, `NAME = mul A B` (a kind of several operands takes their layers' names
- * after its numbers). Its case-file words are the row's signature, args and opts; its
- * autocast entry the row's policy and ATen ops; pointwise_defs[op] is the kind
- * LAYER_POINTWISE + op (config/kinds.h).
+ * after its numbers; in a row of two, one of them may be a number, a Python scalar:
+ * `NAME = add A 1e-6`, `NAME = sub 1.0 A`, see scalar_operand). Its case-file words are the
+ * row's signature, args and opts; its autocast entry the row's policy and ATen ops;
+ * pointwise_defs[op] is the kind LAYER_POINTWISE + op (config/kinds.h).
  *
  * Forward: autocast's casts for the row's policy (autocast_args), the output's dtype
  * (autocast_output_dtype: the promotion of the operands'), its shape (the operands'
@@ -24,23 +25,11 @@
  */
 #include "layer.h"
 
+#include "autograd/host_values.h"
 #include "core/rng.h"
 #include "ops/broadcast.h"
 
 /* ---- the rows' case-file words, autocast entries and definitions ---- */
-
-#define PW_EXPAND(...) __VA_ARGS__
-/* the args and opts columns as layer.h's kind_arg and kind_opt, each followed by a comma */
-#define PW_ARG_REAL(name, slot) {#name, #name, offsetof(layer_spec, opt_real[slot]), KIND_ARG_REAL},
-#define PW_OPT_REAL(name, slot, range_, def)                                                       \
-    {#name, KIND_OPT_REAL, offsetof(layer_spec, opt_real[slot]), .range = range_, .real_def = def},
-#define PW_OPT_CHOICE(name, slot, def_, words)                                                     \
-    {#name,                                                                                        \
-     KIND_OPT_CHOICE,                                                                              \
-     offsetof(layer_spec, opt_choice[slot]),                                                       \
-     .def = def_,                                                                                  \
-     .choices = (const char *const[]){PW_EXPAND words},                                            \
-     .n_choices = COUNT_OF(((const char *const[]){PW_EXPAND words}))},
 
 /* each row's arrays, ended by an empty entry (a row may have none) */
 #define PW_TABLES(name, arity, backward, policy, signature, args, opts, aten)                      \
@@ -70,10 +59,17 @@ static int pointwise_describe(const layer_spec *l, char *buf, size_t len);
                     .n_autocast = 1,                                                               \
                     .forward = pointwise_forward,                                                  \
                     .describe = pointwise_describe,                                                \
-                    .n_inputs = arity_},
+                    .n_inputs = arity_,                                                            \
+                    .scalar_inputs = arity_ == 2},
 const layer_def pointwise_defs[PW_OP_COUNT] = {POINTWISE_OPS(PW_DEF)};
 
 static pw_op row_of(const layer_spec *l) { return (pw_op)(l->kind - LAYER_POINTWISE); }
+
+/* the operands that are tensors (layers' outputs): the row's, less a Python scalar */
+static int tensor_operands(const layer_spec *l)
+{
+    return pw_rows[row_of(l)].arity - (l->scalar_operands ? 1 : 0);
+}
 
 /* ---- shape and description ---- */
 
@@ -84,7 +80,7 @@ static bool pointwise_shape(const layer_spec *l, const layer_shape *in, layer_sh
                             shape_check *sc)
 {
     *out = in[0];
-    for (int k = 1; k < pw_rows[row_of(l)].arity; k++) {
+    for (int k = 1; k < tensor_operands(l); k++) {
         int nd;
         int64_t dim[TENSOR_MAX_DIMS];
         if (in[k].ndim == out->ndim &&
@@ -145,6 +141,9 @@ static int pointwise_describe(const layer_spec *l, char *buf, size_t len)
     }
     if (shown)
         put(buf, len, &at, ")");
+    for (int k = 0; k < pw_rows[row_of(l)].arity; k++)
+        if (l->scalar_operands & (1u << k))
+            put(buf, len, &at, " (operand %d the Python scalar %g)", k, l->scalar);
     return at;
 }
 
@@ -227,25 +226,52 @@ static void pointwise_backward(run *r, node *n)
             pointwise_grad(r, n, k);
 }
 
+/* A Python scalar operand as PyTorch's CUDA kernels see it: a CPU scalar (a wrapped
+ * number) that takes no part in type promotion and is not cast to the common dtype
+ * (TensorIterator.cpp, compute_types: inputs are promoted to the common dtype only when the
+ * common device is the CPU), which the kernel reads as opmath, the double rounded once to
+ * float32 (cuda/Loops.cuh, opmath_gpu_kernel_with_scalars: iter.scalar_value<opmath_t>):
+ * here a float32 tensor of that value, every dim 1, that broadcasts and needs no gradient. */
+static tensor *scalar_operand(run *r, const char *layer_out, int nd, float v)
+{
+    char name[TENSOR_NAME_MAX + 8];
+    snprintf(name, sizeof name, "%s.scalar", layer_out);
+    int64_t ones[TENSOR_MAX_DIMS];
+    for (int j = 0; j < nd; j++)
+        ones[j] = 1;
+    tensor *t = run_tensor(r, name, DTYPE_FLOAT32, nd, ones, MEM_ACTIVATIONS);
+    host_values_put(r, t, &v, NULL);
+    return t;
+}
+
 static tensor *pointwise_forward(run *r, const layer_spec *l, tensor *const *in,
                                  tensor *const *params)
 {
     pw_op op = row_of(l);
     const pw_row *row = &pw_rows[op];
     const autocast_op *ac = layer_def_of(l->kind)->autocast;
-    tensor *args[PW_MAX_ARITY];
-    autocast_args(r, ac, in, row->arity, args);
-    int nd = args[0]->ndim;
+    int nt = tensor_operands(l);
+    tensor *targs[PW_MAX_ARITY], *args[PW_MAX_ARITY];
+    autocast_args(r, ac, in, nt, targs);
+    int nd = targs[0]->ndim;
     int64_t shape[TENSOR_MAX_DIMS];
     for (int j = 0; j < nd; j++)
-        shape[j] = args[0]->shape[j];
-    for (int k = 1; k < row->arity; k++) /* the case's check made them broadcast */
-        shape_broadcast(nd, shape, args[k]->ndim, args[k]->shape, &nd, shape);
+        shape[j] = targs[0]->shape[j];
+    for (int k = 1; k < nt; k++) /* the case's check made them broadcast */
+        shape_broadcast(nd, shape, targs[k]->ndim, targs[k]->shape, &nd, shape);
     char name[TENSOR_NAME_MAX];
     layer_out_name(l, name, sizeof name);
-    tensor *y = run_tensor(r, name, autocast_output_dtype(args, row->arity), nd, shape,
-                           MEM_ACTIVATIONS);
-    autocast_why(r, y, ac, args, row->arity);
+    tensor *y = run_tensor(r, name, autocast_output_dtype(targs, nt), nd, shape, MEM_ACTIVATIONS);
+    autocast_why(r, y, ac, targs, nt);
+    float scalar = (float)l->scalar;
+    if (op == PW_OP_div && (l->scalar_operands & 2u)) {
+        /* cuda/BinaryDivTrueKernel.cu (div_true_kernel_cuda): a CPU scalar divisor b is
+         * a * (1.0f / b), mul's functor; DivBackward0's grad / other the same kernel */
+        scalar = 1.0f / scalar;
+        op = PW_OP_mul;
+    }
+    for (int k = 0, t = 0; k < row->arity; k++)
+        args[k] = l->scalar_operands & (1u << k) ? scalar_operand(r, name, nd, scalar) : targs[t++];
     op_params p = pointwise_params(r, l, name);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
@@ -255,9 +281,9 @@ static tensor *pointwise_forward(run *r, const layer_spec *l, tensor *const *in,
         n->row = op;
         n->pw = p;
         for (int k = 0; k < row->arity; k++)
-            if (row->backward & PW_SAVES(k))
+            if (pw_rows[op].backward & PW_SAVES(k))
                 tape_save(n, k, args[k]);
-        if (row->backward & PW_SAVE_OUT)
+        if (pw_rows[op].backward & PW_SAVE_OUT)
             tape_save(n, PW_MAX_ARITY, y);
     }
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);

@@ -39,6 +39,10 @@ static const layer_def *const layer_defs[] = {
 #define ROW_KIND(name, ...) [LAYER_POINTWISE + PW_OP_##name] = &pointwise_defs[PW_OP_##name],
     POINTWISE_OPS(ROW_KIND)
 #undef ROW_KIND
+/* the reduction rows' kinds */
+#define REDUCE_KIND(name, ...) [LAYER_REDUCE + RD_OP_##name] = &reduce_defs[RD_OP_##name],
+        REDUCE_OPS(REDUCE_KIND)
+#undef REDUCE_KIND
 };
 _Static_assert(sizeof layer_defs / sizeof layer_defs[0] == LAYER_KIND_COUNT,
                "layer_defs needs one entry per layer_kind");
@@ -285,8 +289,7 @@ static void reduce_backward(run *r, node *n)
     tensor *dx = node_grad_tensor(r, n, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    const op_params none = {.seed = 0};
-    run_check(r, r->be->reduce_backward(r->be, n->reduction, &none, n->grad, n->saved[0],
+    run_check(r, r->be->reduce_backward(r->be, n->reduction, &n->pw, n->grad, n->saved[0],
                                         n->saved[1], n->dims, dx, stp));
     node_give_grad(r, n, 0, dx, stp);
 }
@@ -294,17 +297,25 @@ static void reduce_backward(run *r, node *n)
 tensor *reduce_record(run *r, rd_op op, tensor *x, unsigned dims, const char *name, int ndim,
                       const int64_t *shape, tensor_role role)
 {
-    tensor *y = run_tensor(r, name, x->dtype, ndim, shape, MEM_ACTIVATIONS);
     const autocast_op row = {rd_rows[op].name, rd_rows[op].policy, "", {NULL}};
-    autocast_why(r, y, &row, &x, 1);
+    const op_params none = {.seed = 0};
+    return reduce_record_as(r, op, &none, &row, x, dims, name, ndim, shape, x->dtype, role);
+}
+
+tensor *reduce_record_as(run *r, rd_op op, const op_params *p, const autocast_op *ac, tensor *x,
+                         unsigned dims, const char *name, int ndim, const int64_t *shape, dtype dt,
+                         tensor_role role)
+{
+    tensor *y = run_tensor(r, name, dt, ndim, shape, MEM_ACTIVATIONS);
+    autocast_why(r, y, ac, &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    const op_params none = {.seed = 0};
-    run_check(r, r->be->reduce_forward(r->be, op, &none, x, dims, y, stp));
+    run_check(r, r->be->reduce_forward(r->be, op, p, x, dims, y, stp));
     node *n = tape_record(r, rd_rows[op].name, reduce_backward, y, &x, 1);
     if (n) {
         n->reduction = op;
         n->dims = dims;
+        n->pw = *p;
         if (rd_rows[op].backward & RD_SAVE_X)
             tape_save(n, 0, x);
         if (rd_rows[op].backward & RD_SAVE_OUT)

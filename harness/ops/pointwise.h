@@ -10,7 +10,9 @@
  *
  * A row's columns, X(name, arity, backward, policy, signature, args, opts, aten):
  *  name       the op as a case file names it (`gelu`) and its formulas' names
- *  arity      its tensor operands, 1 to PW_MAX_ARITY (a, b, c); Python scalars are options
+ *  arity      its operands, 1 to PW_MAX_ARITY (a, b, c); a case may write one operand of a
+ *             row of two as a number (a Python scalar: layers/pointwise.c), else Python
+ *             scalars are the row's args or options
  *  backward   what its backward keeps, exactly what PyTorch's autograd node saves
  *             (tools/autograd/derivatives.yaml): PW_SAVE_A/B/C (an operand), PW_SAVE_OUT
  *             (the result); and PW_PASS_A/B/C: that operand's gradient is the output's
@@ -97,7 +99,49 @@ enum {
     /* -x (torch.neg); NegBackward0: grad.neg(), nothing saved */                                  \
     X(neg, 1, 0, AUTOCAST_NONE, "", (), (), ("neg"))                                               \
     /* a - b (torch.sub, alpha 1); SubBackward0: self: grad, other: -grad, nothing saved */        \
-    X(sub, 2, PW_PASS_A, AUTOCAST_NONE, "", (), (), ("sub.Tensor"))
+    X(sub, 2, PW_PASS_A, AUTOCAST_NONE, "", (), (), ("sub.Tensor"))                                \
+    /* a / b (torch.div, true division); DivBackward0: self: grad / other, other:                  \
+     * -grad * ((self / other) / other) (FunctionsManual.cpp, div_tensor_*_backward) */            \
+    X(div, 2, PW_SAVE_A | PW_SAVE_B, AUTOCAST_NONE, "", (), (), ("div.Tensor"))                     \
+    /* torch.maximum, torch.minimum (NaN propagates); MaximumBackward0: where(self == other,       \
+     * grad / 2, grad) masked to 0 where the other operand wins */                                 \
+    X(maximum, 2, PW_SAVE_A | PW_SAVE_B, AUTOCAST_NONE, "", (), (), ("maximum"))                    \
+    X(minimum, 2, PW_SAVE_A | PW_SAVE_B, AUTOCAST_NONE, "", (), (), ("minimum"))                    \
+    /* x ** S, S a Python float (torch.pow(x, S), the Tensor_Scalar overload; on the fp32 list);    \
+     * PowBackward0: grad * (S * self.pow(S - 1)) (FunctionsManual.cpp, pow_backward) */           \
+    X(pow, 1, PW_SAVE_A, AUTOCAST_FP32, "S", (PW_ARG_REAL(exponent, 0)), (),                       \
+      ("pow.Tensor_Scalar"))                                                                       \
+    /* torch.rsqrt (fp32 list); RsqrtBackward0: -0.5 * grad * result.pow(3) */                     \
+    X(rsqrt, 1, PW_SAVE_OUT, AUTOCAST_FP32, "", (), (), ("rsqrt"))                                 \
+    /* torch.sqrt; SqrtBackward0: grad / (2 * result) */                                           \
+    X(sqrt, 1, PW_SAVE_OUT, AUTOCAST_NONE, "", (), (), ("sqrt"))                                   \
+    /* torch.exp (fp32 list); ExpBackward0: grad * result */                                       \
+    X(exp, 1, PW_SAVE_OUT, AUTOCAST_FP32, "", (), (), ("exp"))                                     \
+    /* torch.log (fp32 list); LogBackward0: grad.div(self) */                                      \
+    X(log, 1, PW_SAVE_A, AUTOCAST_FP32, "", (), (), ("log"))                                       \
+    /* torch.reciprocal (fp32 list); ReciprocalBackward0: -grad * (result * result) */             \
+    X(reciprocal, 1, PW_SAVE_OUT, AUTOCAST_FP32, "", (), (), ("reciprocal"))                       \
+    /* torch.abs; AbsBackward0: grad * self.sgn() */                                               \
+    X(abs, 1, PW_SAVE_A, AUTOCAST_NONE, "", (), (), ("abs"))                                       \
+    /* torch.sin, torch.cos; SinBackward0: grad * self.cos(), CosBackward0: grad * -self.sin() */  \
+    X(sin, 1, PW_SAVE_A, AUTOCAST_NONE, "", (), (), ("sin"))                                       \
+    X(cos, 1, PW_SAVE_A, AUTOCAST_NONE, "", (), (), ("cos"))                                       \
+    /* torch.erf; ErfBackward0: 2.0 / sqrt(M_PI) * exp(-(self.pow(2))) * grad */                   \
+    X(erf, 1, PW_SAVE_A, AUTOCAST_NONE, "", (), (), ("erf"))                                       \
+    /* nn.Softplus(beta=, threshold=) (fp32 list); softplus_backward(grad, self, beta,             \
+     * threshold) */                                                                               \
+    X(softplus, 1, PW_SAVE_A, AUTOCAST_FP32, "", (),                                               \
+      (PW_OPT_REAL(beta, 0, POSITIVE, 1.0) PW_OPT_REAL(threshold, 1, ANY, 20.0)),                  \
+      ("softplus", "softplus_backward"))                                                           \
+    /* nn.Hardswish; hardswish_backward(grad, self) */                                             \
+    X(hardswish, 1, PW_SAVE_A, AUTOCAST_NONE, "", (), (), ("hardswish", "hardswish_backward"))     \
+    /* nn.Hardsigmoid; hardsigmoid_backward(grad, self) */                                         \
+    X(hardsigmoid, 1, PW_SAVE_A, AUTOCAST_NONE, "", (), (),                                        \
+      ("hardsigmoid", "hardsigmoid_backward"))                                                     \
+    /* nn.ReLU6: F.relu6 is ATen's relu6, a composite of hardtanh(self, 0, 6) (a clamp; NaN         \
+     * propagates); HardtanhBackward0: hardtanh_backward(grad, self, 0, 6), grad where             \
+     * 0 < x < 6, else 0 */                                                                        \
+    X(relu6, 1, PW_SAVE_A, AUTOCAST_NONE, "", (), (), ("relu6", "hardtanh", "hardtanh_backward"))
 
 /* PW_EACH_OPERAND(arity, M, ...): M(0, ...) M(1, ...) ... for each operand of a row (the
  * generated code's loop over a row's backward formulas) */

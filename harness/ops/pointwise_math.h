@@ -34,6 +34,23 @@
  *             the same kernel on the gradient
  *   sub       BinaryAddSubKernel.cu (add_kernel with alpha -1): a + (-1) * b in opmath, one
  *             rounding; other's gradient -grad (neg's kernel, exact)
+ *   div       BinaryDivTrueKernel.cu: a / b in opmath; a CPU scalar divisor multiplies by
+ *             its float32 reciprocal (the layer runs mul's row then)
+ *   maximum, minimum  MaxMinElementwiseKernel.cu: NaN propagating max/min in opmath
+ *   pow       PowKernel.cu (pow_tensor_scalar_kernel), Pow.cpp: see pw_pow_value
+ *   rsqrt, sqrt, exp, log, reciprocal, abs, sin, cos, erf  UnaryOpsKernel.cu,
+ *             UnaryFractionKernels.cu, UnarySignKernels.cu, UnaryGeometric*Kernel.cu,
+ *             UnarySpecialOpsKernel.cu: the function of the opmath value, one rounding
+ *   softplus  ActivationSoftplusKernel.cu: (x * beta) > threshold ? x :
+ *             log1p(exp(x * beta)) / beta; its backward z = exp(x * beta),
+ *             (x * beta) > threshold ? grad : grad * z / (z + 1)
+ *   hardswish, hardsigmoid  ActivationHardswishKernel.cu, ActivationHardsigmoidKernel.cu:
+ *             x * min(max(x + 3, 0), 6) * one_sixth, min(max(x + 3, 0), 6) * one_sixth
+ *   relu6     hardtanh(x, 0, 6) = clamp (UnaryOpsKernel / TensorCompare.cu); its backward
+ *             hardtanh_backward (ActivationHardtanhKernel.cu): grad where 0 < x < 6
+ *  The backward formulas of derivatives.yaml that are composites of several kernels (rsqrt,
+ *  sqrt, reciprocal, pow, sin, cos, erf, div's other) round between those kernels
+ *  (PW_ROUND into dt): outside autocast on half tensors every intermediate is a half tensor.
  * erf, tanh and exp are evaluated in double and rounded to float32, the correctly rounded
  * float result on both backends (CUDA's erff/tanhf/expf, which PyTorch calls, may be 1-2 ulp
  * away from it: float32 noise, not a difference a half output can show).
@@ -205,6 +222,126 @@ PW_BACKWARD(neg, 0) { return -g; }
 PW_FORWARD(sub) { return a - b; }
 PW_BACKWARD(sub, 0) { return g; }
 PW_BACKWARD(sub, 1) { return -g; }
+
+/* ---- div: a / b in opmath (a CPU scalar divisor is mul's row with 1.0f / b: the layer) ---- */
+PW_FORWARD(div) { return a / b; }
+PW_BACKWARD(div, 0) { return g / b; }
+/* -grad * ((self / other) / other): neg exact, each division a kernel of its own */
+PW_BACKWARD(div, 1) { return -g * PW_ROUND(PW_ROUND(a / b, dt) / b, dt); }
+
+/* ---- maximum, minimum: NaN propagates; the gradient halved on ties (grad / 2: a CPU
+ * scalar divisor, grad * 0.5f) ---- */
+PW_FORWARD(maximum) { return a != a ? a : b != b ? b : a > b ? a : b; }
+PW_BACKWARD(maximum, 0) { return a == b ? g * PW_C(0.5) : a < b ? 0 : g; }
+PW_BACKWARD(maximum, 1) { return a == b ? g * PW_C(0.5) : a > b ? 0 : g; }
+PW_FORWARD(minimum) { return a != a ? a : b != b ? b : a < b ? a : b; }
+PW_BACKWARD(minimum, 0) { return a == b ? g * PW_C(0.5) : a > b ? 0 : g; }
+PW_BACKWARD(minimum, 1) { return a == b ? g * PW_C(0.5) : a < b ? 0 : g; }
+
+/* ---- pow: p->real[0] is the exponent e ---- */
+/* x ** e as pow's kernels compute it for the exponent's special values (Pow.cpp,
+ * pow_Tensor_Scalar_out: e == 0 fills 1, e == 1 copies; PowKernel.cu,
+ * pow_tensor_scalar_kernel: 0.5 sqrt, -0.5 rsqrt, -1 reciprocal; and
+ * pow_tensor_scalar_kernel_impl in scalar_t: base * base, base * base * base (a half
+ * product rounds before the next), 1.0 / (base * base)); else pow(x, e) with e converted
+ * to scalar_t (exp_scalar.to<scalar_t>()) */
+static inline AMP_HD PW_REAL PW_FN(pw_pow_value)(PW_REAL a, double e, dtype dt PW_UNUSED)
+{
+    if (e == 0)
+        return 1;
+    if (e == 1)
+        return a;
+    if (e == 0.5)
+        return PW_LIBM(sqrt, a);
+    if (e == -0.5)
+        return (PW_REAL)(1.0 / sqrt((double)a));
+    if (e == -1)
+        return PW_C(1.0) / a;
+    if (e == 2)
+        return a * a;
+    if (e == 3)
+        return PW_ROUND(a * a, dt) * a;
+    if (e == -2)
+        return PW_C(1.0) / PW_ROUND(a * a, dt);
+    return (PW_REAL)pow((double)a, (double)PW_ROUND((PW_REAL)e, dt));
+}
+PW_FORWARD(pow) { return PW_FN(pw_pow_value)(a, p->real[0], dt); }
+/* grad * (e * self.pow(e - 1)): three kernels (e * t a CPU scalar's mul, float32 e); 0 for
+ * e == 0 (zeros_like) */
+PW_BACKWARD(pow, 0)
+{
+    if (p->real[0] == 0)
+        return 0;
+    PW_REAL t = PW_ROUND(PW_FN(pw_pow_value)(a, p->real[0] - 1, dt), dt);
+    return g * PW_ROUND((PW_REAL)(float)p->real[0] * t, dt);
+}
+
+/* ---- rsqrt, sqrt, exp, log, reciprocal ---- */
+PW_FORWARD(rsqrt) { return (PW_REAL)(1.0 / sqrt((double)a)); }
+/* (-0.5 * grad) * result.pow(3): each a kernel */
+PW_BACKWARD(rsqrt, 0)
+{
+    return PW_ROUND(PW_C(-0.5) * g, dt) * PW_ROUND(PW_FN(pw_pow_value)(y, 3, dt), dt);
+}
+PW_FORWARD(sqrt) { return PW_LIBM(sqrt, a); }
+PW_BACKWARD(sqrt, 0) { return g / PW_ROUND(PW_C(2.0) * y, dt); }
+PW_FORWARD(exp) { return PW_LIBM(exp, a); }
+PW_BACKWARD(exp, 0) { return g * y; }
+PW_FORWARD(log) { return PW_LIBM(log, a); }
+PW_BACKWARD(log, 0) { return g / a; }
+PW_FORWARD(reciprocal) { return PW_C(1.0) / a; }
+PW_BACKWARD(reciprocal, 0) { return -g * PW_ROUND(y * y, dt); }
+
+/* ---- abs, sin, cos, erf ---- */
+PW_FORWARD(abs) { return a < 0 ? -a : a; }
+PW_BACKWARD(abs, 0) { return g * (a > 0 ? PW_C(1.0) : a < 0 ? PW_C(-1.0) : a); }
+PW_FORWARD(sin) { return PW_LIBM(sin, a); }
+PW_BACKWARD(sin, 0) { return g * PW_ROUND(PW_LIBM(cos, a), dt); }
+PW_FORWARD(cos) { return PW_LIBM(cos, a); }
+PW_BACKWARD(cos, 0) { return g * -PW_ROUND(PW_LIBM(sin, a), dt); }
+PW_FORWARD(erf) { return PW_LIBM(erf, a); }
+/* ((2 / sqrt(pi)) * exp(-(self.pow(2)))) * grad: pow, exp, the CPU scalar's mul, each a
+ * kernel (the neg exact) */
+PW_BACKWARD(erf, 0)
+{
+    PW_REAL e = PW_ROUND(PW_LIBM(exp, -PW_ROUND(a * a, dt)), dt);
+    return PW_ROUND((PW_REAL)(float)1.12837916709551257390 * e, dt) * g;
+}
+
+/* ---- softplus: p->real[0] is beta, p->real[1] threshold, as opmath (float32) ---- */
+PW_FORWARD(softplus)
+{
+    PW_REAL beta = (PW_REAL)(float)p->real[0], threshold = (PW_REAL)(float)p->real[1];
+    return a * beta > threshold ? a : PW_LIBM(log1p, PW_LIBM(exp, a * beta)) / beta;
+}
+PW_BACKWARD(softplus, 0)
+{
+    PW_REAL beta = (PW_REAL)(float)p->real[0], threshold = (PW_REAL)(float)p->real[1];
+    PW_REAL z = PW_LIBM(exp, a * beta);
+    return a * beta > threshold ? g : g * z / (z + PW_C(1.0));
+}
+
+/* ---- hardswish, hardsigmoid, relu6 ---- */
+#define PW_ONE_SIXTH ((PW_REAL)(1.0f / 6.0f)) /* the kernels' opmath_t one_sixth(1.0f / 6.0f) */
+PW_FORWARD(hardswish)
+{
+    PW_REAL r = a + PW_C(3.0) > 0 ? a + PW_C(3.0) : 0;
+    return a * (r < PW_C(6.0) ? r : PW_C(6.0)) * PW_ONE_SIXTH;
+}
+PW_BACKWARD(hardswish, 0)
+{
+    return a < PW_C(-3.0) ? 0 : a <= PW_C(3.0) ? g * ((a / PW_C(3.0)) + PW_C(0.5)) : g;
+}
+PW_FORWARD(hardsigmoid)
+{
+    PW_REAL r = a + PW_C(3.0) > 0 ? a + PW_C(3.0) : 0;
+    return (r < PW_C(6.0) ? r : PW_C(6.0)) * PW_ONE_SIXTH;
+}
+PW_BACKWARD(hardsigmoid, 0) { return a > PW_C(-3.0) && a < PW_C(3.0) ? g * PW_ONE_SIXTH : 0; }
+/* clamp(x, 0, 6): NaN propagates */
+PW_FORWARD(relu6) { return a != a ? a : a < 0 ? 0 : a > PW_C(6.0) ? PW_C(6.0) : a; }
+PW_BACKWARD(relu6, 0) { return a <= 0 || a >= PW_C(6.0) ? 0 : g; }
+#undef PW_ONE_SIXTH
 
 #undef PW_FORWARD
 #undef PW_BACKWARD

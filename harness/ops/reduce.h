@@ -10,7 +10,8 @@
  *  backward  what its backward reads, as PyTorch's autograd node saves it
  *            (tools/autograd/derivatives.yaml): RD_SAVE_X (the input), RD_SAVE_OUT (the
  *            result), RD_COUNT (per output, how many of its values the row's predicate
- *            RD_COUNTS holds for: amax's ties)
+ *            RD_COUNTS holds for: amax's ties), RD_MEAN (per output, the mean row's result
+ *            rounded into x's dtype: var's self.mean(dim, keepdim=True), a tensor of its own)
  *  policy    its CUDA autocast policy (autocast_policy.h)
  *  opts      (), or its name=value options, as pointwise.h's (op_params' slots: var's
  *            correction is real[0])
@@ -64,7 +65,7 @@
 #define RD_MAX_ATEN 4
 
 /* the backward column's flags */
-enum { RD_SAVE_X = 1 << 0, RD_SAVE_OUT = 1 << 1, RD_COUNT = 1 << 2 };
+enum { RD_SAVE_X = 1 << 0, RD_SAVE_OUT = 1 << 1, RD_COUNT = 1 << 2, RD_MEAN = 1 << 3 };
 
 /* X(name, backward, policy, opts, aten): see above */
 #define REDUCE_OPS(X)                                                                              \
@@ -75,7 +76,11 @@ enum { RD_SAVE_X = 1 << 0, RD_SAVE_OUT = 1 << 1, RD_COUNT = 1 << 2 };
     X(mean, 0, AUTOCAST_NONE, (), ("mean.dim", "mean"))                                            \
     /* x.amax(dims); its backward shares grad evenly among the ties: (grad / count) * mask,        \
      * mask = (result == self) (derivatives.yaml's amax, scale_grad_by_count) */                   \
-    X(amax, RD_SAVE_X | RD_SAVE_OUT | RD_COUNT, AUTOCAST_NONE, (), ("amax"))
+    X(amax, RD_SAVE_X | RD_SAVE_OUT | RD_COUNT, AUTOCAST_NONE, (), ("amax"))                       \
+    /* x.var(dims, correction=C), C in real[0] (PyTorch's default 1); VarBackward0:                \
+     * var_backward (FunctionsManual.cpp): (2 / (R - C)) * grad * (self - self.mean(dim, True)) */ \
+    X(var, RD_SAVE_X | RD_MEAN, AUTOCAST_NONE, (PW_OPT_REAL(correction, 0, NONNEG, 1.0)),          \
+      ("var.correction"))
 
 /* RD_OP_sum, ...: a row, in the list's order */
 typedef enum rd_op {

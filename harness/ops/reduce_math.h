@@ -10,9 +10,10 @@
  *   RD_COMBINE(op)   a, b: two accumulators as one (a holds the earlier values)
  *   RD_PROJECT(op)   a, R, n_out: the output's value before its one rounding (R values per
  *                    output, n_out outputs)
- *   RD_BACKWARD(op)  g, x, y, count, R: the gradient of value x of an output whose result
+ *   RD_BACKWARD(op)  g, x, y, count, m, R: the gradient of value x of an output whose result
  *                    is y and whose gradient is g (count: how many of its values RD_COUNTS
- *                    holds for, where the row asks for it), in dt's arithmetic as PyTorch's
+ *                    holds for, where the row asks for it; m: the output's mean, RD_MEAN), in
+ *                    dt's arithmetic as PyTorch's
  *                    kernels round, before the last rounding into dt
  *   RD_COUNTS(op)    x, y: the predicate RD_COUNT counts (false for a row without RD_COUNT)
  * p is the call's parameters (op_params).
@@ -30,6 +31,15 @@
  *         (derivatives.yaml, scale_grad_by_count): (grad / count) * (x == result), the count
  *         an int64 tensor promoted to grad's dtype, the division a tensor's (opmath, one
  *         rounding), the product by the mask exact (inf * 0 is NaN, as on CUDA)
+ *   var   cuda/ReduceMomentKernel.cu (std_var_kernel_impl) with SharedReduceOps.h's WelfordOps,
+ *         float32 accumulators {mean, m2, n, nf}: reduce takes a value (delta = x - mean,
+ *         mean += delta / nf, m2 += delta * (x - mean)), combine merges two (delta = b.mean -
+ *         a.mean, nb_over_n = b.nf / (a.nf + b.nf), mean += delta * nb_over_n, m2 = a.m2 +
+ *         b.m2 + delta * delta * a.nf * nb_over_n; an empty one gives the other), project
+ *         divides m2 by max(nf - correction, 0) (correction as float32); its backward
+ *         (FunctionsManual.cpp, var_backward) is three kernels after the mean's:
+ *         ((2 / (R - correction)) * grad) * (self - mean), the scalar a CPU scalar (float32
+ *         opmath), each product and the difference rounded into dt
  */
 #ifndef RD_REAL
 #error "reduce_math.h: include ops/reduce.h, or define RD_REAL and RD_FN first"
@@ -70,7 +80,8 @@
 #define RD_BACKWARD(op)                                                                            \
     static inline AMP_HD RD_REAL RD_FN(rd_##op##_backward)(                                        \
         RD_REAL g RD_UNUSED, RD_REAL x RD_UNUSED, RD_REAL y RD_UNUSED, int64_t count RD_UNUSED,    \
-        int64_t R RD_UNUSED, const op_params *p RD_UNUSED, dtype dt RD_UNUSED)
+        RD_REAL m RD_UNUSED, int64_t R RD_UNUSED, const op_params *p RD_UNUSED,                    \
+        dtype dt RD_UNUSED)
 #define RD_COUNTS(op)                                                                              \
     static inline AMP_HD bool RD_FN(rd_##op##_counts)(RD_REAL x RD_UNUSED, RD_REAL y RD_UNUSED)
 
@@ -104,6 +115,49 @@ RD_BACKWARD(amax)
     return share * (RD_REAL)(x == y ? 1 : 0);
 }
 RD_COUNTS(amax) { return x == y; }
+
+/* ---- var: p->real[0] is the correction ---- */
+typedef struct RD_ACC(var) {
+    RD_REAL mean, m2, nf;
+    int32_t n; /* WelfordData's index_t count (-1 after a combine, as there) */
+} RD_ACC(var);
+static inline AMP_HD RD_ACC(var) RD_FN(rd_var_make)(RD_REAL mean, RD_REAL m2, RD_REAL nf, int32_t n)
+{
+    RD_ACC(var) a;
+    a.mean = mean, a.m2 = m2, a.nf = nf, a.n = n;
+    return a;
+}
+RD_IDENT(var) { return RD_FN(rd_var_make)(0, 0, 0, 0); }
+RD_REDUCE(var)
+{
+    int32_t n = a.n + 1;
+    RD_REAL nf = (RD_REAL)n;
+    RD_REAL delta = x - a.mean;
+    RD_REAL mean = a.mean + delta / nf;
+    return RD_FN(rd_var_make)(mean, a.m2 + delta * (x - mean), nf, n);
+}
+RD_COMBINE(var)
+{
+    if (a.nf == 0)
+        return b;
+    if (b.nf == 0)
+        return a;
+    RD_REAL delta = b.mean - a.mean, count = a.nf + b.nf, nb_over_n = b.nf / count;
+    return RD_FN(rd_var_make)(a.mean + delta * nb_over_n,
+                              a.m2 + b.m2 + delta * delta * a.nf * nb_over_n, count, -1);
+}
+RD_PROJECT(var)
+{
+    RD_REAL correction = (RD_REAL)(float)p->real[0];
+    RD_REAL divisor = a.nf > correction ? a.nf - correction : 0;
+    return a.m2 / divisor;
+}
+RD_BACKWARD(var)
+{
+    RD_REAL scale = (RD_REAL)(float)(2.0 / ((double)R - p->real[0]));
+    return RD_ROUND(scale * g, dt) * RD_ROUND(x - m, dt);
+}
+RD_COUNTS(var) { return false; }
 
 #undef RD_ACC
 #undef RD_IDENT

@@ -180,6 +180,7 @@ typedef struct rd_back {
     op_params p;
     const tensor *dy, *x, *y;
     const int64_t *count; /* per output (RD_COUNT), else NULL */
+    const tensor *mean;   /* per output (RD_MEAN), else NULL */
     tensor *dx;
 } rd_back;
 
@@ -195,9 +196,10 @@ typedef struct rd_back {
         for (int64_t i = 0; i < n; i++) {                                                          \
             int64_t o = rd_output_of(&c->v, off + i);                                              \
             float y = ((backward)&RD_SAVE_OUT) ? load_as_float(c->y->data, c->y->dtype, o) : 0;    \
+            float m = c->mean ? load_as_float(c->mean->data, c->mean->dtype, o) : 0;               \
             g[i] = rd_##op##_backward(load_as_float(c->dy->data, c->dy->dtype, o),                 \
                                       ((backward)&RD_SAVE_X) ? xv[i] : 0, y,                       \
-                                      c->count ? c->count[o] : 0, c->v.R, &p, dt);                 \
+                                      c->count ? c->count[o] : 0, m, c->v.R, &p, dt);              \
         }                                                                                          \
         cpu_store(g, c->dx->data, dt, off, n, st);                                                 \
     }
@@ -243,7 +245,23 @@ int cpu_reduce_backward(backend *be, rd_op op, const op_params *p, const tensor 
         count_ties(op, &c.v, x, y, count);
     }
     c.count = count;
+    /* the mean row's result in x's dtype, one value per output (at most 4 bytes each) */
+    tensor mean;
+    if (rd_rows[op].backward & RD_MEAN) {
+        mean = *x;
+        mean.ndim = 1, mean.shape[0] = mean.numel = c.v.n_out;
+        const op_params none = {.seed = 0};
+        if (!(mean.data = cpu_scratch(be, c.v.n_out)) ||
+            cpu_reduce_forward(be, RD_OP_mean, &none, x, dims, &mean, NULL)) {
+            cpu_scratch_free(be, (float *)count, count_floats);
+            cpu_scratch_free(be, (float *)mean.data, c.v.n_out);
+            return -1;
+        }
+        c.mean = &mean;
+    }
     cpu_parallel_chunks(dx->numel, backward_chunks[op], &c, st);
     cpu_scratch_free(be, (float *)count, count_floats);
+    if (c.mean)
+        cpu_scratch_free(be, (float *)mean.data, c.v.n_out);
     return 0;
 }
