@@ -35,6 +35,11 @@ typedef enum layer_kind {
     LAYER_TRANSPOSE,
     LAYER_SPLIT_HEADS,
     LAYER_MERGE_HEADS,
+    /* shape ops */
+    LAYER_SLICE,
+    LAYER_CAT,
+    LAYER_UNSQUEEZE,
+    LAYER_SQUEEZE,
     /* the pointwise rows (ops/pointwise.h), a kind each: row op is kind LAYER_POINTWISE + op */
     LAYER_POINTWISE,
     LAYER_KIND_COUNT = LAYER_POINTWISE + PW_OP_COUNT

@@ -195,6 +195,8 @@ extern const layer_def layer_norm_def, group_norm_def, batch_norm2d_def, max_poo
 /* graph models */
 extern const layer_def embedding_def, position_embedding_def, matmul_def, transpose_def,
     split_heads_def, merge_heads_def;
+/* shape ops (shape.c) */
+extern const layer_def slice_def, cat_def, unsqueeze_def, squeeze_def;
 extern const loss_def cross_entropy_def, mse_def;
 /* losses bce_with_logits and l1 */
 extern const loss_def bce_with_logits_def, l1_def;
@@ -241,6 +243,13 @@ tensor reshaped(const tensor *t, int ndim, const int64_t *shape);
 /* a new tensor `name`: x with dims d1 and d2 swapped, copied (transpose.c) */
 tensor *swap_copy(run *r, const tensor *x, int d1, int d2, const char *name, mem_category cat,
                   round_stats *st);
+/* A dim D of a tensor of `rank` dims (negative: from the end, as PyTorch's wrap_dim) into
+ * [0, rank), or -1 when out of range (transpose.c) */
+int dim_index(int64_t d, int rank);
+/* The forward of a view layer: y = x with another shape, the same storage, no rounding,
+ * observed as the layer's output; its backward views the gradient back (shape.c) */
+tensor *view_layer(run *r, const layer_spec *l, tensor *x, int ndim, const int64_t *shape,
+                   const char *op);
 /* A view of base with another name and shape, or the run ends */
 tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape);
 /* PyTorch's names of a dtype in its error texts (linear.c) */

@@ -33,6 +33,11 @@ static const layer_def *const layer_defs[] = {
     [LAYER_TRANSPOSE] = &transpose_def,
     [LAYER_SPLIT_HEADS] = &split_heads_def,
     [LAYER_MERGE_HEADS] = &merge_heads_def,
+    /* shape ops */
+    [LAYER_SLICE] = &slice_def,
+    [LAYER_CAT] = &cat_def,
+    [LAYER_UNSQUEEZE] = &unsqueeze_def,
+    [LAYER_SQUEEZE] = &squeeze_def,
 /* the pointwise rows' kinds */
 #define ROW_KIND(name, ...) [LAYER_POINTWISE + PW_OP_##name] = &pointwise_defs[PW_OP_##name],
     POINTWISE_OPS(ROW_KIND)
