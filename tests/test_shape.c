@@ -9,6 +9,8 @@
  *    elsewhere); cat's against float64 finite differences, and each input's gradient in its
  *    own dtype.
  *  - the views (unsqueeze, squeeze, flatten) share their input's storage.
+ *  - pad by hand: F.pad(x, (L, R), value=V) puts V rounded into x's dtype around x's last
+ *    dim, and its backward (constant_pad_nd_backward) keeps the gradient's middle part.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -356,4 +358,33 @@ Test(shape, flatten_squeeze_unsqueeze_give_pytorchs_shapes_as_views)
     }
     cr_expect_gt(rows, 40);
     csv_free(&ref);
+}
+
+/* ---- pad ---- */
+
+Test(shape, pad_surrounds_the_last_dim_with_the_value_and_keeps_the_middle_gradient)
+{
+    run *r = test_run_open();
+    cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
+    enum { B = 2, T = 3, C = 4, L = 2, R = 1, W = C + L + R };
+    float v[B * T * C], dy[B * T * W];
+    for (int i = 0; i < B * T * C; i++)
+        v[i] = (float)(i + 1);
+    for (int i = 0; i < B * T * W; i++)
+        dy[i] = (float)(1000 + i);
+    int64_t shape[3] = {B, T, C};
+    tensor *x = leaf(r, "x", DTYPE_FLOAT16, 3, shape, v);
+    layer_spec l = {.name = "p", .kind = LAYER_PAD, .opt_int = {L, R}, .opt_real = {0.1}};
+    tensor *y = forward_backward(r, &l, &x, dy);
+    cr_assert_eq(y->shape[2], W);
+    const float fill = 0.0999755859375f; /* 0.1 in float16: 1638 / 2^14 */
+    for (int row = 0; row < B * T; row++)
+        for (int j = 0; j < W; j++) {
+            bool inside = j >= L && j < L + C;
+            cr_expect_eq(tensor_at(y, row * W + j), inside ? v[row * C + j - L] : fill,
+                         "y[%d, %d]", row, j);
+            if (inside)
+                cr_expect_eq(tensor_at(x->grad, row * C + j - L), dy[row * W + j]);
+        }
+    test_run_close(r);
 }

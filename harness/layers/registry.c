@@ -38,6 +38,7 @@ static const layer_def *const layer_defs[] = {
     [LAYER_CAT] = &cat_def,
     [LAYER_UNSQUEEZE] = &unsqueeze_def,
     [LAYER_SQUEEZE] = &squeeze_def,
+    [LAYER_PAD] = &pad_def,
 /* the pointwise rows' kinds */
 #define ROW_KIND(name, ...) [LAYER_POINTWISE + PW_OP_##name] = &pointwise_defs[PW_OP_##name],
     POINTWISE_OPS(ROW_KIND)

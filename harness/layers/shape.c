@@ -16,6 +16,11 @@
  *  - `NAME = unsqueeze dim=D`, `NAME = squeeze dim=D`: x.unsqueeze(D), x.squeeze(D) (a dim
  *    of size other than 1 is kept, as PyTorch keeps it). Views in PyTorch and here (no
  *    memory, no rounding); the backward views the gradient back.
+ *  - `NAME = pad L R [value=V]`: F.pad(x, (L, R), value=V), constant mode, on the last dim
+ *    (aten::constant_pad_nd; negative pads, which crop in PyTorch, are refused). A copy in
+ *    PyTorch and here (narrow_place with the fill V); its backward, constant_pad_nd_backward
+ *    (derivatives.yaml), pads the gradient by (-L, -R): the middle part, a copy
+ *    (narrow_copy).
  * None saves anything for backward; none is on an autocast list (each keeps its input's
  * dtype, cat its inputs' promotion).
  */
@@ -394,4 +399,81 @@ const layer_def squeeze_def = {
     .n_autocast = COUNT_OF(squeeze_autocast),
     .forward = squeeze_forward,
     .describe = dim_describe,
+};
+
+/* ---- pad ---- */
+
+/* the node's fields (geom's, unused by a pad otherwise): the last dim and L */
+static void pad_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->narrow_copy(r->be, n->grad, (int)n->dims, n->geom.padding, 1, dx, stp));
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+static tensor *pad_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
+{
+    tensor *x = in[0];
+    int d = x->ndim - 1;
+    int64_t shape[TENSOR_MAX_DIMS];
+    for (int k = 0; k < x->ndim; k++)
+        shape[k] = x->shape[k];
+    shape[d] += l->opt_int[0] + l->opt_int[1];
+    char name[TENSOR_NAME_MAX];
+    layer_out_name(l, name, sizeof name);
+    tensor *y = run_tensor(r, name, x->dtype, x->ndim, shape, MEM_ACTIVATIONS);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->narrow_place(r->be, x, d, l->opt_int[0], 1, (float)l->opt_real[0], y,
+                                     stp));
+    node *n = tape_record(r, "pad", pad_backward, y, &x, 1);
+    if (n)
+        n->dims = (unsigned)d, n->geom.padding = l->opt_int[0];
+    observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
+    return y;
+}
+
+static bool pad_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
+                      shape_check *sc)
+{
+    *out = in[0];
+    int d = in[0].ndim - 1;
+    out->dim[d] = size_add(in[0].dim[d], size_add(l->opt_int[0], l->opt_int[1]));
+    return true;
+}
+
+static int pad_describe(const layer_spec *l, char *buf, size_t len)
+{
+    return snprintf(buf, len, "pad (%lld, %lld), value %g", (long long)l->opt_int[0],
+                    (long long)l->opt_int[1], l->opt_real[0]);
+}
+
+static const kind_arg pad_args[] = {
+    {"left", "left", offsetof(layer_spec, opt_int[0]), 0},
+    {"right", "right", offsetof(layer_spec, opt_int[1]), 0},
+};
+static const kind_opt pad_opts[] = {
+    {"value", KIND_OPT_REAL, offsetof(layer_spec, opt_real[0]), .range = ANY, .real_def = 0.0},
+};
+static const autocast_op pad_autocast[] = {
+    {"pad", AUTOCAST_NONE, "not listed: keeps its input's dtype", {"constant_pad_nd"}},
+};
+
+const layer_def pad_def = {
+    .name = "pad",
+    .signature = "L R",
+    .args = pad_args,
+    .n_args = COUNT_OF(pad_args),
+    .opts = pad_opts,
+    .n_opts = COUNT_OF(pad_opts),
+    .input_shape = no_input_shape,
+    .shape = pad_shape,
+    .params = no_params,
+    .autocast = pad_autocast,
+    .n_autocast = COUNT_OF(pad_autocast),
+    .forward = pad_forward,
+    .describe = pad_describe,
 };
