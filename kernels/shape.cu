@@ -23,8 +23,8 @@ struct narrow_op {
 int cuda_narrow_copy(backend *be, const tensor *x, int d, int64_t start, int64_t step, tensor *y,
                      round_stats *st)
 {
-    launch_store(be, narrow_op{x->data, x->dtype, narrow_geom_of(x, d, start, step, y), false, 0.0f},
-                 y, st);
+    launch_store(
+        be, narrow_op{x->data, x->dtype, narrow_geom_of(x, d, start, step, y), false, 0.0f}, y, st);
     return 0;
 }
 

@@ -9,6 +9,8 @@
  *    elsewhere); cat's against float64 finite differences, and each input's gradient in its
  *    own dtype.
  *  - the views (unsqueeze, squeeze, flatten) share their input's storage.
+ *  - tests/cases/small-graph-rotate-half-autocast.case (Llama's rotate_half, a cat of three
+ *    inputs of two dtypes) reads its three-input cat and holds its dtype expectations.
  *  - pad by hand: F.pad(x, (L, R), value=V) puts V rounded into x's dtype around x's last
  *    dim, and its backward (constant_pad_nd_backward) keeps the gradient's middle part.
  */
@@ -18,6 +20,7 @@
 #include <string.h>
 
 #include "autograd/run.h"
+#include "case/load.h"
 #include "core/rng.h"
 #include "helpers.h"
 #include "layers/layer.h"
@@ -54,7 +57,7 @@ typedef struct sink {
 static void sink_fail(shape_check *sc, shape_blame who, const char *msg)
 {
     (void)who;
-    snprintf(((sink *)sc)->msg, sizeof ((sink *)sc)->msg, "%s", msg);
+    snprintf(((sink *)sc)->msg, sizeof((sink *)sc)->msg, "%s", msg);
 }
 
 /* the numbers of text into v; how many */
@@ -177,10 +180,10 @@ Test(shape, cat_output_dtype_is_the_dispatchers_under_autocast)
         int64_t sa[2] = {2, 3}, sb[2] = {2, 5};
         tensor *in[2] = {leaf(r, "a", dtype_named(a), 2, sa, av),
                          leaf(r, "b", dtype_named(b), 2, sb, bv)};
-        layer_spec l = {.name = "c", .kind = LAYER_CAT, .opt_int = {-1}};
+        layer_spec l = {.name = "c", .kind = LAYER_CAT, .opt_int = {-1}, .n_inputs = 2};
         tensor *y = forward_backward(r, &l, in, dy);
-        cr_expect_eq(y->dtype, dtype_named(ref.rows[i][res]), "cat of %s and %s: %s, PyTorch %s",
-                     a, b, dtype_name(y->dtype), ref.rows[i][res]);
+        cr_expect_eq(y->dtype, dtype_named(ref.rows[i][res]), "cat of %s and %s: %s, PyTorch %s", a,
+                     b, dtype_name(y->dtype), ref.rows[i][res]);
         for (int row = 0; row < 2; row++)
             for (int j = 0; j < 8; j++) {
                 float want = j < 3 ? av[row * 3 + j] : bv[row * 5 + j - 3];
@@ -240,7 +243,7 @@ static void check_cat_fd(const cat_fd *c, rng *g)
     cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
     tensor *in[2] = {leaf(r, "a", DTYPE_FLOAT32, 3, c->sa, av),
                      leaf(r, "b", DTYPE_FLOAT32, 3, c->sb, bv)};
-    layer_spec l = {.name = "c", .kind = LAYER_CAT, .opt_int = {c->dim}};
+    layer_spec l = {.name = "c", .kind = LAYER_CAT, .opt_int = {c->dim}, .n_inputs = 2};
     forward_backward(r, &l, in, rr);
     const double h = 1e-3;
     for (int side = 0; side < 2; side++) {
@@ -274,12 +277,46 @@ Test(shape, cat_refuses_shapes_that_differ_outside_its_dim)
 {
     layer_shape in[2] = {{2, {3, 4}}, {2, {2, 5}}}, out;
     sink s = {{sink_fail}, ""};
-    layer_spec l = {.name = "c", .kind = LAYER_CAT, .opt_int = {-1}};
+    layer_spec l = {.name = "c", .kind = LAYER_CAT, .opt_int = {-1}, .n_inputs = 2};
     cr_expect_not(layer_def_of(LAYER_CAT)->shape(&l, in, &out, &s.sc));
     cr_expect(strstr(s.msg, "Sizes of tensors must match except in dimension 2"), "%s", s.msg);
     in[1].dim[0] = 3;
     cr_expect(layer_def_of(LAYER_CAT)->shape(&l, in, &out, &s.sc), "%s", s.msg);
     cr_expect_eq(out.dim[1], 9);
+}
+
+/* three inputs of three dtypes along a middle dim, by hand: torch.cat((a, b, c), 1) of
+ * [2, 1, 2] float16, [2, 2, 2] bfloat16 and [2, 1, 2] float32 is [2, 4, 2] float32 */
+Test(shape, cat_of_three_inputs_places_each_and_hands_each_its_gradient)
+{
+    run *r = test_run_open();
+    cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
+    const float av[4] = {1, 2, 3, 4}, bv[8] = {5, 6, 7, 8, 9, 10, 11, 12}, cv[4] = {13, 14, 15, 16};
+    const int64_t sa[3] = {2, 1, 2}, sb[3] = {2, 2, 2};
+    tensor *in[3] = {leaf(r, "a", DTYPE_FLOAT16, 3, sa, av),
+                     leaf(r, "b", DTYPE_BFLOAT16, 3, sb, bv),
+                     leaf(r, "c", DTYPE_FLOAT32, 3, sa, cv)};
+    float dy[16];
+    for (int i = 0; i < 16; i++)
+        dy[i] = (float)(-i);
+    layer_spec l = {.name = "cat3", .kind = LAYER_CAT, .opt_int = {1}, .n_inputs = 3};
+    tensor *y = forward_backward(r, &l, in, dy);
+    cr_assert_eq(y->dtype, DTYPE_FLOAT32);
+    /* y[n] rows: a[n, 0], b[n, 0], b[n, 1], c[n, 0], each of 2 values */
+    const float want[16] = {1, 2, 5, 6, 7, 8, 13, 14, 3, 4, 9, 10, 11, 12, 15, 16};
+    for (int i = 0; i < 16; i++)
+        cr_expect_eq(tensor_at(y, i), want[i], "y[%d]", i);
+    const int a_at[4] = {0, 1, 8, 9}, b_at[8] = {2, 3, 4, 5, 10, 11, 12, 13},
+              c_at[4] = {6, 7, 14, 15};
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(tensor_at(in[0]->grad, i), dy[a_at[i]]);
+        cr_expect_eq(tensor_at(in[2]->grad, i), dy[c_at[i]]);
+    }
+    for (int i = 0; i < 8; i++)
+        cr_expect_eq(tensor_at(in[1]->grad, i), dy[b_at[i]]);
+    cr_expect(in[0]->grad->dtype == DTYPE_FLOAT16 && in[1]->grad->dtype == DTYPE_BFLOAT16 &&
+              in[2]->grad->dtype == DTYPE_FLOAT32);
+    test_run_close(r);
 }
 
 /* ---- views ---- */
@@ -381,10 +418,39 @@ Test(shape, pad_surrounds_the_last_dim_with_the_value_and_keeps_the_middle_gradi
     for (int row = 0; row < B * T; row++)
         for (int j = 0; j < W; j++) {
             bool inside = j >= L && j < L + C;
-            cr_expect_eq(tensor_at(y, row * W + j), inside ? v[row * C + j - L] : fill,
-                         "y[%d, %d]", row, j);
+            cr_expect_eq(tensor_at(y, row * W + j), inside ? v[row * C + j - L] : fill, "y[%d, %d]",
+                         row, j);
             if (inside)
                 cr_expect_eq(tensor_at(x->grad, row * C + j - L), dy[row * W + j]);
         }
     test_run_close(r);
+}
+
+/* ---- a case ---- */
+
+#define ROTATE_HALF "tests/cases/small-graph-rotate-half-autocast.case"
+
+Test(shape, rotate_half_case_reads_a_three_input_cat_and_holds_its_dtypes)
+{
+    case_config *cfg = calloc(1, sizeof *cfg);
+    err_list errs = {0};
+    cr_assert_eq(case_load(ROTATE_HALF, NULL, 0, cfg, &errs), 0, "%s", errs.n ? errs.msgs[0] : "");
+    const layer_spec *wide = NULL;
+    for (int i = 0; i < cfg->n_layers; i++)
+        if (strcmp(cfg->layers[i].name, "wide") == 0)
+            wide = &cfg->layers[i];
+    cr_assert_not_null(wide);
+    cr_expect_eq(wide->n_inputs, 3);
+    cr_expect_eq(wide->inputs[1], LAYER_INPUT);
+    cr_expect(wide->out_ndim == 2 && wide->out_shape[0] == 3 && wide->out_shape[1] == 24);
+    err_list_free(&errs);
+    free(cfg);
+    char out[64];
+    make_temp_dir(out, sizeof out);
+    case_result res;
+    run_case_file(ROTATE_HALF, out, &res, NULL);
+    cr_expect(res.ok, "%s", res.error);
+    cr_expect(res.passed && res.expect_total > 0, "%d/%d held\n%s", res.expect_passed,
+              res.expect_total, res.failures);
+    rm_rf(out);
 }

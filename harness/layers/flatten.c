@@ -5,20 +5,11 @@
  * gradient back. */
 #include "layer.h"
 
-/* dims S..E of a tensor of `rank` dims into [1, rank), S <= E; false when out of range */
-static bool flatten_dims(const layer_spec *l, int rank, int *s, int *e)
-{
-    *s = dim_index(l->opt_int[0], rank);
-    *e = dim_index(l->opt_int[1], rank);
-    return *s >= 1 && *e >= *s;
-}
-
 static tensor *flatten_forward(run *r, const layer_spec *l, tensor *const *in,
                                tensor *const *params)
 {
     tensor *x = in[0];
-    int s, e;
-    flatten_dims(l, x->ndim, &s, &e);
+    int s = dim_index(l->opt_int[0], x->ndim), e = dim_index(l->opt_int[1], x->ndim);
     int64_t shape[TENSOR_MAX_DIMS];
     int n = 0;
     for (int k = 0; k < x->ndim; k++) {
@@ -34,19 +25,12 @@ static bool flatten_shape(const layer_spec *l, const layer_shape *in, layer_shap
                           shape_check *sc)
 {
     int rank = in[0].ndim + 1, s, e;
-    if (!flatten_dims(l, rank, &s, &e)) {
-        if (dim_index(l->opt_int[0], rank) < 0 || dim_index(l->opt_int[1], rank) < 0)
-            shape_fail(sc, SHAPE_INPUT,
-                       "Dimension out of range (expected to be in range of [%d, %d], but got "
-                       "%lld)",
-                       -rank, rank - 1,
-                       (long long)(dim_index(l->opt_int[0], rank) < 0 ? l->opt_int[0]
-                                                                      : l->opt_int[1]));
-        else if (dim_index(l->opt_int[0], rank) == 0)
-            shape_fail(sc, SHAPE_LAYER, "flatten of the batch dim (0) is not supported");
-        else
-            shape_fail(sc, SHAPE_LAYER,
-                       "flatten() has invalid args: start_dim cannot come after end_dim");
+    if (!shape_dim(sc, l->opt_int[0], rank, "flatten", &s) ||
+        !shape_dim(sc, l->opt_int[1], rank, "flatten", &e))
+        return false;
+    if (e < s) {
+        shape_fail(sc, SHAPE_LAYER,
+                   "flatten() has invalid args: start_dim cannot come after end_dim");
         return false;
     }
     out->ndim = 0;

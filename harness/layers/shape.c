@@ -6,13 +6,14 @@
  *    them, negative ones counted from the end; S > 0). A view in PyTorch; a copy here
  *    (narrow_copy). Its backward is slice_backward (derivatives.yaml): zeros of the input's
  *    shape with the gradient placed at A, A+S, ... (narrow_place).
- *  - `NAME = cat A B dim=D`: torch.cat((a, b), D). On no autocast list (checked with the
- *    dispatcher: its output dtype is the type promotion of its inputs also under autocast,
- *    float16 with float32 or with bfloat16 is float32); every dim but D must agree. A copy
- *    in PyTorch and here. Its backward, cat_tensors_backward (FunctionsManual.cpp), narrows
- *    the gradient for each input, a view that the engine then casts into the input's dtype
- *    (validate_outputs in engine.cpp); here one narrow_copy into the input's dtype, which
- *    rounds the same way and costs a copy where PyTorch's same-dtype narrow is a view.
+ *  - `NAME = cat A B [C ...] dim=D`: torch.cat((a, b, ...), D), 2 to LAYER_MAX_INPUTS
+ *    inputs. On no autocast list (checked with the dispatcher: its output dtype is the type
+ *    promotion of its inputs also under autocast, float16 with float32 or with bfloat16 is
+ *    float32); every dim but D must agree. A copy in PyTorch and here. Its backward,
+ *    cat_tensors_backward (FunctionsManual.cpp), narrows the gradient for each input, a view
+ *    that the engine then casts into the input's dtype (validate_outputs in engine.cpp);
+ *    here one narrow_copy into the input's dtype, which rounds the same way and costs a copy
+ *    where PyTorch's same-dtype narrow is a view.
  *  - `NAME = unsqueeze dim=D`, `NAME = squeeze dim=D`: x.unsqueeze(D), x.squeeze(D) (a dim
  *    of size other than 1 is kept, as PyTorch keeps it). Views in PyTorch and here (no
  *    memory, no rounding); the backward views the gradient back.
@@ -28,9 +29,7 @@
 
 /* ---- dims ---- */
 
-/* A dim D of a tensor of `rank` dims (the batch dim counted) into [1, rank): PyTorch's
- * message when it is out of range; the batch dim refused. */
-static bool shape_dim(shape_check *sc, int64_t d, int rank, const char *op, int *out)
+bool shape_dim(shape_check *sc, int64_t d, int rank, const char *op, int *out)
 {
     *out = dim_index(d, rank);
     if (*out < 0) {
@@ -100,8 +99,8 @@ static void slice_backward(run *r, node *n)
     tensor *dx = node_grad_tensor(r, n, 0);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->narrow_place(r->be, n->grad, (int)n->dims, n->geom.padding,
-                                     n->geom.stride, 0.0f, dx, stp));
+    run_check(r, r->be->narrow_place(r->be, n->grad, (int)n->dims, n->geom.padding, n->geom.stride,
+                                     0.0f, dx, stp));
     node_give_grad(r, n, 0, dx, stp);
 }
 
@@ -162,8 +161,7 @@ static const kind_opt slice_opts[] = {
     {"dim", KIND_OPT_INT, offsetof(layer_spec, opt_int[0]), .min = INT64_MIN + 1,
      .required = "dim=D"},
     {"start", KIND_OPT_INT, offsetof(layer_spec, opt_int[1]), .min = INT64_MIN + 1, .def = 0},
-    {"end", KIND_OPT_INT, offsetof(layer_spec, opt_int[2]), .min = INT64_MIN + 1,
-     .def = INT64_MAX},
+    {"end", KIND_OPT_INT, offsetof(layer_spec, opt_int[2]), .min = INT64_MIN + 1, .def = INT64_MAX},
     {"step", KIND_OPT_INT, offsetof(layer_spec, opt_int[3]), .min = 1, .def = 1},
 };
 static const autocast_op slice_autocast[] = {
@@ -191,8 +189,6 @@ const layer_def slice_def = {
 
 _Static_assert(LAYER_MAX_INPUTS <= BACKEND_CAT_MAX, "a cat of every input a layer may have");
 
-#define CAT_INPUTS 2
-
 /* the node's dim (geom's field, unused by a cat otherwise); each input's gradient is its
  * part of the output's, in the input's dtype */
 static void cat_backward(run *r, node *n)
@@ -218,35 +214,34 @@ static tensor *cat_forward(run *r, const layer_spec *l, tensor *const *in, tenso
     int64_t shape[TENSOR_MAX_DIMS];
     for (int k = 0; k < in[0]->ndim; k++)
         shape[k] = in[0]->shape[k];
-    for (int i = 1; i < CAT_INPUTS; i++)
+    for (int i = 1; i < l->n_inputs; i++)
         shape[d] += in[i]->shape[d];
     char name[TENSOR_NAME_MAX];
     layer_out_name(l, name, sizeof name);
-    tensor *y = run_tensor(r, name, autocast_output_dtype(in, CAT_INPUTS), in[0]->ndim, shape,
+    tensor *y = run_tensor(r, name, autocast_output_dtype(in, l->n_inputs), in[0]->ndim, shape,
                            MEM_ACTIVATIONS);
-    autocast_why(r, y, ac, in, CAT_INPUTS);
+    autocast_why(r, y, ac, in, l->n_inputs);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->cat(r->be, (const tensor *const *)in, CAT_INPUTS, d, y, stp));
-    node *n = tape_record(r, "cat", cat_backward, y, in, CAT_INPUTS);
+    run_check(r, r->be->cat(r->be, (const tensor *const *)in, l->n_inputs, d, y, stp));
+    node *n = tape_record(r, "cat", cat_backward, y, in, l->n_inputs);
     if (n)
         n->dims = (unsigned)d;
     observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
     return y;
 }
 
-static bool cat_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
-                      shape_check *sc)
+static bool cat_shape(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc)
 {
     int d;
     if (!shape_dim(sc, l->opt_int[0], in[0].ndim + 1, "cat", &d))
         return false;
     *out = in[0];
-    for (int i = 1; i < CAT_INPUTS; i++) {
+    for (int i = 1; i < l->n_inputs; i++) {
         if (in[i].ndim != in[0].ndim) {
             shape_fail(sc, SHAPE_LAYER,
-                       "Tensors must have same number of dimensions: got %d and %d",
-                       in[0].ndim + 1, in[i].ndim + 1);
+                       "Tensors must have same number of dimensions: got %d and %d", in[0].ndim + 1,
+                       in[i].ndim + 1);
             return false;
         }
         for (int k = 0; k < in[0].ndim; k++)
@@ -290,7 +285,8 @@ const layer_def cat_def = {
     .n_autocast = COUNT_OF(cat_autocast),
     .forward = cat_forward,
     .describe = cat_describe,
-    .n_inputs = CAT_INPUTS,
+    .n_inputs = LAYER_MAX_INPUTS,
+    .min_inputs = 2,
 };
 
 /* ---- unsqueeze and squeeze ---- */
@@ -427,8 +423,7 @@ static tensor *pad_forward(run *r, const layer_spec *l, tensor *const *in, tenso
     autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->narrow_place(r->be, x, d, l->opt_int[0], 1, (float)l->opt_real[0], y,
-                                     stp));
+    run_check(r, r->be->narrow_place(r->be, x, d, l->opt_int[0], 1, (float)l->opt_real[0], y, stp));
     node *n = tape_record(r, "pad", pad_backward, y, &x, 1);
     if (n)
         n->dims = (unsigned)d, n->geom.padding = l->opt_int[0];
@@ -436,8 +431,7 @@ static tensor *pad_forward(run *r, const layer_spec *l, tensor *const *in, tenso
     return y;
 }
 
-static bool pad_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
-                      shape_check *sc)
+static bool pad_shape(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc)
 {
     *out = in[0];
     int d = in[0].ndim - 1;
