@@ -153,53 +153,65 @@ Test(shape, slice_refuses_the_batch_dim_an_out_of_range_dim_and_an_empty_result)
     cr_expect(strstr(s.msg, "is empty"), "%s", s.msg);
 }
 
-/* ---- cat ---- */
-
-Test(shape, cat_output_dtype_is_the_dispatchers_under_autocast)
+/* check(the args' two words, the result) for each row of shape.csv of kind `kind_name`;
+ * how many rows */
+static int reference_rows(const char *kind_name,
+                          void (*check)(const char *a, const char *b, const char *result))
 {
     csv ref;
     cr_assert(csv_read(REFERENCE, &ref), "cannot read %s", REFERENCE);
     int kind = csv_col(&ref, "kind"), args = csv_col(&ref, "args"), res = csv_col(&ref, "result");
     int rows = 0;
     for (int i = 0; i < ref.n_rows; i++) {
-        if (strcmp(ref.rows[i][kind], "cat") != 0)
+        if (strcmp(ref.rows[i][kind], kind_name) != 0)
             continue;
         char a[16], b[16];
         cr_assert_eq(sscanf(ref.rows[i][args], "%15s %15s", a, b), 2);
-        run *r = test_run_open();
-        cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
-        r->autocast = true, r->autocast_dtype = DTYPE_FLOAT16;
-        /* small integers: exact in every dtype */
-        float av[2 * 3], bv[2 * 5], dy[2 * 8];
-        for (int k = 0; k < 6; k++)
-            av[k] = (float)k;
-        for (int k = 0; k < 10; k++)
-            bv[k] = (float)(10 + k);
-        for (int k = 0; k < 16; k++)
-            dy[k] = (float)(k - 7);
-        int64_t sa[2] = {2, 3}, sb[2] = {2, 5};
-        tensor *in[2] = {leaf(r, "a", dtype_named(a), 2, sa, av),
-                         leaf(r, "b", dtype_named(b), 2, sb, bv)};
-        layer_spec l = {.name = "c", .kind = LAYER_CAT, .opt_int = {-1}, .n_inputs = 2};
-        tensor *y = forward_backward(r, &l, in, dy);
-        cr_expect_eq(y->dtype, dtype_named(ref.rows[i][res]), "cat of %s and %s: %s, PyTorch %s", a,
-                     b, dtype_name(y->dtype), ref.rows[i][res]);
-        for (int row = 0; row < 2; row++)
-            for (int j = 0; j < 8; j++) {
-                float want = j < 3 ? av[row * 3 + j] : bv[row * 5 + j - 3];
-                cr_expect_eq(tensor_at(y, row * 8 + j), want);
-                float *g = j < 3 ? &dy[row * 8 + j] : &dy[row * 8 + j];
-                const tensor *dx = j < 3 ? in[0]->grad : in[1]->grad;
-                int64_t at = j < 3 ? row * 3 + j : row * 5 + j - 3;
-                cr_expect_eq(tensor_at(dx, at), *g, "d%s[%lld]", j < 3 ? "a" : "b", (long long)at);
-            }
-        cr_expect_eq(in[0]->grad->dtype, in[0]->dtype); /* each gradient in its input's dtype */
-        cr_expect_eq(in[1]->grad->dtype, in[1]->dtype);
-        test_run_close(r);
+        check(a, b, ref.rows[i][res]);
         rows++;
     }
-    cr_expect_eq(rows, 9);
     csv_free(&ref);
+    return rows;
+}
+
+/* ---- cat ---- */
+
+static void check_cat_row(const char *a, const char *b, const char *want)
+{
+    run *r = test_run_open();
+    cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
+    r->autocast = true, r->autocast_dtype = DTYPE_FLOAT16;
+    /* small integers: exact in every dtype */
+    float av[2 * 3], bv[2 * 5], dy[2 * 8];
+    for (int k = 0; k < 6; k++)
+        av[k] = (float)k;
+    for (int k = 0; k < 10; k++)
+        bv[k] = (float)(10 + k);
+    for (int k = 0; k < 16; k++)
+        dy[k] = (float)(k - 7);
+    int64_t sa[2] = {2, 3}, sb[2] = {2, 5};
+    tensor *in[2] = {leaf(r, "a", dtype_named(a), 2, sa, av),
+                     leaf(r, "b", dtype_named(b), 2, sb, bv)};
+    layer_spec l = {.name = "c", .kind = LAYER_CAT, .opt_int = {-1}, .n_inputs = 2};
+    tensor *y = forward_backward(r, &l, in, dy);
+    cr_expect_eq(y->dtype, dtype_named(want), "cat of %s and %s: %s, PyTorch %s", a, b,
+                 dtype_name(y->dtype), want);
+    for (int row = 0; row < 2; row++)
+        for (int j = 0; j < 8; j++) {
+            int64_t at = j < 3 ? row * 3 + j : row * 5 + j - 3;
+            cr_expect_eq(tensor_at(y, row * 8 + j), j < 3 ? av[at] : bv[at]);
+            const tensor *dx = j < 3 ? in[0]->grad : in[1]->grad;
+            cr_expect_eq(tensor_at(dx, at), dy[row * 8 + j], "d%s[%lld]", j < 3 ? "a" : "b",
+                         (long long)at);
+        }
+    cr_expect_eq(in[0]->grad->dtype, in[0]->dtype); /* each gradient in its input's dtype */
+    cr_expect_eq(in[1]->grad->dtype, in[1]->dtype);
+    test_run_close(r);
+}
+
+Test(shape, cat_output_dtype_is_the_dispatchers_under_autocast)
+{
+    cr_expect_eq(reference_rows("cat", check_cat_row), 9);
 }
 
 /* L = sum R * cat((a, b), 2) of a [2, 3, 4] and b [2, 3, 5] along dim 2, then dim 1 of
@@ -453,4 +465,73 @@ Test(shape, rotate_half_case_reads_a_three_input_cat_and_holds_its_dtypes)
     cr_expect(res.passed && res.expect_total > 0, "%d/%d held\n%s", res.expect_passed,
               res.expect_total, res.failures);
     rm_rf(out);
+}
+
+/* ---- select and stack ---- */
+
+static void check_stack_row(const char *a, const char *b, const char *want)
+{
+    run *r = test_run_open();
+    cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
+    r->autocast = true, r->autocast_dtype = DTYPE_FLOAT16;
+    float av[6] = {1, 2, 3, 4, 5, 6}, bv[6] = {7, 8, 9, 10, 11, 12}, dy[12];
+    for (int k = 0; k < 12; k++)
+        dy[k] = (float)(20 + k);
+    int64_t s23[2] = {2, 3};
+    tensor *in[2] = {leaf(r, "a", dtype_named(a), 2, s23, av),
+                     leaf(r, "b", dtype_named(b), 2, s23, bv)};
+    /* torch.stack((a, b), -1): y[n, j, 0] = a[n, j], y[n, j, 1] = b[n, j] */
+    layer_spec l = {.name = "st", .kind = LAYER_STACK, .opt_int = {-1}, .n_inputs = 2};
+    tensor *y = forward_backward(r, &l, in, dy);
+    cr_expect_eq(y->dtype, dtype_named(want), "stack of %s and %s: %s, PyTorch %s", a, b,
+                 dtype_name(y->dtype), want);
+    cr_assert(y->ndim == 3 && y->shape[1] == 3 && y->shape[2] == 2);
+    for (int k = 0; k < 6; k++) {
+        cr_expect_eq(tensor_at(y, 2 * k), av[k]);
+        cr_expect_eq(tensor_at(y, 2 * k + 1), bv[k]);
+        cr_expect_eq(tensor_at(in[0]->grad, k), dy[2 * k]);
+        cr_expect_eq(tensor_at(in[1]->grad, k), dy[2 * k + 1]);
+    }
+    cr_expect_eq(in[0]->grad->dtype, in[0]->dtype);
+    cr_expect_eq(in[1]->grad->dtype, in[1]->dtype);
+    test_run_close(r);
+}
+
+Test(shape, stack_output_dtype_is_the_dispatchers_and_its_gradients_come_back_by_position)
+{
+    cr_expect_eq(reference_rows("stack", check_stack_row), 9);
+}
+
+/* x.select(1, -1) of [2, 3, 4] is x[:, 2, :], by hand; select_backward puts the gradient
+ * back at index 2 among zeros */
+Test(shape, select_takes_one_index_and_places_its_gradient_back)
+{
+    run *r = test_run_open();
+    cr_assert_eq(setjmp(r->fail), 0, "%s", r->error);
+    float v[24], dy[8];
+    for (int i = 0; i < 24; i++)
+        v[i] = (float)i;
+    for (int i = 0; i < 8; i++)
+        dy[i] = (float)(100 + i);
+    int64_t shape[3] = {2, 3, 4};
+    tensor *x = leaf(r, "x", DTYPE_BFLOAT16, 3, shape, v);
+    layer_spec l = {.name = "sel", .kind = LAYER_SELECT, .opt_int = {1, -1}};
+    layer_shape in = {2, {3, 4}}, out;
+    sink s = {{sink_fail}, ""};
+    cr_assert(layer_def_of(LAYER_SELECT)->shape(&l, &in, &out, &s.sc), "%s", s.msg);
+    cr_expect(out.ndim == 1 && out.dim[0] == 4);
+    tensor *y = forward_backward(r, &l, &x, dy);
+    cr_assert(y->ndim == 2 && y->shape[1] == 4);
+    for (int b = 0; b < 2; b++)
+        for (int j = 0; j < 3; j++)
+            for (int c = 0; c < 4; c++) {
+                int at = (b * 3 + j) * 4 + c;
+                if (j == 2)
+                    cr_expect_eq(tensor_at(y, b * 4 + c), v[at]);
+                cr_expect_eq(tensor_at(x->grad, at), j == 2 ? dy[b * 4 + c] : 0.0f, "dx[%d]", at);
+            }
+    l.opt_int[1] = 3; /* out of range */
+    cr_expect_not(layer_def_of(LAYER_SELECT)->shape(&l, &in, &out, &s.sc));
+    cr_expect(strstr(s.msg, "index 3 out of range"), "%s", s.msg);
+    test_run_close(r);
 }

@@ -6,8 +6,8 @@ Writes one CSV (tests/references/shape.csv, read by tests/test_shape.c) of rows
   - kind "slice": args "size start end step" (end "none" for None), result the positions
     torch.arange(size)[start:end:step] keeps, space-separated (aten::slice's clamping of
     start and end, negative ones counted from the end);
-  - kind "cat": args "dtype_a dtype_b", result the dtype of torch.cat((a, b), -1) under
-    CUDA autocast float16, asked of the dispatcher on fake CUDA tensors (as
+  - kind "cat", "stack": args "dtype_a dtype_b", result the dtype of torch.cat((a, b), -1)
+    or torch.stack((a, b), 1) under CUDA autocast float16, asked of the dispatcher on fake CUDA tensors (as
     tools/autocast_policies.py does: no GPU needed);
   - kind "flatten": args "d1 d2 d3 start_dim end_dim" (a [2, d1, d2, d3] tensor), result the
     shape of torch.flatten(x, start_dim, end_dim), space-separated;
@@ -46,6 +46,8 @@ def cats():
                     y = torch.randn(2, 5, device="cuda").to(getattr(torch, b))
                     out = torch.cat((x, y), -1).dtype
                     yield "cat", f"{a} {b}", str(out).replace("torch.", "")
+                    out = torch.stack((x, y[:, :3]), 1).dtype
+                    yield "stack", f"{a} {b}", str(out).replace("torch.", "")
         finally:
             torch.autocast_decrement_nesting()
             torch.set_autocast_enabled("cuda", False)

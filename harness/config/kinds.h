@@ -41,6 +41,8 @@ typedef enum layer_kind {
     LAYER_UNSQUEEZE,
     LAYER_SQUEEZE,
     LAYER_PAD,
+    LAYER_SELECT,
+    LAYER_STACK,
     /* the pointwise rows (ops/pointwise.h), a kind each: row op is kind LAYER_POINTWISE + op */
     LAYER_POINTWISE,
     LAYER_KIND_COUNT = LAYER_POINTWISE + PW_OP_COUNT

@@ -200,7 +200,8 @@ extern const layer_def layer_norm_def, group_norm_def, batch_norm2d_def, max_poo
 extern const layer_def embedding_def, position_embedding_def, matmul_def, transpose_def,
     split_heads_def, merge_heads_def;
 /* shape ops (shape.c) */
-extern const layer_def slice_def, cat_def, unsqueeze_def, squeeze_def, pad_def;
+extern const layer_def slice_def, cat_def, unsqueeze_def, squeeze_def, pad_def, select_def,
+    stack_def;
 extern const loss_def cross_entropy_def, mse_def;
 /* losses bce_with_logits and l1 */
 extern const loss_def bce_with_logits_def, l1_def;

@@ -22,6 +22,13 @@
  *    PyTorch and here (narrow_place with the fill V); its backward, constant_pad_nd_backward
  *    (derivatives.yaml), pads the gradient by (-L, -R): the middle part, a copy
  *    (narrow_copy).
+ *  - `NAME = select dim=D index=I`: x.select(D, I) (x[:, I] for D = 1; I < 0 from the end),
+ *    the dim removed. A view in PyTorch; a copy here (narrow_copy). Its backward,
+ *    select_backward (derivatives.yaml), places the gradient among zeros (narrow_place).
+ *  - `NAME = stack A B [C ...] dim=D`: torch.stack((a, b, ...), D), inputs of one shape, a
+ *    new dim D of their count (D in [-rank-1, rank] of the inputs' rank). Its dtypes are
+ *    cat's (the dispatcher answers alike), and so is its copy: cat of the inputs each seen
+ *    with a dim of 1 at D; input i's gradient is position i of the output's along D.
  * None saves anything for backward; none is on an autocast list (each keeps its input's
  * dtype, cat its inputs' promotion).
  */
@@ -319,6 +326,21 @@ static bool unsqueeze_shape(const layer_spec *l, const layer_shape *in, layer_sh
     return true;
 }
 
+/* in without its whole-tensor dim d (per-sample d - 1) into out; a sample keeps one dim */
+static bool drop_dim(shape_check *sc, const layer_shape *in, int d, const char *op,
+                     layer_shape *out)
+{
+    if (in->ndim == 1) {
+        shape_fail(sc, SHAPE_LAYER, "%s of the only per-sample dim is not supported", op);
+        return false;
+    }
+    out->ndim = in->ndim - 1;
+    for (int k = 0, j = 0; k < in->ndim; k++)
+        if (k != d - 1)
+            out->dim[j++] = in->dim[k];
+    return true;
+}
+
 static tensor *squeeze_forward(run *r, const layer_spec *l, tensor *const *in,
                                tensor *const *params)
 {
@@ -340,17 +362,7 @@ static bool squeeze_shape(const layer_spec *l, const layer_shape *in, layer_shap
     if (!shape_dim(sc, l->opt_int[0], in[0].ndim + 1, "squeeze", &d))
         return false;
     *out = in[0];
-    if (in[0].dim[d - 1] != 1)
-        return true;
-    if (in[0].ndim == 1) {
-        shape_fail(sc, SHAPE_LAYER, "squeeze of the only per-sample dim is not supported");
-        return false;
-    }
-    out->ndim = in[0].ndim - 1;
-    for (int k = 0, j = 0; k < in[0].ndim; k++)
-        if (k != d - 1)
-            out->dim[j++] = in[0].dim[k];
-    return true;
+    return in[0].dim[d - 1] != 1 || drop_dim(sc, &in[0], d, "squeeze", out);
 }
 
 static int dim_describe(const layer_spec *l, char *buf, size_t len)
@@ -470,4 +482,207 @@ const layer_def pad_def = {
     .n_autocast = COUNT_OF(pad_autocast),
     .forward = pad_forward,
     .describe = pad_describe,
+};
+
+/* ---- select and stack ---- */
+
+/* t's metadata with a dim of size 1 inserted at d (no memory: a stack copy) */
+static tensor with_unit_dim(const tensor *t, int d)
+{
+    int64_t shape[TENSOR_MAX_DIMS];
+    for (int k = 0, j = 0; k <= t->ndim; k++)
+        shape[k] = k == d ? 1 : t->shape[j++];
+    return reshaped(t, t->ndim + 1, shape);
+}
+
+/* the node's fields (geom's, unused by a select otherwise): the dim and the index */
+static void select_backward(run *r, node *n)
+{
+    tensor *dx = node_grad_tensor(r, n, 0);
+    tensor g = with_unit_dim(n->grad, (int)n->dims);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->narrow_place(r->be, &g, (int)n->dims, n->geom.padding, 1, 0.0f, dx, stp));
+    node_give_grad(r, n, 0, dx, stp);
+}
+
+/* index I of a dim of `size` into [0, size), or -1 */
+static int64_t select_index(int64_t i, int64_t size)
+{
+    if (i < -size || i >= size)
+        return -1;
+    return i < 0 ? i + size : i;
+}
+
+static tensor *select_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
+{
+    tensor *x = in[0];
+    int d = dim_index(l->opt_int[0], x->ndim);
+    int64_t i = select_index(l->opt_int[1], x->shape[d]);
+    int64_t shape[TENSOR_MAX_DIMS];
+    for (int k = 0, j = 0; k < x->ndim; k++)
+        if (k != d)
+            shape[j++] = x->shape[k];
+    char name[TENSOR_NAME_MAX];
+    layer_out_name(l, name, sizeof name);
+    tensor *y = run_tensor(r, name, x->dtype, x->ndim - 1, shape, MEM_ACTIVATIONS);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
+    tensor y1 = with_unit_dim(y, d);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->narrow_copy(r->be, x, d, i, 1, &y1, stp));
+    node *n = tape_record(r, "select", select_backward, y, &x, 1);
+    if (n)
+        n->dims = (unsigned)d, n->geom.padding = i;
+    observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
+    return y;
+}
+
+static bool select_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
+                         shape_check *sc)
+{
+    int d;
+    if (!shape_dim(sc, l->opt_int[0], in[0].ndim + 1, "select", &d))
+        return false;
+    int64_t size = in[0].dim[d - 1];
+    if (select_index(l->opt_int[1], size) < 0) {
+        shape_fail(sc, SHAPE_LAYER,
+                   "select(): index %lld out of range for tensor of per-sample size %lld at "
+                   "dimension %d",
+                   (long long)l->opt_int[1], (long long)size, d);
+        return false;
+    }
+    return drop_dim(sc, &in[0], d, "select", out);
+}
+
+static int select_describe(const layer_spec *l, char *buf, size_t len)
+{
+    return snprintf(buf, len, "select dim %lld index %lld", (long long)l->opt_int[0],
+                    (long long)l->opt_int[1]);
+}
+
+static const kind_opt select_opts[] = {
+    {"dim", KIND_OPT_INT, offsetof(layer_spec, opt_int[0]), .min = INT64_MIN + 1,
+     .required = "dim=D"},
+    {"index", KIND_OPT_INT, offsetof(layer_spec, opt_int[1]), .min = INT64_MIN + 1,
+     .required = "index=I"},
+};
+static const autocast_op select_autocast[] = {
+    {"select",
+     AUTOCAST_NONE,
+     "not listed (a view): keeps its input's dtype",
+     {"select.int", "clone"}},
+};
+
+const layer_def select_def = {
+    .name = "select",
+    .signature = "",
+    .opts = select_opts,
+    .n_opts = COUNT_OF(select_opts),
+    .input_shape = no_input_shape,
+    .shape = select_shape,
+    .params = no_params,
+    .autocast = select_autocast,
+    .n_autocast = COUNT_OF(select_autocast),
+    .forward = select_forward,
+    .describe = select_describe,
+};
+
+/* the node's dim; input i's gradient is the output gradient's position i along it */
+static void stack_backward(run *r, node *n)
+{
+    int d = (int)n->dims;
+    for (int i = 0; i < n->n_in; i++) {
+        if (!node_needs_grad(n, i))
+            continue;
+        tensor *dx = node_grad_tensor(r, n, i);
+        tensor dx1 = with_unit_dim(dx, d);
+        round_stats st;
+        round_stats *stp = run_stats(r, &st);
+        run_check(r, r->be->narrow_copy(r->be, n->grad, d, i, 1, &dx1, stp));
+        node_give_grad(r, n, i, dx, stp);
+    }
+}
+
+static tensor *stack_forward(run *r, const layer_spec *l, tensor *const *in, tensor *const *params)
+{
+    int d = dim_index(l->opt_int[0], in[0]->ndim + 1);
+    tensor units[LAYER_MAX_INPUTS];
+    const tensor *parts[LAYER_MAX_INPUTS];
+    for (int i = 0; i < l->n_inputs; i++) {
+        units[i] = with_unit_dim(in[i], d);
+        parts[i] = &units[i];
+    }
+    int64_t shape[TENSOR_MAX_DIMS];
+    for (int k = 0; k <= in[0]->ndim; k++)
+        shape[k] = units[0].shape[k];
+    shape[d] = l->n_inputs;
+    char name[TENSOR_NAME_MAX];
+    layer_out_name(l, name, sizeof name);
+    tensor *y = run_tensor(r, name, autocast_output_dtype(in, l->n_inputs), in[0]->ndim + 1, shape,
+                           MEM_ACTIVATIONS);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, in, l->n_inputs);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->cat(r->be, parts, l->n_inputs, d, y, stp));
+    node *n = tape_record(r, "stack", stack_backward, y, in, l->n_inputs);
+    if (n)
+        n->dims = (unsigned)d;
+    observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
+    return y;
+}
+
+static bool stack_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
+                        shape_check *sc)
+{
+    int d;
+    if (!shape_dim(sc, l->opt_int[0], in[0].ndim + 2, "stack", &d))
+        return false;
+    for (int i = 1; i < l->n_inputs; i++) {
+        bool same = in[i].ndim == in[0].ndim;
+        for (int k = 0; same && k < in[0].ndim; k++)
+            same = in[i].dim[k] == in[0].dim[k];
+        if (!same) {
+            char s0[128], si[128];
+            shape_text(&in[0], s0, sizeof s0);
+            shape_text(&in[i], si, sizeof si);
+            shape_fail(sc, SHAPE_LAYER,
+                       "stack expects each tensor to be equal size, but got per-sample %s at "
+                       "entry 0 and %s at entry %d",
+                       s0, si, i);
+            return false;
+        }
+    }
+    if (in[0].ndim == LAYER_MAX_RANK) {
+        shape_fail(sc, SHAPE_LAYER, "stack of %d-d tensors: at most %d dims with the batch",
+                   in[0].ndim + 1, LAYER_MAX_RANK + 1);
+        return false;
+    }
+    out->ndim = in[0].ndim + 1;
+    for (int k = 0, j = 0; k < out->ndim; k++)
+        out->dim[k] = k == d - 1 ? l->n_inputs : in[0].dim[j++];
+    return true;
+}
+
+static const autocast_op stack_autocast[] = {
+    {"stack",
+     AUTOCAST_NONE,
+     "not listed: its inputs' type promotion (float16 with float32 is float32)",
+     {"stack"}},
+};
+
+const layer_def stack_def = {
+    .name = "stack",
+    .signature = "",
+    .opts = dim_opts,
+    .n_opts = COUNT_OF(dim_opts),
+    .input_shape = no_input_shape,
+    .shape = stack_shape,
+    .params = no_params,
+    .autocast = stack_autocast,
+    .n_autocast = COUNT_OF(stack_autocast),
+    .forward = stack_forward,
+    .describe = dim_describe,
+    .n_inputs = LAYER_MAX_INPUTS,
+    .min_inputs = 2,
 };
