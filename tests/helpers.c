@@ -280,3 +280,26 @@ void test_run_close(run *r)
     r->be->close(r->be);
     free(r);
 }
+
+static const float *hand_dy_values;
+
+/* the consumer node test_backward_from records: hands dL/dy = hand_dy_values, rounded into
+ * y's dtype, to y */
+static void hand_dy(run *r, node *n)
+{
+    tensor *g = node_grad_tensor(r, n, 0);
+    tensor *f = run_tensor_like(r, g, "dy", DTYPE_FLOAT32, MEM_GRADS);
+    r->be->upload(r->be, f->data, hand_dy_values, (int64_t)sizeof(float) * g->numel);
+    cr_assert_eq(r->be->cast(r->be, f, g, NULL), 0);
+    tensor_release(&r->pool, f);
+    node_give_grad(r, n, 0, g, NULL);
+}
+
+void test_backward_from(run *r, tensor *y, const float *dy)
+{
+    int64_t one = 1;
+    tensor *root = run_tensor(r, "L", DTYPE_FLOAT32, 1, &one, MEM_ACTIVATIONS);
+    hand_dy_values = dy;
+    tape_record(r, "R", hand_dy, root, &y, 1);
+    tape_backward(r, root, 1.0f);
+}

@@ -31,6 +31,9 @@ tensor *env_zeros(test_env *e, const char *name, dtype dt, int ndim, const int64
 struct run;
 struct run *test_run_open(void);
 void test_run_close(struct run *r);
+/* Backward on such a run from y with dL/dy = dy (y->numel float values, rounded into y's
+ * dtype): a consumer node of y, then the tape run from it. */
+void test_backward_from(struct run *r, tensor *y, const float *dy);
 /* element i of t as float */
 float tensor_at(const tensor *t, int64_t i);
 /* the dtype named s ("float16"); cr_asserts that there is one */

@@ -879,6 +879,17 @@ Test(case_load, graph_from_input_reads_the_model_s_input)
     cr_expect_eq(cfg->layers[2].out_shape[0], 4);
 }
 
+/* a kind whose signature word is a name-like dtype (`to float16`) with from=: the dtype is
+ * its argument, not its input (a one-input kind names its input first only when the line
+ * has one word more than its signature: `p = pow x 2.0`) */
+Test(case_load, a_signature_word_before_from_is_the_argument_not_the_input)
+{
+    load_ok("[model]\na = linear 4 -> 4\nb = linear 4 -> 4\nc = to float16 from=a\n"
+            "p = pow b 2.0\n[data]\nbatch = 2\n");
+    cr_expect_eq(cfg->layers[2].inputs[0], 0);
+    cr_expect_eq(cfg->layers[3].inputs[0], 1);
+}
+
 Test(case_load, graph_name_errors)
 {
     load_bad("[model]\nfc1 = linear 4 -> 4\nfc2 = linear 4 -> 4 from=fc\n[data]\nbatch = 2\n",

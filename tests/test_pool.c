@@ -370,18 +370,6 @@ Test(pool, resnet_head_case_holds_its_expectations)
 
 /* ---- the global pool's backward: mean's, a product with the float32 reciprocal ---- */
 
-static const float *g_dy;
-
-static void hand_dy(run *r, node *n)
-{
-    tensor *g = node_grad_tensor(r, n, 0);
-    tensor *f = run_tensor_like(r, g, "dy", DTYPE_FLOAT32, MEM_GRADS);
-    r->be->upload(r->be, f->data, g_dy, (int64_t)sizeof(float) * g->numel);
-    cr_assert_eq(r->be->cast(r->be, f, g, NULL), 0);
-    tensor_release(&r->pool, f);
-    node_give_grad(r, n, 0, g, NULL);
-}
-
 Test(pool, global_pool_backward_multiplies_by_the_float32_reciprocal_of_h_w)
 {
     enum { H = 56, W = 56, C = 6 };
@@ -402,11 +390,7 @@ Test(pool, global_pool_backward_multiplies_by_the_float32_reciprocal_of_h_w)
     layer_spec l = {.name = "gap", .kind = LAYER_ADAPTIVE_AVG_POOL2D};
     tensor *in[1] = {x};
     tensor *y = layer_def_of(LAYER_ADAPTIVE_AVG_POOL2D)->forward(r, &l, in, NULL);
-    int64_t one = 1;
-    tensor *root = run_tensor(r, "L", DTYPE_FLOAT32, 1, &one, MEM_ACTIVATIONS);
-    g_dy = dyv;
-    tape_record(r, "R", hand_dy, root, &y, 1);
-    tape_backward(r, root, 1.0f);
+    test_backward_from(r, y, dyv);
     cr_assert_not_null(x->grad);
     for (int c = 0; c < C; c++) {
         float want = dyv[c] * recip; /* by hand */

@@ -186,8 +186,12 @@ Test(registry, descriptions_are_the_model_line_of_report_md)
     layer_describe(&l, buf, sizeof buf);
     cr_expect_str_eq(buf, "x = conv2d 3 → 16, kernel 3, stride 2, padding 1 (no bias)");
     l = spec("flatten", 0, 0, true);
+    l.opt_int[0] = 1, l.opt_int[1] = -1; /* nn.Flatten's defaults */
     layer_describe(&l, buf, sizeof buf);
     cr_expect_str_eq(buf, "x = flatten");
+    l.opt_int[0] = 2;
+    layer_describe(&l, buf, sizeof buf);
+    cr_expect_str_eq(buf, "x = flatten dims 2 to -1");
     /* snprintf's contract: the length it would have written */
     l = spec("linear", 4, 8, true);
     cr_expect_eq(layer_describe(&l, buf, 3), (int)strlen("x = linear 4 → 8"));
@@ -239,8 +243,10 @@ Test(registry, shape_and_params_rules)
     layer_shape img = {3, {3, 32, 32}};
     cr_assert(conv2d_def.shape(&c, &img, &out, &sc));
     cr_expect(out.ndim == 3 && out.dim[0] == 16 && out.dim[1] == 16 && out.dim[2] == 16);
-    /* flatten: 16*16*16 features */
-    cr_assert(flatten_def.shape(&c, &out, &out, &sc));
+    /* flatten (nn.Flatten's start_dim=1, end_dim=-1): 16*16*16 features */
+    layer_spec f = spec("flatten", 0, 0, true);
+    f.opt_int[0] = 1, f.opt_int[1] = -1;
+    cr_assert(flatten_def.shape(&f, &out, &out, &sc));
     cr_expect(out.ndim == 1 && out.dim[0] == 4096);
     /* linear on a wrong feature count: said about the input, and the walk goes on */
     layer_spec l = spec("linear", 10, 5, true);

@@ -58,6 +58,9 @@ RECIPES = {
     "avg_pool2d": lambda t, dt: torch.ops.aten.avg_pool2d(t((1, 2, 4, 4), dt), [2, 2]),
     "adaptive_avg_pool2d": lambda t, dt: torch.ops.aten.adaptive_avg_pool2d(
         t((1, 2, 4, 4), dt), [1, 1]),
+    "cat": lambda t, dt: torch.ops.aten.cat([t((2, 3), dt), t((2, 5), dt)], -1),
+    "stack": lambda t, dt: torch.ops.aten.stack([t((2, 3), dt), t((2, 3), dt)], 1),
+    "constant_pad_nd": lambda t, dt: torch.ops.aten.constant_pad_nd(t((2, 3), dt), [1, 2], 0.5),
     "flatten.using_ints": lambda t, dt: torch.ops.aten.flatten.using_ints(t((2, 3, 4), dt), 1),
     "transpose.int": lambda t, dt: torch.ops.aten.transpose.int(t((2, 3), dt), 0, 1),
     "view": lambda t, dt: torch.ops.aten.view(t((2, 3), dt), [6]),

@@ -113,11 +113,28 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
     /* a one-input kind may name its input first, as a kind of several does (`p = pow x 2.0`
      * is `p = pow 2.0 from=x`): a name, not a number, where its words start */
     char lead[LAYER_NAME_MAX] = "";
-    if (n_pos == 0 && t->n >= 2 + n_sig && valid_layer_name(t->w[1]) &&
-        (t->n == 2 || strcmp(t->w[2], "=") != 0) && (n_sig == 0 || is_number_word(sig[0]))) {
+    int n_lead_words = 0; /* the words before its options: one more than its signature's */
+    while (1 + n_lead_words < t->n && strcmp(t->w[1 + n_lead_words], "=") != 0 &&
+           (2 + n_lead_words >= t->n || strcmp(t->w[2 + n_lead_words], "=") != 0))
+        n_lead_words++;
+    if (n_pos == 0 && n_lead_words == n_sig + 1 && valid_layer_name(t->w[1]) &&
+        (n_sig == 0 || is_number_word(sig[0]))) {
         snprintf(lead, sizeof lead, "%s", t->w[1]);
         memmove(&t->w[1], &t->w[2], sizeof(char *) * (size_t)(t->n - 2));
         t->n--;
+    }
+    if (d->min_inputs > 0) { /* as many as the line gives before its options, within range */
+        n_pos = 0;
+        for (int i = 1 + n_sig; i < t->n && n_pos < d->n_inputs; i++, n_pos++)
+            if (strcmp(t->w[i], "=") == 0 || (i + 1 < t->n && strcmp(t->w[i + 1], "=") == 0))
+                break;
+        if (n_pos < d->min_inputs) {
+            err_at(c, e,
+                   "bad value '%s' for layer %s: %s takes %d to %d input names, then options",
+                   e->value, e->key, d->name, d->min_inputs, d->n_inputs);
+            return false;
+        }
+        l->n_inputs = n_pos;
     }
     bool form = t->n >= 1 + n_sig + n_pos;
     for (int i = 0; form && i < n_sig; i++)
@@ -126,7 +143,8 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
         const char *w = t->w[1 + n_sig + i];
         form = strcmp(w, "=") != 0 && (2 + n_sig + i >= t->n || strcmp(t->w[2 + n_sig + i], "="));
     }
-    static const char *const in_words[] = {"", " A", " A B", " A B C"}; /* by n_pos */
+    static const char *const in_words[] = {"", " A", " A B", " A B C", " A B C D"}; /* n_pos */
+    _Static_assert(sizeof in_words / sizeof in_words[0] > LAYER_MAX_INPUTS, "a form per count");
     if (!form) {
         err_at(c, e, "bad value '%s' for layer %s: expected %s%s%s%s, then options", e->value,
                e->key, d->name, *d->signature ? " " : "", d->signature, in_words[n_pos]);

@@ -38,6 +38,14 @@ typedef enum layer_kind {
     LAYER_MERGE_HEADS,
     /* explicit casts */
     LAYER_TO,
+    /* shape ops */
+    LAYER_SLICE,
+    LAYER_CAT,
+    LAYER_UNSQUEEZE,
+    LAYER_SQUEEZE,
+    LAYER_PAD,
+    LAYER_SELECT,
+    LAYER_STACK,
     /* the pointwise rows (ops/pointwise.h), a kind each: row op is kind LAYER_POINTWISE + op */
     LAYER_POINTWISE,
     /* the reduction rows (ops/reduce.h), a kind each: row op is kind LAYER_REDUCE + op */

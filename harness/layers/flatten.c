@@ -1,52 +1,60 @@
-/* flatten.c: nn.Flatten (case files: `flatten`): [B, C, H, W] -> [B, C*H*W], a view of the
- * same storage (no memory, no rounding); its backward views the gradient back. */
+/* flatten.c: nn.Flatten(start_dim=1, end_dim=-1) (case files: `flatten [start_dim=S]
+ * [end_dim=E]`, dims of the whole tensor as torch.flatten takes them, 0 the batch dim, which
+ * stays): the dims S..E merged into one, [B, C, H, W] -> [B, C*H*W] by default. A view of the
+ * same storage in PyTorch and here (no memory, no rounding); its backward views the
+ * gradient back. */
 #include "layer.h"
-
-static void flatten_backward(run *r, node *n)
-{
-    char name[TENSOR_NAME_MAX + 8];
-    snprintf(name, sizeof name, "%s.grad", n->in[0].name);
-    tensor *dx = view_or_fail(r, n->grad, name, n->in[0].ndim, n->in[0].shape);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    if (stp)
-        run_check(r, r->be->observe(r->be, dx, stp));
-    node_give_grad(r, n, 0, dx, stp);
-}
 
 static tensor *flatten_forward(run *r, const layer_spec *l, tensor *const *in,
                                tensor *const *params)
 {
     tensor *x = in[0];
-    char name[TENSOR_NAME_MAX];
-    snprintf(name, sizeof name, "%s.out", l->name);
-    int64_t shape[2] = {x->shape[0], x->numel / x->shape[0]};
-    tensor *y = view_or_fail(r, x, name, 2, shape);
-    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
-    tape_record(r, "flatten", flatten_backward, y, &x, 1);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    if (stp)
-        run_check(r, r->be->observe(r->be, y, stp));
-    observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
-    return y;
+    int s = dim_index(l->opt_int[0], x->ndim), e = dim_index(l->opt_int[1], x->ndim);
+    int64_t shape[TENSOR_MAX_DIMS];
+    int n = 0;
+    for (int k = 0; k < x->ndim; k++) {
+        if (k <= s || k > e)
+            shape[n++] = x->shape[k];
+        else
+            shape[n - 1] *= x->shape[k];
+    }
+    return view_layer(r, l, x, n, shape, "flatten");
 }
 
 static bool flatten_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
                           shape_check *sc)
 {
-    int64_t n = 1;
-    for (int i = 0; i < in[0].ndim; i++)
-        n = size_mul(n, in[0].dim[i]);
-    *out = (layer_shape){1, {n}};
+    int rank = in[0].ndim + 1, s, e;
+    if (!shape_dim(sc, l->opt_int[0], rank, "flatten", &s) ||
+        !shape_dim(sc, l->opt_int[1], rank, "flatten", &e))
+        return false;
+    if (e < s) {
+        shape_fail(sc, SHAPE_LAYER,
+                   "flatten() has invalid args: start_dim cannot come after end_dim");
+        return false;
+    }
+    out->ndim = 0;
+    for (int k = 1; k < rank; k++) {
+        if (k <= s || k > e)
+            out->dim[out->ndim++] = in[0].dim[k - 1];
+        else
+            out->dim[out->ndim - 1] = size_mul(out->dim[out->ndim - 1], in[0].dim[k - 1]);
+    }
     return true;
 }
 
 static int flatten_describe(const layer_spec *l, char *buf, size_t len)
 {
-    return snprintf(buf, len, "flatten");
+    if (l->opt_int[0] == 1 && l->opt_int[1] == -1)
+        return snprintf(buf, len, "flatten");
+    return snprintf(buf, len, "flatten dims %lld to %lld", (long long)l->opt_int[0],
+                    (long long)l->opt_int[1]);
 }
 
+static const kind_opt flatten_opts[] = {
+    {"start_dim", KIND_OPT_INT, offsetof(layer_spec, opt_int[0]), .min = INT64_MIN + 1, .def = 1},
+    {"end_dim", KIND_OPT_INT, offsetof(layer_spec, opt_int[1]), .min = INT64_MIN + 1, .def = -1},
+};
 static const autocast_op flatten_autocast[] = {
     {"flatten",
      AUTOCAST_NONE,
@@ -57,6 +65,8 @@ static const autocast_op flatten_autocast[] = {
 const layer_def flatten_def = {
     .name = "flatten",
     .signature = "",
+    .opts = flatten_opts,
+    .n_opts = COUNT_OF(flatten_opts),
     .input_shape = no_input_shape,
     .shape = flatten_shape,
     .params = no_params,

@@ -22,7 +22,8 @@
  * Inputs and parameters reach a forward as arrays (in[0..n_inputs), params in the order
  * the params rule gives), so kinds with several inputs or a shared parameter need no other
  * signature. A one-input kind reads the previous layer's output or `from=NAME`; a kind of
- * n_inputs > 1 takes that many layer names after its signature's numbers (`add a b`); a
+ * n_inputs > 1 takes that many layer names after its signature's numbers (`add a b`), or
+ * from min_inputs to n_inputs of them (`cat a b c dim=-1`); a
  * kind whose first parameter is "weight" takes `weight=LAYER.weight` (a tied weight: the
  * forward receives that layer's tensor). The case parser resolves the names
  * (layer_spec.inputs).
@@ -193,6 +194,9 @@ typedef struct layer_def {
     /* of n_inputs > 1: one of them may be written as a number, a Python scalar
      * (layer_spec.scalar_operands); the forward then receives one input fewer */
     bool scalar_inputs;
+    /* a kind of several inputs that takes min_inputs..n_inputs of them (cat): as many names as
+     * the line gives, in layer_spec.n_inputs; 0: exactly n_inputs */
+    int min_inputs;
     /* [fp8] may choose it to run as te.Linear (fp8_linear.h): its spec's `in` and `out` are
      * the GEMM's in_features and out_features, and its forward runs fp8_linear_forward for
      * the layers [fp8] chose */
@@ -228,6 +232,9 @@ extern const layer_def embedding_def, position_embedding_def, matmul_def, transp
     split_heads_def, merge_heads_def;
 /* explicit casts */
 extern const layer_def to_def;
+/* shape ops (shape.c) */
+extern const layer_def slice_def, cat_def, unsqueeze_def, squeeze_def, pad_def, select_def,
+    stack_def;
 extern const loss_def cross_entropy_def, mse_def;
 /* losses bce_with_logits and l1 */
 extern const loss_def bce_with_logits_def, l1_def;
@@ -279,6 +286,17 @@ tensor reshaped(const tensor *t, int ndim, const int64_t *shape);
 /* a new tensor `name`: x with dims d1 and d2 swapped, copied (transpose.c) */
 tensor *swap_copy(run *r, const tensor *x, int d1, int d2, const char *name, mem_category cat,
                   round_stats *st);
+/* A dim D of a tensor of `rank` dims (negative: from the end, as PyTorch's wrap_dim) into
+ * [0, rank), or -1 when out of range (transpose.c) */
+int dim_index(int64_t d, int rank);
+/* In a shape rule: dim D of a tensor of `rank` dims (the batch dim counted) into [1, rank)
+ * in *out; false after PyTorch's message when it is out of range, or a refusal of the batch
+ * dim, which `op` does not move (shape.c) */
+bool shape_dim(shape_check *sc, int64_t d, int rank, const char *op, int *out);
+/* The forward of a view layer: y = x with another shape, the same storage, no rounding,
+ * observed as the layer's output; its backward views the gradient back (shape.c) */
+tensor *view_layer(run *r, const layer_spec *l, tensor *x, int ndim, const int64_t *shape,
+                   const char *op);
 /* A view of base with another name and shape, or the run ends */
 tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape);
 /* PyTorch's names of a dtype in its error texts (linear.c) */

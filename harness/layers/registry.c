@@ -35,6 +35,14 @@ static const layer_def *const layer_defs[] = {
     [LAYER_MERGE_HEADS] = &merge_heads_def,
     /* explicit casts */
     [LAYER_TO] = &to_def,
+    /* shape ops */
+    [LAYER_SLICE] = &slice_def,
+    [LAYER_CAT] = &cat_def,
+    [LAYER_UNSQUEEZE] = &unsqueeze_def,
+    [LAYER_SQUEEZE] = &squeeze_def,
+    [LAYER_PAD] = &pad_def,
+    [LAYER_SELECT] = &select_def,
+    [LAYER_STACK] = &stack_def,
 /* the pointwise rows' kinds */
 #define ROW_KIND(name, ...) [LAYER_POINTWISE + PW_OP_##name] = &pointwise_defs[PW_OP_##name],
     POINTWISE_OPS(ROW_KIND)

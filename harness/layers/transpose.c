@@ -31,8 +31,7 @@ tensor *swap_copy(run *r, const tensor *x, int d1, int d2, const char *name, mem
     return y;
 }
 
-/* D in [-rank, rank) into [0, rank), or -1 */
-static int dim_index(int64_t d, int rank)
+int dim_index(int64_t d, int rank)
 {
     if (d < -rank || d >= rank)
         return -1;

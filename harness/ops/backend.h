@@ -117,6 +117,8 @@ typedef void *(*backend_values_fn)(void *ctx);
     X(void, synchronize, (backend *be))                                                          \
     X(void, close, (backend *be))
 
+#define BACKEND_CAT_MAX 4 /* the inputs of one cat */
+
 /* X(name, parameters): the ops. Each returns 0, or non-zero with a message in be->err. */
 #define BACKEND_OPS(X)                                                                           \
     /* ---- elementwise ---- */                                                                  \
@@ -292,6 +294,19 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* y = x with dims d1 and d2 swapped, as a contiguous copy (exact); y's shape is x's with    \
      * those dims swapped */                                                                     \
     X(transpose, (backend *be, const tensor *x, int d1, int d2, tensor *y, round_stats *st))    \
+    /* ---- shape ops (cpu/shape.c, kernels/shape.cu): copies along one dim d, each value    \
+     * loaded and stored through the counting store (a widening cast when the dtypes differ) */ \
+    /* y[.., j, ..] = x[.., start + j * step, ..] for j < y->shape[d], y's other dims x's:      \
+     * x[..., a:b:step] (slice), a cat's input gradient, pad's backward */                      \
+    X(narrow_copy, (backend *be, const tensor *x, int d, int64_t start, int64_t step, tensor *y, \
+                    round_stats *st))                                                            \
+    /* y[.., start + j * step, ..] = x[.., j, ..] for j < x->shape[d], every other value of y   \
+     * `fill`: slice_backward (fill 0) and F.pad's constant mode */                             \
+    X(narrow_place, (backend *be, const tensor *x, int d, int64_t start, int64_t step,          \
+                     float fill, tensor *y, round_stats *st))                                   \
+    /* y = torch.cat(x[0..n), d): the inputs' values one after another along d (n up to         \
+     * BACKEND_CAT_MAX; every dim but d agrees with y's) */                                      \
+    X(cat, (backend *be, const tensor *const *x, int n, int d, tensor *y, round_stats *st))     \
     /* ---- float8 (cpu/fp8.c, kernels/fp8.cu): te.Linear under fp8_autocast ---- */             \
     /* *amax = max |x| over x's values, NaNs ignored and 0 for none, as Transformer Engine's     \
      * amax kernels take fmaxf(fabsf(v), amax) from 0 (transformer_engine/common/recipe/        \
@@ -363,7 +378,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 11
+#define BACKEND_ABI_VERSION 12
 
 #ifdef __cplusplus
 extern "C" {

@@ -696,6 +696,53 @@ static void check_graph_ops(selftest *c, round_stats *st)
     }
 }
 
+/* the shape ops: a strided slice of the last dim, its placement back among zeros (a slice's
+ * gradient) and a pad with a fill value along a middle dim, a cat of three inputs of three
+ * dtypes into float32 (cat's type promotion); report() frees the tensors, so each check
+ * makes its own */
+static void check_shape_ops(selftest *c, round_stats *st)
+{
+    const int64_t xs[3] = {3, 5, 17}, ys[3] = {3, 5, 6}, ps[3] = {3, 9, 17};
+    for (int a = 0; a < 3; a++) {
+        dtype dt = float_dtypes[a];
+        pair x = make_random(c, "x", dt, 3, xs, GEN_WIDE, 1.0f);
+        pair y = make(c, "y", dt, 3, ys, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i, c->s[i].be->narrow_copy(c->s[i].be, x.t[i], 2, 1, 3, y.t[i], &st[i]));
+        compare(c, "y", y, st, EXACT);
+        report(c, "narrow_copy", "%s, [1:17:3] of the last dim", dtype_name(dt));
+        y = make_random(c, "y", dt, 3, ys, GEN_WIDE, 1.0f);
+        pair back = make(c, "back", dt, 3, xs, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i,
+                  c->s[i].be->narrow_place(c->s[i].be, y.t[i], 2, 1, 3, 0.0f, back.t[i], &st[i]));
+        compare(c, "back", back, st, EXACT);
+        report(c, "narrow_place", "%s, back into [1:17:3] among zeros", dtype_name(dt));
+        x = make_random(c, "x", dt, 3, xs, GEN_WIDE, 1.0f);
+        pair pad = make(c, "pad", dt, 3, ps, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i,
+                  c->s[i].be->narrow_place(c->s[i].be, x.t[i], 1, 3, 1, -2.5f, pad.t[i], &st[i]));
+        compare(c, "pad", pad, st, EXACT);
+        report(c, "narrow_place", "%s, dim 1 padded (3, 1) with -2.5", dtype_name(dt));
+    }
+    const int64_t s0[3] = {2, 4, 3}, s1[3] = {2, 4, 5}, s2[3] = {2, 4, 1}, sy[3] = {2, 4, 9};
+    pair p0 = make_random(c, "a", DTYPE_FLOAT16, 3, s0, GEN_WIDE, 1.0f);
+    pair p1 = make_random(c, "b", DTYPE_BFLOAT16, 3, s1, GEN_WIDE, 1.0f);
+    pair p2 = make_random(c, "c", DTYPE_FLOAT32, 3, s2, GEN_WIDE, 1.0f);
+    pair y = make(c, "y", DTYPE_FLOAT32, 3, sy, NULL);
+    stats_init2(st);
+    for (int i = 0; ready(c) && i < 2; i++) {
+        const tensor *in[3] = {p0.t[i], p1.t[i], p2.t[i]};
+        op_rc(c, i, c->s[i].be->cat(c->s[i].be, in, 3, 2, y.t[i], &st[i]));
+    }
+    compare(c, "y", y, st, EXACT);
+    report(c, "cat", "float16, bfloat16 and float32 along the last dim into float32");
+}
+
 typedef struct linear_case {
     dtype x, w, y; /* the bias has w's dtype; dy has y's */
     float scale;   /* of the inputs: large scales overflow half outputs */
@@ -1927,6 +1974,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_pools(c, st);
     /* graph models */
     check_graph_ops(c, st);
+    check_shape_ops(c, st);
     /* float8 */
     check_fp8_quantize(c);
     check_fp8_gemm(c, st);
