@@ -222,17 +222,22 @@ class CausalMask(nn.Module):
 
 class Sdpa(nn.Module):
     """F.scaled_dot_product_attention on PyTorch's math path (CPU PyTorch otherwise picks a
-    flash kernel of its own); scale 0 in the case means the default 1/sqrt(E)."""
+    flash kernel of its own); scale 0 in the case means the default 1/sqrt(E); a fourth
+    input is the additive attn_mask, its per-sample dims after the batch dim (a [B, L, S]
+    mask is [B, 1, L, S] for PyTorch's broadcast against [B, H, L, S])."""
 
-    def __init__(self, causal, scale):
+    def __init__(self, causal, scale, enable_gqa):
         super().__init__()
-        self.causal, self.scale = causal, scale or None
+        self.causal, self.scale, self.enable_gqa = causal, scale or None, enable_gqa
 
-    def forward(self, q, k, v):
+    def forward(self, q, k, v, mask=None):
         from torch.nn.attention import SDPBackend, sdpa_kernel
+        if mask is not None:
+            mask = mask.reshape(mask.shape[:1] + (1,) * (4 - mask.dim()) + mask.shape[1:])
         with sdpa_kernel(SDPBackend.MATH):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal,
-                                                  scale=self.scale)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                  is_causal=self.causal, scale=self.scale,
+                                                  enable_gqa=self.enable_gqa)
 
 
 class Graph(nn.Module):
@@ -316,7 +321,7 @@ def make_layer(l):
     if kind == "adaptive_avg_pool2d":
         return nn.AdaptiveAvgPool2d(1)
     if kind == "scaled_dot_product_attention":
-        return Sdpa(l["causal"], l["scale"])
+        return Sdpa(l["causal"], l["scale"], l["enable_gqa"])
     if kind == "dropout":
         raise SystemExit("torch_reference: dropout's mask is not PyTorch's (docs/SEMANTICS.md): "
                          "its values cannot be compared; refused")

@@ -74,6 +74,14 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
     char buf[128], *sig[MAX_WORDS];
     int n_sig = signature_words(d->signature, buf, sizeof buf, sig, MAX_WORDS);
     int n_pos = d->n_inputs > 1 ? d->n_inputs : 0; /* positional input names */
+    /* a name, not an option's: a word that no "=" follows */
+    for (int left = d->n_optional_inputs; left > 0; left--) {
+        int at = n_sig + n_pos; /* the last name's word */
+        if (at < t->n && strcmp(t->w[at], "=") && (at + 1 >= t->n || strcmp(t->w[at + 1], "=")))
+            break;
+        n_pos--;
+    }
+    l->n_inputs = n_pos > 0 ? n_pos : l->n_inputs;
     bool form = t->n >= 1 + n_sig + n_pos;
     for (int i = 0; form && i < n_sig; i++)
         form = is_number_word(sig[i]) || strcmp(t->w[1 + i], sig[i]) == 0;
@@ -81,7 +89,7 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
         const char *w = t->w[1 + n_sig + i];
         form = strcmp(w, "=") != 0 && (2 + n_sig + i >= t->n || strcmp(t->w[2 + n_sig + i], "="));
     }
-    static const char *const in_words[] = {"", " A", " A B", " A B C"}; /* by n_pos */
+    static const char *const in_words[] = {"", " A", " A B", " A B C", " A B C D"}; /* by n_pos */
     if (!form) {
         err_at(c, e, "bad value '%s' for layer %s: expected %s%s%s%s, then options", e->value,
                e->key, d->name, *d->signature ? " " : "", d->signature, in_words[n_pos]);

@@ -164,6 +164,9 @@ typedef struct layer_def {
     /* "linear 4 → 8 (no bias)": snprintf's contract */
     int (*describe)(const layer_spec *l, char *buf, size_t len);
     int n_inputs; /* inputs the forward takes; 0 means 1 */
+    /* how many of the last of those a line may leave out (sdpa's attn_mask): the spec's
+     * n_inputs says how many it names */
+    int n_optional_inputs;
     /* [fp8] may choose it to run as te.Linear (fp8_linear.h): its spec's `in` and `out` are
      * the GEMM's in_features and out_features, and its forward runs fp8_linear_forward for
      * the layers [fp8] chose */

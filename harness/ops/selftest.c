@@ -1332,11 +1332,15 @@ static void check_bce_l1(selftest *c, round_stats *st)
 }
 
 /* scaled_dot_product_attention's ops (sdpa_math.h): float32 and half operands, causal or
- * not, more keys than queries */
+ * not, more keys than queries, an additive mask [2, 1, 5, 9] broadcast over the heads and
+ * the scores' gradient it takes */
 static void check_sdpa(selftest *c, round_stats *st)
 {
-    static const sdpa_geom geoms[2] = {{6, 7, 7, 8, 8, true}, {3, 5, 9, 4, 6, false}};
-    for (int gi = 0; gi < 2; gi++)
+    static const sdpa_geom geoms[3] = {
+        {.n = 6, .l = 7, .s = 7, .e = 8, .ev = 8, .causal = true, .heads = 3},
+        {.n = 3, .l = 5, .s = 9, .e = 4, .ev = 6, .causal = false, .heads = 3},
+        {.n = 4, .l = 5, .s = 9, .e = 4, .ev = 6, .heads = 2, .mask_stride = {45, 0, 9, 1}}};
+    for (int gi = 0; gi < 3; gi++)
         for (int a = 0; a < 3; a++) {
             const sdpa_geom *g = &geoms[gi];
             dtype dt = float_dtypes[a];
@@ -1345,14 +1349,18 @@ static void check_sdpa(selftest *c, round_stats *st)
                           sp[3] = {g->n, g->l, g->s};
             pair q = make_random(c, "q", dt, 3, sq, GEN_NORMAL, 1.0f);
             pair k = make_random(c, "k", dt, 3, sk, GEN_NORMAL, 1.0f);
+            const int64_t sm[4] = {2, 1, g->l, g->s};
+            bool masked = g->mask_stride[0] != 0;
+            pair m = masked ? make_random(c, "mask", dt, 4, sm, GEN_NORMAL, 2.0f) : (pair){0};
             pair p = make(c, "p", DTYPE_FLOAT32, 3, sp, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
                 op_rc(c, i,
-                      c->s[i].be->sdpa_probs_forward(c->s[i].be, g, q.t[i], k.t[i], p.t[i],
-                                                     &st[i]));
+                      c->s[i].be->sdpa_probs_forward(c->s[i].be, g, q.t[i], k.t[i],
+                                                     masked ? m.t[i] : NULL, p.t[i], &st[i]));
             compare(c, "p", p, st, CLOSE); /* exp */
-            report(c, "sdpa_probs_forward", "%s%s", dtype_name(dt), g->causal ? " causal" : "");
+            report(c, "sdpa_probs_forward", "%s%s%s", dtype_name(dt), g->causal ? " causal" : "",
+                   masked ? " masked" : "");
 
             p = make_random(c, "p", DTYPE_FLOAT32, 3, sp, GEN_NORMAL, 0.2f);
             pair v = make_random(c, "v", dt, 3, sv, GEN_NORMAL, 1.0f);
@@ -1384,12 +1392,16 @@ static void check_sdpa(selftest *c, round_stats *st)
             dp = make_random(c, "dp", DTYPE_FLOAT32, 3, sp, GEN_NORMAL, 1.0f);
             pair dq = make(c, "dq", DTYPE_FLOAT32, 3, sq, NULL);
             pair dk = make(c, "dk", DTYPE_FLOAT32, 3, sk, NULL);
+            pair ds = masked ? make(c, "dscores", DTYPE_FLOAT32, 3, sp, NULL) : (pair){0};
             for (int i = 0; ready(c) && i < 2; i++)
                 op_rc(c, i,
                       c->s[i].be->sdpa_probs_backward(c->s[i].be, g, dp.t[i], q.t[i], k.t[i],
-                                                      p.t[i], dq.t[i], dk.t[i]));
+                                                      p.t[i], dq.t[i], dk.t[i],
+                                                      masked ? ds.t[i] : NULL));
             compare(c, "dq", dq, NULL, EXACT);
             compare(c, "dk", dk, NULL, EXACT);
+            if (masked)
+                compare(c, "dscores", ds, NULL, EXACT);
             report(c, "sdpa_probs_backward", "q, k %s", dtype_name(dt));
         }
 }
