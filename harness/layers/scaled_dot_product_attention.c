@@ -192,8 +192,8 @@ static tensor *repeated(run *r, const layer_spec *l, tensor *x, int64_t rep, con
     const op_params none = {.seed = 0};
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->reduce_backward(r->be, RD_OP_sum, &none, &xv, NULL, NULL, 1u << 1, &yv,
-                                        stp));
+    run_check(r,
+              r->be->reduce_backward(r->be, RD_OP_sum, &none, &xv, NULL, NULL, 1u << 1, &yv, stp));
     node *n = tape_record(r, "repeat_interleave", repeat_backward, y, &x, 1);
     if (n)
         n->scalar = (double)rep;
@@ -202,8 +202,7 @@ static tensor *repeated(run *r, const layer_spec *l, tensor *x, int64_t rep, con
 }
 
 /* k or v (float32) as the query's heads read it: itself, or repeated (enable_gqa) */
-static tensor *query_heads(run *r, const layer_spec *l, tensor *x, int64_t heads,
-                           const char *what)
+static tensor *query_heads(run *r, const layer_spec *l, tensor *x, int64_t heads, const char *what)
 {
     if (x->shape[1] == heads)
         return x;
@@ -303,8 +302,8 @@ static tensor *sdpa_forward(run *r, const layer_spec *l, tensor *const *in, tens
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->sdpa_probs_forward(r->be, &g, qs, ks, ma, p, stp));
     tensor *qkm[3] = {qs, ks, ma};
-    node *n = tape_record(r, ma ? "bmm+add+_safe_softmax" : "bmm+_safe_softmax", probs_backward,
-                          p, qkm, ma ? 3 : 2);
+    node *n = tape_record(r, ma ? "bmm+add+_safe_softmax" : "bmm+_safe_softmax", probs_backward, p,
+                          qkm, ma ? 3 : 2);
     if (n)
         n->scalar = g.causal;
     tape_save(n, 0, qs);

@@ -45,14 +45,14 @@ static inline AMP_HD float sdpa_score(const sdpa_geom *g, const void *q, dtype q
     if (!m)
         return d;
     const int64_t *ms = g->mask_stride;
-    return d + load_as_float(m, mdt, n / g->heads * ms[0] + n % g->heads * ms[1] + i * ms[2] +
-                                         j * ms[3]);
+    return d + load_as_float(m, mdt,
+                             n / g->heads * ms[0] + n % g->heads * ms[1] + i * ms[2] + j * ms[3]);
 }
 
 /* row r = n * l + i of the probabilities: its max and its sum of exp(score - max) */
 static inline AMP_HD void sdpa_row_stats(const sdpa_geom *g, const void *q, dtype qdt,
-                                         const void *k, dtype kdt, const void *m, dtype mdt, int64_t r,
-                                         float *mx, float *sum)
+                                         const void *k, dtype kdt, const void *m, dtype mdt,
+                                         int64_t r, float *mx, float *sum)
 {
     int64_t n = r / g->l, i = r % g->l;
     float top = -INFINITY;

@@ -1,10 +1,10 @@
 /*
  * scaled_dot_product_attention.c: the ops of scaled_dot_product_attention's math path on the
  * CPU (twin of kernels/scaled_dot_product_attention.cu): the probabilities (scores, attn_mask
- * or causal mask, _safe_softmax), the output p v, and their backward. The arithmetic is sdpa_math.h's,
- * element by element, so the GPU computes the same float32 values. Rows' softmax statistics
- * and softmax-backward sums go to float32 scratch first, then every element is computed and
- * stored through cpu_store (counted where the op takes stats).
+ * or causal mask, _safe_softmax), the output p v, and their backward. The arithmetic is
+ * sdpa_math.h's, element by element, so the GPU computes the same float32 values. Rows' softmax
+ * statistics and softmax-backward sums go to float32 scratch first, then every element is computed
+ * and stored through cpu_store (counted where the op takes stats).
  */
 #include "ops/sdpa_math.h"
 #include "cpu.h"
@@ -14,8 +14,8 @@ typedef struct sdpa_ctx {
     const tensor *a, *b, *c; /* the op's inputs, in its contract's order */
     const void *mask;        /* probs forward: the attn_mask's data, or NULL */
     dtype mask_dt;
-    const float *rows;       /* per-row statistics: (max, sum) pairs, or softmax-backward sums */
-    float *ds;               /* probs backward: d loss / d scores, [n, l, s] */
+    const float *rows; /* per-row statistics: (max, sum) pairs, or softmax-backward sums */
+    float *ds;         /* probs backward: d loss / d scores, [n, l, s] */
     tensor *out;
 } sdpa_ctx;
 
