@@ -179,8 +179,8 @@ def autocast_on(x):
 
 
 def fp32_norm(base):
-    """layer_norm or group_norm as CUDA autocast runs it (KERNEL_CUDA(layer_norm, fp32),
-    KERNEL_CUDA(group_norm, fp32)): a half input cast up, the op in float32. CPU autocast
+    """layer_norm, group_norm or rms_norm as CUDA autocast runs it (KERNEL_CUDA(layer_norm,
+    fp32), KERNEL_CUDA(group_norm, fp32), KERNEL_CUDA(rms_norm, fp32)): a half input cast up, the op in float32. CPU autocast
     2.15 keeps them in the input's dtype, so the reference casts explicitly
     (tests/references/README.md). A subclass, so the parameters keep the layer's names."""
 
@@ -193,6 +193,7 @@ def fp32_norm(base):
 
 
 LayerNorm32, GroupNorm32 = fp32_norm(nn.LayerNorm), fp32_norm(nn.GroupNorm)
+RMSNorm32 = fp32_norm(nn.RMSNorm)  # KERNEL_CUDA(rms_norm, fp32) since PyTorch 2.12
 
 
 class Softmax(nn.Module):
@@ -297,6 +298,9 @@ def make_layer(l):
     if kind == "layer_norm":
         return LayerNorm32(l["normalized_shape"], eps=l["eps"],
                            elementwise_affine=l["elementwise_affine"], bias=l["bias"])
+    if kind == "rms_norm":  # eps 0 in the case: None
+        return RMSNorm32(l["normalized_shape"], eps=l["eps"] or None,
+                         elementwise_affine=l["elementwise_affine"])
     if kind == "group_norm":
         return GroupNorm32(l["num_groups"], l["num_channels"], eps=l["eps"], affine=l["affine"])
     if kind == "batch_norm2d":  # on no autocast list: half x with float32 weight and stats

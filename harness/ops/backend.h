@@ -73,8 +73,11 @@ typedef struct sdpa_geom {
  * group_norm is [N, G, C/G, H*W]. */
 typedef enum norm_form {
     NORM_CENTERED, /* y = (x - mean) * rstd * w + b (layer_norm_kernel.cu) */
-    NORM_FUSED     /* y = x * a + c, a = rstd * w, c = b - a * mean per (n, channel)
+    NORM_FUSED,    /* y = x * a + c, a = rstd * w, c = b - a * mean per (n, channel)
                     * (group_norm_kernel.cu's ComputeFusedParamsCUDAKernel) */
+    NORM_RMS       /* rms_norm: rstd = 1 / sqrt(sum(x^2) / cols + eps), y = w * (rstd * x),
+                    * no mean (the ops take mean NULL) and no bias; the backward as
+                    * layer_norm_kernel.cu's rms_norm branches write it */
 } norm_form;
 
 typedef struct norm_geom {
@@ -235,7 +238,8 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* ---- normalization (cpu/norm.c, kernels/norm.cu) ---- */                                \
     /* mean and rstd [n * groups] (float32 sums, rstd = 1 / sqrt(biased var + eps), stored    \
      * in their tensors' dtype), then y from the stored mean and rstd as g->form says; w      \
-     * and b may be NULL (no affine: 1 and 0); st counts y's rounding */                      \
+     * and b may be NULL (no affine: 1 and 0), mean NULL with NORM_RMS (here and in the       \
+     * backward); st counts y's rounding */                                                   \
     X(norm_forward, (backend *be, const norm_geom *g, const tensor *x, const tensor *w,         \
                      const tensor *b, tensor *y, tensor *mean, tensor *rstd, round_stats *st))  \
     /* dx = rstd * (w dy - mean(w dy) - xhat mean(w dy xhat)) per (n, group), xhat =          \

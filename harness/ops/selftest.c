@@ -911,8 +911,9 @@ static void check_conv2d(selftest *c, round_stats *st)
 
 /* ---- normalization and pooling ---- */
 
-/* the layer_norm and group_norm layouts of norm_forward and its backward, in each dtype
- * (statistics float32 for layer_norm, in the input's dtype for group_norm) */
+/* the layer_norm, rms_norm and group_norm layouts of norm_forward and its backward, in each
+ * dtype (statistics float32 for layer_norm and rms_norm, in the input's dtype for group_norm;
+ * rms_norm without mean and bias) */
 static void check_norm(selftest *c, round_stats *st)
 {
     static const norm_geom geoms[] = {
@@ -920,12 +921,15 @@ static void check_norm(selftest *c, round_stats *st)
         {2, 1, 700, 1, 1e-5f, NORM_CENTERED}, /* rows longer than a block */
         {3, 4, 2, 10, 1e-5f, NORM_FUSED},     /* group_norm [3, 8, 10] in 4 groups */
         {2, 2, 3, 300, 1e-3f, NORM_FUSED},    /* group_norm [2, 6, 300] in 2 groups */
+        {7, 1, 33, 1, 1e-6f, NORM_RMS},       /* rms_norm: 7 rows of 33 */
+        {2, 1, 700, 1, 0x1p-23f, NORM_RMS},   /* rows longer than a block, eps None */
     };
     for (size_t k = 0; k < sizeof geoms / sizeof geoms[0]; k++)
         for (int a = 0; a < 3; a++) {
             const norm_geom *g = &geoms[k];
             dtype dt = float_dtypes[a];
-            dtype sdt = g->form == NORM_CENTERED ? DTYPE_FLOAT32 : dt;
+            dtype sdt = g->form == NORM_FUSED ? dt : DTYPE_FLOAT32;
+            bool rms = g->form == NORM_RMS;
             int64_t n = g->n * g->groups * g->cpg * g->inner, ch = g->groups * g->cpg,
                     rows = g->n * g->groups;
             char what[96];
@@ -935,15 +939,17 @@ static void check_norm(selftest *c, round_stats *st)
             pair w = make_random(c, "w", dt, 1, &ch, GEN_NORMAL, 1.0f);
             pair b = make_random(c, "b", dt, 1, &ch, GEN_NORMAL, 1.0f);
             pair y = make(c, "y", dt, 1, &n, NULL);
-            pair mean = make(c, "mean", sdt, 1, &rows, NULL);
+            pair mean = rms ? (pair){{NULL, NULL}} : make(c, "mean", sdt, 1, &rows, NULL);
             pair rstd = make(c, "rstd", sdt, 1, &rows, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
                 op_rc(c, i,
-                      c->s[i].be->norm_forward(c->s[i].be, g, x.t[i], w.t[i], b.t[i], y.t[i],
-                                               mean.t[i], rstd.t[i], &st[i]));
+                      c->s[i].be->norm_forward(c->s[i].be, g, x.t[i], w.t[i],
+                                               rms ? NULL : b.t[i], y.t[i], mean.t[i],
+                                               rstd.t[i], &st[i]));
             compare(c, "y", y, st, CLOSE);
-            compare(c, "mean", mean, NULL, CLOSE);
+            if (!rms)
+                compare(c, "mean", mean, NULL, CLOSE);
             compare(c, "rstd", rstd, NULL, CLOSE);
             report(c, "norm_forward", "%s", what);
 
@@ -952,7 +958,7 @@ static void check_norm(selftest *c, round_stats *st)
             float *sv = gen(c, rows, GEN_NORMAL, 1.0f);
             for (int64_t i = 0; sv && i < rows; i++)
                 sv[i] = 0.5f + 1.5f * fabsf(sv[i]) / (1.0f + fabsf(sv[i]));
-            mean = make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
+            mean = rms ? mean : make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
             rstd = make(c, "rstd", sdt, 1, &rows, sv);
             free(sv);
             x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
@@ -968,7 +974,7 @@ static void check_norm(selftest *c, round_stats *st)
             report(c, "norm_backward_input", "%s", what);
 
             /* the same values again, for dw */
-            mean = make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
+            mean = rms ? mean : make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
             rstd = make_random(c, "rstd", sdt, 1, &rows, GEN_NORMAL, 1.0f);
             x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
             dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
