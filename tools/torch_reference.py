@@ -269,7 +269,8 @@ def make_layer(l):
         return nn.Linear(l["in"], l["out"], bias=l["bias"])
     if kind == "conv2d":
         return nn.Conv2d(l["in"], l["out"], l["kernel"], stride=l["stride"],
-                         padding=l["padding"], dilation=l["dilation"], bias=l["bias"])
+                         padding=l["padding"], dilation=l["dilation"], groups=l["groups"],
+                         bias=l["bias"])
     if kind == "relu":
         return nn.ReLU()
     if kind == "flatten":

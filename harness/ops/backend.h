@@ -53,6 +53,9 @@ typedef struct conv2d_geom {
     int64_t n, c_in, h_in, w_in; /* input  [N, C_in, H_in, W_in] */
     int64_t c_out, h_out, w_out; /* output [N, C_out, H_out, W_out] */
     int64_t kh, kw, stride, padding, dilation;
+    /* convolutions: C_in and C_out split into groups (weight [C_out, C_in / groups, KH, KW]),
+     * group i's outputs from its inputs only; 1 for a plain convolution (pools ignore it) */
+    int64_t groups;
 } conv2d_geom;
 
 /* scaled_dot_product_attention's math path (sdpa_math.h): n independent attentions (batch

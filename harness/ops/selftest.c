@@ -833,7 +833,8 @@ static void check_reduce(selftest *c, round_stats *st)
 }
 
 static conv2d_geom conv_geom(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out,
-                             int64_t k, int64_t stride, int64_t padding, int64_t dilation)
+                             int64_t k, int64_t stride, int64_t padding, int64_t dilation,
+                             int64_t groups)
 {
     conv2d_geom g = {.n = n,
                      .c_in = c_in,
@@ -844,7 +845,8 @@ static conv2d_geom conv_geom(int64_t n, int64_t c_in, int64_t h, int64_t w, int6
                      .kw = k,
                      .stride = stride,
                      .padding = padding,
-                     .dilation = dilation};
+                     .dilation = dilation,
+                     .groups = groups};
     g.h_out = (h + 2 * padding - dilation * (k - 1) - 1) / stride + 1;
     g.w_out = (w + 2 * padding - dilation * (k - 1) - 1) / stride + 1;
     return g;
@@ -852,17 +854,19 @@ static conv2d_geom conv_geom(int64_t n, int64_t c_in, int64_t h, int64_t w, int6
 
 static void check_conv2d(selftest *c, round_stats *st)
 {
-    const conv2d_geom geoms[3] = {
-        conv_geom(2, 3, 8, 8, 4, 3, 1, 1, 1),
-        conv_geom(2, 2, 9, 7, 3, 3, 2, 0, 1),
-        conv_geom(1, 3, 10, 10, 2, 3, 1, 2, 2),
+    const conv2d_geom geoms[5] = {
+        conv_geom(2, 3, 8, 8, 4, 3, 1, 1, 1, 1),
+        conv_geom(2, 2, 9, 7, 3, 3, 2, 0, 1, 1),
+        conv_geom(1, 3, 10, 10, 2, 3, 1, 2, 2, 1),
+        conv_geom(2, 4, 7, 7, 6, 3, 1, 1, 1, 2),  /* 2 groups */
+        conv_geom(2, 5, 8, 6, 5, 3, 2, 1, 1, 5), /* depthwise */
     };
     for (int a = 0; a < 3; a++)
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 5; k++) {
             dtype dt = float_dtypes[a];
             const conv2d_geom *g = &geoms[k];
             const int64_t xs[4] = {g->n, g->c_in, g->h_in, g->w_in};
-            const int64_t ws[4] = {g->c_out, g->c_in, g->kh, g->kw};
+            const int64_t ws[4] = {g->c_out, g->c_in / g->groups, g->kh, g->kw};
             const int64_t ys[4] = {g->n, g->c_out, g->h_out, g->w_out};
             char what[128];
             snprintf(what, sizeof what,
@@ -1105,7 +1109,7 @@ static void check_pools(selftest *c, round_stats *st)
         for (int a = 0; a < 3; a++) {
             const int64_t *s = shapes[k];
             dtype dt = float_dtypes[a];
-            conv2d_geom g = conv_geom(s[0], s[1], s[2], s[3], s[1], s[4], s[5], s[6], 1);
+            conv2d_geom g = conv_geom(s[0], s[1], s[2], s[3], s[1], s[4], s[5], s[6], 1, 1);
             const int64_t xs[4] = {g.n, g.c_in, g.h_in, g.w_in},
                           ys[4] = {g.n, g.c_out, g.h_out, g.w_out};
             char what[96];
@@ -1669,15 +1673,15 @@ static void check_exact_linear(selftest *c, round_stats *st, const char *mode)
 static void check_exact_conv2d(selftest *c, round_stats *st)
 {
     const conv2d_geom geoms[2] = {
-        conv_geom(2, 3, 8, 8, 4, 3, 1, 1, 1),
-        conv_geom(2, 4, 12, 11, 8, 3, 2, 1, 1),
+        conv_geom(2, 3, 8, 8, 4, 3, 1, 1, 1, 1),
+        conv_geom(2, 4, 12, 11, 8, 3, 2, 1, 1, 1),
     };
     for (size_t e = 0; e < sizeof exact_cases / sizeof exact_cases[0]; e++)
         for (int k = 0; k < 2; k++) {
             const exact_case *ec = &exact_cases[e];
             const conv2d_geom *g = &geoms[k];
             const int64_t xs[4] = {g->n, g->c_in, g->h_in, g->w_in};
-            const int64_t ws[4] = {g->c_out, g->c_in, g->kh, g->kw};
+            const int64_t ws[4] = {g->c_out, g->c_in / g->groups, g->kh, g->kw};
             const int64_t ys[4] = {g->n, g->c_out, g->h_out, g->w_out};
             char what[192];
             snprintf(what, sizeof what, "%s -> %s x [%lld,%lld,%lld,%lld] k %lld stride %lld at %s",
