@@ -1,7 +1,8 @@
 /*
  * conv2d.cu: 2-d convolution forward, backward-data and backward-filter through cuDNN's
- * classic API (twin of harness/ops/cpu/conv2d.c). Layout NCHW, weight [C_out, C_in, KH, KW],
- * groups = 1, square kernel, one stride / padding / dilation for both axes.
+ * classic API (twin of harness/ops/cpu/conv2d.c). Layout NCHW, weight [C_out, C_in / groups,
+ * KH, KW], cuDNN's group count for groups > 1 (cudnnSetConvolutionGroupCount, as PyTorch's
+ * cuDNN convolution sets it), square kernel, one stride / padding / dilation for both axes.
  *
  * cuDNN has no half-input, float-output convolution, so half operands are widened to
  * float32 scratch (exact) and every convolution runs on float32 data with float32 compute
@@ -40,13 +41,14 @@ static void descs_make(const conv2d_geom *g, conv_descs *d)
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, f32, (int)g->n,
                                            (int)g->c_out, (int)g->h_out, (int)g->w_out));
     CUDNN_CHECK(cudnnCreateFilterDescriptor(&d->w));
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(d->w, f32, CUDNN_TENSOR_NCHW,
-                                           (int)g->c_out, (int)g->c_in, (int)g->kh, (int)g->kw));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(d->w, f32, CUDNN_TENSOR_NCHW, (int)g->c_out,
+                                           (int)(g->c_in / g->groups), (int)g->kh, (int)g->kw));
     CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d->conv));
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
         d->conv, (int)g->padding, (int)g->padding, (int)g->stride, (int)g->stride,
         (int)g->dilation, (int)g->dilation, CUDNN_CROSS_CORRELATION, f32));
     CUDNN_CHECK(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
+    CUDNN_CHECK(cudnnSetConvolutionGroupCount(d->conv, (int)g->groups));
 }
 
 static void descs_free(conv_descs *d)

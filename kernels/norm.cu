@@ -1,8 +1,8 @@
 /*
- * norm.cu: layer_norm's and group_norm's forward and backward (twin of harness/ops/cpu/norm.c,
- * with the same formulas and rounding points), over x viewed as [n, groups, cpg, inner]
- * (backend.h's norm_geom). The forward and the input gradient run one block per row (one
- * (n, group)); each thread keeps a float32 Welford state (or float32 sums) over its strided
+ * norm.cu: layer_norm's, rms_norm's and group_norm's forward and backward (twin of
+ * harness/ops/cpu/norm.c, with the same formulas and rounding points), over x viewed as [n, groups,
+ * cpg, inner] (backend.h's norm_geom). The forward and the input gradient run one block per row
+ * (one (n, group)); each thread keeps a float32 Welford state (or float32 sums) over its strided
  * elements, merged across the block as PyTorch's WelfordOps combine does, so the statistics
  * differ from the CPU's sequential ones only in the order of float32 operations. dw runs
  * one thread per channel.
@@ -73,17 +73,26 @@ __global__ void norm_forward_kernel(norm_args a, dev_stats *out)
         welford s{0.0f, 0.0f, 0.0f};
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
             float v = load_as_float(a.x, a.x_dt, base + j);
+            if (g.form == NORM_RMS) { /* the sum of squares (cuWelfordOnlineSum's rms_norm) */
+                s.m2 += v * v;
+                continue;
+            }
             s.n += 1.0f;
             float d = v - s.mean;
             s.mean += d / s.n;
             s.m2 += d * (v - s.mean);
         }
-        s = block_welford(s);
-        float var = s.m2 / (float)cols;
+        if (g.form == NORM_RMS)
+            s.m2 = block_reduce(s.m2, sum_op());
+        else
+            s = block_welford(s);
+        float var = s.m2 / (float)cols; /* rms_norm: the mean of the squares */
         /* every thread rounds the same values; thread 0 stores them */
-        float ms = round_to(s.mean, a.mean_dt), rs = round_to(1.0f / sqrtf(var + g.eps), a.rstd_dt);
+        float ms = a.mean_out ? round_to(s.mean, a.mean_dt) : 0.0f,
+              rs = round_to(1.0f / sqrtf(var + g.eps), a.rstd_dt);
         if (threadIdx.x == 0) {
-            store_from_float(a.mean_out, a.mean_dt, r, s.mean);
+            if (a.mean_out)
+                store_from_float(a.mean_out, a.mean_dt, r, s.mean);
             store_from_float(a.rstd_out, a.rstd_dt, r, 1.0f / sqrtf(var + g.eps));
         }
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
@@ -100,11 +109,36 @@ __global__ void norm_forward_kernel(norm_args a, dev_stats *out)
                 y = v * sc + (b - sc * ms);
                 break;
             }
+            case NORM_RMS:
+                y = w * (rs * v);
+                break;
             }
             tally_store(&t, a.out, a.out_dt, base + j, y);
         }
     }
     tally_flush(&t);
+}
+
+/* rms_norm's dx for row r, as layer_norm_grad_input_kernel's rms_norm branch: s2 = sum of
+ * dy w x rstd over the row, dx = (cols w dy - x rstd s2) (rstd / cols) */
+static __device__ void rms_backward_input_row(const norm_args &a, tally *t, int64_t r, float rs)
+{
+    const norm_geom &g = a.g;
+    int64_t cols = g.cpg * g.inner, base = r * cols;
+    float s2 = 0.0f;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+        s2 += load_as_float(a.dy, a.dy_dt, base + j) *
+              weight_at(a.w, a.w_dt, norm_channel(g, r, j)) * load_as_float(a.x, a.x_dt, base + j) *
+              rs;
+    s2 = block_reduce(s2, sum_op());
+    float fh = (float)cols, term1 = 1.0f / fh * rs;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+        float x = load_as_float(a.x, a.x_dt, base + j);
+        float f = fh * weight_at(a.w, a.w_dt, norm_channel(g, r, j)) *
+                  load_as_float(a.dy, a.dy_dt, base + j);
+        f -= x * rs * s2;
+        tally_store(t, a.out, a.out_dt, base + j, f * term1);
+    }
 }
 
 __global__ void norm_backward_input_kernel(norm_args a, dev_stats *out)
@@ -116,7 +150,12 @@ __global__ void norm_backward_input_kernel(norm_args a, dev_stats *out)
     int64_t rows = g.n * g.groups, cols = g.cpg * g.inner;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         int64_t base = r * cols;
-        float m = load_as_float(a.mean, a.mean_dt, r), rs = load_as_float(a.rstd, a.rstd_dt, r);
+        float rs = load_as_float(a.rstd, a.rstd_dt, r);
+        if (g.form == NORM_RMS) {
+            rms_backward_input_row(a, &t, r, rs);
+            continue;
+        }
+        float m = load_as_float(a.mean, a.mean_dt, r);
         float s1 = 0.0f, s2 = 0.0f;
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
             float wdy = weight_at(a.w, a.w_dt, norm_channel(g, r, j)) *
@@ -149,11 +188,12 @@ struct norm_weight_grad_op {
         float acc = 0.0f;
         for (int64_t s = 0; s < g.n; s++) {
             int64_t r = s * g.groups + grp;
-            float m = load_as_float(a.mean, a.mean_dt, r), rs = load_as_float(a.rstd, a.rstd_dt, r);
+            float m = a.mean ? load_as_float(a.mean, a.mean_dt, r) : 0.0f,
+                  rs = load_as_float(a.rstd, a.rstd_dt, r);
             for (int64_t i = 0; i < g.inner; i++) {
                 int64_t at = r * cols + k * g.inner + i;
-                acc +=
-                    load_as_float(a.dy, a.dy_dt, at) * ((load_as_float(a.x, a.x_dt, at) - m) * rs);
+                float dyv = load_as_float(a.dy, a.dy_dt, at), xv = load_as_float(a.x, a.x_dt, at);
+                acc += g.form == NORM_RMS ? dyv * xv * rs : dyv * ((xv - m) * rs);
             }
         }
         return acc;
@@ -175,7 +215,7 @@ int cuda_norm_forward(backend *be, const norm_geom *g, const tensor *x, const te
     a.w = w ? w->data : NULL, a.w_dt = w ? w->dtype : x->dtype;
     a.b = b ? b->data : NULL, a.b_dt = b ? b->dtype : x->dtype;
     a.out = y->data, a.out_dt = y->dtype;
-    a.mean_out = mean->data, a.mean_dt = mean->dtype;
+    a.mean_out = mean ? mean->data : NULL, a.mean_dt = mean ? mean->dtype : DTYPE_FLOAT32;
     a.rstd_out = rstd->data, a.rstd_dt = rstd->dtype;
     dev_stats *ds = cuda_stats_begin(be, 0, st);
     norm_forward_kernel<<<row_blocks(c, g->n * g->groups), CUDA_THREADS, 0, c->stream>>>(a, ds);
@@ -194,7 +234,7 @@ int cuda_norm_backward_input(backend *be, const norm_geom *g, const tensor *dy, 
     a.x = x->data, a.x_dt = x->dtype;
     a.w = w ? w->data : NULL, a.w_dt = w ? w->dtype : x->dtype;
     a.dy = dy->data, a.dy_dt = dy->dtype;
-    a.mean = mean->data, a.mean_dt = mean->dtype;
+    a.mean = mean ? mean->data : NULL, a.mean_dt = mean ? mean->dtype : DTYPE_FLOAT32;
     a.rstd = rstd->data, a.rstd_dt = rstd->dtype;
     a.out = dx->data, a.out_dt = dx->dtype;
     dev_stats *ds = cuda_stats_begin(be, 0, st);
@@ -212,7 +252,7 @@ int cuda_norm_backward_weight(backend *be, const norm_geom *g, const tensor *dy,
     a.g = *g;
     a.x = x->data, a.x_dt = x->dtype;
     a.dy = dy->data, a.dy_dt = dy->dtype;
-    a.mean = mean->data, a.mean_dt = mean->dtype;
+    a.mean = mean ? mean->data : NULL, a.mean_dt = mean ? mean->dtype : DTYPE_FLOAT32;
     a.rstd = rstd->data, a.rstd_dt = rstd->dtype;
     launch_store(be, norm_weight_grad_op{a}, dw, st);
     return 0;
@@ -298,7 +338,7 @@ int cuda_batch_norm_forward(backend *be, const norm_geom *g, const tensor *x, co
     bn_args a = {};
     a.g = *g;
     a.x = x->data, a.x_dt = x->dtype;
-    a.mean = mean->data, a.mean_dt = mean->dtype;
+    a.mean = mean ? mean->data : NULL, a.mean_dt = mean ? mean->dtype : DTYPE_FLOAT32;
     a.invstd = invstd->data, a.invstd_dt = invstd->dtype;
     a.w = w ? w->data : NULL, a.w_dt = w ? w->dtype : x->dtype;
     a.b = b ? b->data : NULL, a.b_dt = b ? b->dtype : x->dtype;
@@ -374,7 +414,7 @@ static bn_args bn_grad_args(const norm_geom *g, const tensor *dy, const tensor *
     a.g = *g;
     a.x = x->data, a.x_dt = x->dtype;
     a.dy = dy->data, a.dy_dt = dy->dtype;
-    a.mean = mean->data, a.mean_dt = mean->dtype;
+    a.mean = mean ? mean->data : NULL, a.mean_dt = mean ? mean->dtype : DTYPE_FLOAT32;
     a.invstd = invstd->data, a.invstd_dt = invstd->dtype;
     a.w = w ? w->data : NULL, a.w_dt = w ? w->dtype : x->dtype;
     return a;

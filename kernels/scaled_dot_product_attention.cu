@@ -9,35 +9,40 @@
 #include "cuda.cuh"
 
 __global__ void sdpa_row_stats_kernel(sdpa_geom g, const void *q, dtype qdt, const void *k,
-                                      dtype kdt, float *rs)
+                                      dtype kdt, const void *m, dtype mdt, float *rs)
 {
-    GRID_STRIDE(r, g.n * g.l) { sdpa_row_stats(&g, q, qdt, k, kdt, r, &rs[2 * r], &rs[2 * r + 1]); }
+    GRID_STRIDE(r, g.n * g.l)
+    {
+        sdpa_row_stats(&g, q, qdt, k, kdt, m, mdt, r, &rs[2 * r], &rs[2 * r + 1]);
+    }
 }
 
 struct prob_op {
     sdpa_geom g;
-    const void *q, *k;
-    dtype qdt, kdt;
+    const void *q, *k, *m;
+    dtype qdt, kdt, mdt;
     const float *rs;
     __device__ float operator()(int64_t idx) const
     {
         const float *r = &rs[2 * (idx / g.s)];
-        return sdpa_prob(&g, q, qdt, k, kdt, idx, r[0], r[1]);
+        return sdpa_prob(&g, q, qdt, k, kdt, m, mdt, idx, r[0], r[1]);
     }
 };
 
 int cuda_sdpa_probs_forward(backend *be, const sdpa_geom *g, const tensor *q, const tensor *k,
-                            tensor *p, round_stats *st)
+                            const tensor *mask, tensor *p, round_stats *st)
 {
     cuda_ctx *x = cuda_ctx_of(be);
+    const void *m = mask ? mask->data : NULL;
+    dtype mdt = mask ? mask->dtype : DTYPE_FLOAT32;
     int64_t rows = g->n * g->l, bytes = 2 * rows * (int64_t)sizeof(float);
     float *rs = (float *)cuda_scratch_alloc(be, bytes);
     if (!rs)
         return -1;
     sdpa_row_stats_kernel<<<cuda_grid(x, rows), CUDA_THREADS, 0, x->stream>>>(
-        *g, q->data, q->dtype, k->data, k->dtype, rs);
+        *g, q->data, q->dtype, k->data, k->dtype, m, mdt, rs);
     LAUNCH_CHECK();
-    launch_store(be, prob_op{*g, q->data, k->data, q->dtype, k->dtype, rs}, p, st);
+    launch_store(be, prob_op{*g, q->data, k->data, m, q->dtype, k->dtype, mdt, rs}, p, st);
     cuda_scratch_free(be, rs, bytes);
     return 0;
 }
@@ -72,8 +77,15 @@ struct dk_op {
     __device__ float operator()(int64_t idx) const { return sdpa_dk(&g, ds, q, qdt, idx); }
 };
 
+/* the scores' gradient as it is, for the mask's */
+struct ds_copy_op {
+    const float *ds;
+    __device__ float operator()(int64_t idx) const { return ds[idx]; }
+};
+
 int cuda_sdpa_probs_backward(backend *be, const sdpa_geom *g, const tensor *dp, const tensor *q,
-                             const tensor *k, const tensor *p, tensor *dq, tensor *dk)
+                             const tensor *k, const tensor *p, tensor *dq, tensor *dk,
+                             tensor *dscores)
 {
     cuda_ctx *x = cuda_ctx_of(be);
     int64_t rows = g->n * g->l, np = rows * g->s;
@@ -88,6 +100,8 @@ int cuda_sdpa_probs_backward(backend *be, const sdpa_geom *g, const tensor *dp, 
         sdpa_ds_kernel<<<cuda_grid(x, np), CUDA_THREADS, 0, x->stream>>>(
             *g, dp->data, dp->dtype, p->data, p->dtype, rsum, ds);
         LAUNCH_CHECK();
+        if (dscores)
+            launch_store(be, ds_copy_op{ds}, dscores, NULL);
         launch_store(be, dq_op{*g, ds, k->data, k->dtype}, dq, NULL);
         launch_store(be, dk_op{*g, ds, q->data, q->dtype}, dk, NULL);
         rc = 0;

@@ -784,7 +784,7 @@ Test(case_load, json_output)
         "\"observe\": {\"every\": 100, \"steps\": []}",
         "{\"name\": \"conv\", \"kind\": \"conv2d\", \"line\": 8, \"in\": 3, \"out\": 8, "
         "\"bias\": false, \"kernel\": 3, \"stride\": 2, \"padding\": 1, \"dilation\": 1, "
-        "\"inputs\": [\"input\"], \"weight_of\": null, \"out_shape\": [8, 8, 8]}",
+        "\"groups\": 1, \"inputs\": [\"input\"], \"weight_of\": null, \"out_shape\": [8, 8, 8]}",
         "{\"name\": \"act\", \"kind\": \"relu\"",
         "\"kind\": \"linear\", \"line\": 12, \"in\": 64, \"out\": 10, \"bias\": false",
         "\"batch\": 64, \"shape\": [3, 16, 16], \"input\": \"file\"",

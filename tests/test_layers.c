@@ -129,7 +129,10 @@ static double conv_loss(const double *const *in, const void *ctx)
             for (int oh = 0; oh < g->h_out; oh++)
                 for (int ow = 0; ow < g->w_out; ow++) {
                     double y = in[2][co];
-                    for (int ci = 0; ci < g->c_in; ci++)
+                    /* output channel co reads its group's input channels */
+                    int cin_g = (int)(g->c_in / g->groups);
+                    int first = (int)(co / (g->c_out / g->groups)) * cin_g;
+                    for (int ci = first; ci < first + cin_g; ci++)
                         for (int ki = 0; ki < g->kh; ki++)
                             for (int kj = 0; kj < g->kw; kj++) {
                                 long ih = oh * g->stride - g->padding + ki * g->dilation;
@@ -137,17 +140,17 @@ static double conv_loss(const double *const *in, const void *ctx)
                                 if (ih < 0 || ih >= g->h_in || iw < 0 || iw >= g->w_in)
                                     continue;
                                 y += in[0][((n * g->c_in + ci) * g->h_in + ih) * g->w_in + iw] *
-                                     in[1][((co * g->c_in + ci) * g->kh + ki) * g->kw + kj];
+                                     in[1][((co * cin_g + ci - first) * g->kh + ki) * g->kw + kj];
                             }
                     L += conv_r[((n * g->c_out + co) * g->h_out + oh) * g->w_out + ow] * y;
                 }
     return L;
 }
 
-static void check_conv(int64_t stride, int64_t padding, int64_t dilation)
+static void check_conv(int64_t stride, int64_t padding, int64_t dilation, int64_t groups)
 {
     conv2d_geom g = {.n = 2,
-                     .c_in = 3,
+                     .c_in = groups == 1 ? 3 : 4,
                      .h_in = 5,
                      .w_in = 6,
                      .c_out = 4,
@@ -155,18 +158,19 @@ static void check_conv(int64_t stride, int64_t padding, int64_t dilation)
                      .kw = 3,
                      .stride = stride,
                      .padding = padding,
-                     .dilation = dilation};
+                     .dilation = dilation,
+                     .groups = groups};
     g.h_out = (g.h_in + 2 * padding - dilation * (g.kh - 1) - 1) / stride + 1;
     g.w_out = (g.w_in + 2 * padding - dilation * (g.kw - 1) - 1) / stride + 1;
     conv_g = g;
-    int nx = (int)(g.n * g.c_in * g.h_in * g.w_in), nw = (int)(g.c_out * g.c_in * 9);
+    int nx = (int)(g.n * g.c_in * g.h_in * g.w_in), nw = (int)(g.c_out * g.c_in / groups * 9);
     int ny = (int)(g.n * g.c_out * g.h_out * g.w_out);
     float x[MAXN], w[MAXN], bias[4];
     rng_seed(&g_rng, 2);
     randn_fill(x, nx, 1), randn_fill(w, nw, 1), randn_fill(bias, 4, 1), randn_fill(conv_r, ny, 1);
     test_env e;
     env_open(&e);
-    int64_t xs[4] = {g.n, g.c_in, g.h_in, g.w_in}, ws[4] = {g.c_out, g.c_in, 3, 3};
+    int64_t xs[4] = {g.n, g.c_in, g.h_in, g.w_in}, ws[4] = {g.c_out, g.c_in / groups, 3, 3};
     int64_t ys[4] = {g.n, g.c_out, g.h_out, g.w_out}, bs[1] = {g.c_out};
     tensor *tx = env_tensor(&e, "x", DTYPE_FLOAT32, 4, xs, x);
     tensor *tw = env_tensor(&e, "w", DTYPE_FLOAT32, 4, ws, w);
@@ -194,13 +198,18 @@ static void check_conv(int64_t stride, int64_t padding, int64_t dilation)
     env_close(&e);
 }
 
-Test(layers, conv2d_backward_matches_finite_differences) { check_conv(1, 1, 1); }
-Test(layers, conv2d_strided_dilated_backward_matches_finite_differences) { check_conv(2, 1, 2); }
+Test(layers, conv2d_backward_matches_finite_differences) { check_conv(1, 1, 1, 1); }
+Test(layers, conv2d_strided_dilated_backward_matches_finite_differences) { check_conv(2, 1, 2, 1); }
+Test(layers, conv2d_groups_backward_matches_finite_differences)
+{
+    check_conv(1, 1, 1, 2); /* 2 groups of 2 channels */
+    check_conv(2, 1, 1, 4); /* depthwise: groups = in = out = 4 */
+}
 Test(layers, conv2d_other_paddings_and_strides_match_finite_differences)
 {
-    check_conv(1, 0, 1); /* no padding: every column inside */
-    check_conv(3, 2, 1); /* padding wider than the stride's reach */
-    check_conv(1, 2, 2); /* dilated taps that fall outside on both sides */
+    check_conv(1, 0, 1, 1); /* no padding: every column inside */
+    check_conv(3, 2, 1, 1); /* padding wider than the stride's reach */
+    check_conv(1, 2, 2, 1); /* dilated taps that fall outside on both sides */
 }
 
 /* ---- log_softmax, nll, mse, mean: elementwise or row ops on [R, C] ---- */

@@ -1,5 +1,5 @@
 /*
- * test_norm.c: the normalization kinds (layer_norm, group_norm, batch_norm2d) on the CPU
+ * test_norm.c: the normalization kinds (layer_norm, rms_norm, group_norm, batch_norm2d) on the CPU
  * backend:
  *  - their backward ops against central finite differences of an independent float64
  *    forward written here, at several layouts (L = sum(R * y), so dL/dy = R);
@@ -33,7 +33,8 @@ typedef struct fd_layout {
 
 static int64_t numel_of(const norm_geom *g) { return g->n * g->groups * g->cpg * g->inner; }
 
-/* L = sum(R * y) of y = (x - mean) / sqrt(var + eps) * w[c] + b[c], in float64 */
+/* L = sum(R * y) of y = (x - mean) / sqrt(var + eps) * w[c] + b[c], in float64; rms_norm's
+ * y = x / sqrt(mean(x^2) + eps) * w[c] is the same with mean 0 */
 static double norm_loss(const fd_layout *f, const double *x, const double *w, const double *b,
                         const float *r, double *y_out)
 {
@@ -44,7 +45,7 @@ static double norm_loss(const fd_layout *f, const double *x, const double *w, co
         double m = 0, v = 0;
         for (int64_t j = 0; j < cols; j++)
             m += x[row * cols + j];
-        m /= (double)cols;
+        m = g->form == NORM_RMS ? 0.0 : m / (double)cols;
         for (int64_t j = 0; j < cols; j++)
             v += (x[row * cols + j] - m) * (x[row * cols + j] - m);
         v /= (double)cols;
@@ -109,7 +110,7 @@ static void check_fd(const fd_layout *f, uint64_t seed)
     tensor *tb = f->bias ? env_tensor(&e, "b", DTYPE_FLOAT32, 1, cs, bf) : NULL;
     tensor *dy = env_tensor(&e, "dy", DTYPE_FLOAT32, 1, xs, rf);
     tensor *y = env_zeros(&e, "y", DTYPE_FLOAT32, 1, xs);
-    tensor *mean = env_zeros(&e, "mean", DTYPE_FLOAT32, 1, rs);
+    tensor *mean = g->form == NORM_RMS ? NULL : env_zeros(&e, "mean", DTYPE_FLOAT32, 1, rs);
     tensor *rstd = env_zeros(&e, "rstd", DTYPE_FLOAT32, 1, rs);
     cr_assert_eq(e.be->norm_forward(e.be, g, tx, tw, tb, y, mean, rstd, NULL), 0);
     norm_loss(f, x, w, b, rf, want);
@@ -141,6 +142,15 @@ Test(norm, layer_norm_backward_matches_finite_differences)
     check_fd(&(fd_layout){{4, 1, 17, 1, 1e-5f, NORM_CENTERED}, true, true}, 2);
     check_fd(&(fd_layout){{1, 1, 64, 1, 1e-3f, NORM_CENTERED}, true, false}, 3);
     check_fd(&(fd_layout){{5, 1, 8, 1, 1e-5f, NORM_CENTERED}, false, false}, 4);
+}
+
+Test(norm, rms_norm_backward_matches_finite_differences)
+{
+    /* rows x C: 3 x 8, 4 x 17, 1 x 64 with a large eps, and no affine */
+    check_fd(&(fd_layout){{3, 1, 8, 1, 0x1p-23f, NORM_RMS}, true, false}, 11);
+    check_fd(&(fd_layout){{4, 1, 17, 1, 1e-6f, NORM_RMS}, true, false}, 12);
+    check_fd(&(fd_layout){{1, 1, 64, 1, 0.5f, NORM_RMS}, true, false}, 13);
+    check_fd(&(fd_layout){{5, 1, 8, 1, 1e-5f, NORM_RMS}, false, false}, 14);
 }
 
 Test(norm, group_norm_backward_matches_finite_differences)
@@ -295,6 +305,11 @@ static const ref_config ref_configs[] = {
     {"group_norm-f32-3x4x7", NORM_FUSED, 2, DTYPE_FLOAT32, DTYPE_FLOAT32},
     {"group_norm-f32-4x6", NORM_FUSED, 2, DTYPE_FLOAT32, DTYPE_FLOAT32},
     {"group_norm-f16-autocast", NORM_FUSED, 4, DTYPE_FLOAT16, DTYPE_FLOAT32},
+    {"rms_norm-f32-6x16", NORM_RMS, 0, DTYPE_FLOAT32, DTYPE_FLOAT32},
+    {"rms_norm-f32-2x3x36", NORM_RMS, 0, DTYPE_FLOAT32, DTYPE_FLOAT32},
+    {"rms_norm-f16-autocast", NORM_RMS, 0, DTYPE_FLOAT16, DTYPE_FLOAT32},
+    {"rms_norm-f16-half", NORM_RMS, 0, DTYPE_FLOAT16, DTYPE_FLOAT16},
+    {"rms_norm-bf16-half", NORM_RMS, 0, DTYPE_BFLOAT16, DTYPE_BFLOAT16},
 };
 
 /* batch_norm's: the input's dtype, the parameters' and running stats' */
@@ -360,12 +375,13 @@ Test(norm, values_match_pytorch)
         env_open(&e);
         dtype par = rc->in == rc->run ? rc->run : DTYPE_FLOAT32;
         tensor *x = ref_tensor(&e, rc->name, "x", rc->in);
+        bool rms = rc->form == NORM_RMS; /* no bias, no mean, eps None: float32's */
         tensor *w = ref_tensor(&e, rc->name, "w", par);
-        tensor *b = ref_tensor(&e, rc->name, "b", par);
+        tensor *b = rms ? NULL : ref_tensor(&e, rc->name, "b", par);
         tensor *dy = ref_tensor(&e, rc->name, "dy", rc->run);
         tensor *xr = env_zeros(&e, "xr", rc->run, x->ndim, x->shape); /* autocast's cast */
         cr_assert_eq(e.be->cast(e.be, x, xr, NULL), 0);
-        norm_geom g = {.eps = 1e-5f, .form = rc->form};
+        norm_geom g = {.eps = rms ? 0x1p-23f : 1e-5f, .form = rc->form};
         if (rc->groups == 0) {
             g.cpg = x->shape[x->ndim - 1];
             g.n = x->numel / g.cpg, g.groups = 1, g.inner = 1;
@@ -379,7 +395,7 @@ Test(norm, values_match_pytorch)
         tensor *dx = env_zeros(&e, "dx", rc->run, x->ndim, x->shape);
         tensor *dw = env_zeros(&e, "dw", par, 1, w->shape);
         tensor *db = env_zeros(&e, "db", par, 1, w->shape);
-        tensor *mean = env_zeros(&e, "mean", sdt, 1, &rows);
+        tensor *mean = rms ? NULL : env_zeros(&e, "mean", sdt, 1, &rows);
         tensor *rstd = env_zeros(&e, "rstd", sdt, 1, &rows);
         cr_assert_eq(e.be->norm_forward(e.be, &g, xr, w, b, y, mean, rstd, NULL), 0);
         cr_assert_eq(e.be->norm_backward_input(e.be, &g, dy, xr, mean, rstd, w, dx, NULL), 0);
@@ -388,7 +404,8 @@ Test(norm, values_match_pytorch)
         expect_ref(rc->name, "y", y);
         expect_ref(rc->name, "dx", dx);
         expect_ref(rc->name, "dw", dw);
-        expect_ref(rc->name, "db", db);
+        if (!rms)
+            expect_ref(rc->name, "db", db);
         env_close(&e);
     }
 }

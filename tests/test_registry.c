@@ -170,7 +170,8 @@ static layer_spec spec(const char *kind, int64_t in, int64_t out, bool bias)
                         .kernel = 3,
                         .stride = 2,
                         .padding = 1,
-                        .dilation = 1};
+                        .dilation = 1,
+                        .opt_int = {1}}; /* conv2d's groups */
 }
 
 Test(registry, descriptions_are_the_model_line_of_report_md)

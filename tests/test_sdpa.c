@@ -2,12 +2,15 @@
  * test_sdpa.c: scaled_dot_product_attention's math path on the CPU backend.
  *  - Its ops (backend.h's sdpa_*, with mul_scalar for the sqrt(scale) factors) chained as the
  *    layer chains them, backward against central finite differences of a float64 attention
- *    written here, L = sum(R * out), at several geometries (causal or not, L != S, Ev != E).
+ *    written here, L = sum(R * out), at several geometries (causal or not, L != S, Ev != E,
+ *    an additive mask broadcast over the attentions, whose gradient is checked too).
  *  - The layer's forward and the tape's backward on tensors made here, against PyTorch 2.15
  *    forced to SDPBackend.MATH: tests/references/sdpa.csv (written by sdpa.py there) holds
  *    q, k, v, the upstream gradient, the output, the float32 probabilities autograd saves,
  *    dq, dk, dv, and the saved tensors (dtype and size of each storage) for float32, float16
- *    and bfloat16 inputs, and float32 inputs under autocast float16 (cast down, then up).
+ *    and bfloat16 inputs, and float32 inputs under autocast float16 (cast down, then up);
+ *    grouped-query attention (enable_gqa, k and v with fewer heads) and additive masks
+ *    (broadcast or not, with their gradients dmask) in float32, float16 and bfloat16.
  *    Tolerances: float32 values within 1e-5 relative + 1e-6 (PyTorch's GEMMs sum in another
  *    order); half outputs and gradients within one unit in the last
  *    place of their dtype (their float32 values differ in the last bits, which can move a
@@ -33,10 +36,12 @@ typedef struct sdpa_case {
     int64_t n, l, s, e, ev;
     bool causal;
     double scale;
+    bool masked; /* an additive attn_mask [l, s], broadcast over the n attentions */
 } sdpa_case;
 
 static const sdpa_case *fd_case;
 static double fd_r[MAXN]; /* dL/dout */
+static double fd_attn_mask[MAXN];
 
 /* L = sum(R * softmax(q k^T * scale + mask) v), float64 */
 static double attention64(const double *q, const double *k, const double *v)
@@ -51,6 +56,8 @@ static double attention64(const double *q, const double *k, const double *v)
                 for (int64_t t = 0; t < c->e; t++)
                     d += q[(n * c->l + i) * c->e + t] * k[(n * c->s + j) * c->e + t];
                 sc[j] = c->causal && j > i ? -INFINITY : d * c->scale;
+                if (c->masked)
+                    sc[j] += fd_attn_mask[i * c->s + j];
                 mx = fmax(mx, sc[j]);
             }
             for (int64_t j = 0; j < c->s; j++)
@@ -82,8 +89,10 @@ static void expect_fd(const char *what, const tensor *got, double *x, int64_t nx
 }
 
 static const sdpa_case fd_cases[] = {
-    {1, 1, 1, 1, 1, false, 1.0}, {2, 3, 5, 4, 4, false, 0.5}, {2, 4, 4, 3, 3, true, 0.577},
-    {1, 3, 6, 4, 2, true, 0.3},  {1, 5, 2, 2, 3, true, 0.7},
+    {1, 1, 1, 1, 1, false, 1.0, false}, {2, 3, 5, 4, 4, false, 0.5, false},
+    {2, 4, 4, 3, 3, true, 0.577, false}, {1, 3, 6, 4, 2, true, 0.3, false},
+    {1, 5, 2, 2, 3, true, 0.7, false},
+    {3, 4, 5, 3, 2, false, 0.5, true}, {2, 3, 3, 4, 4, false, 0.577, true},
 };
 
 ParameterizedTestParameters(sdpa, ops_match_finite_differences)
@@ -108,10 +117,17 @@ ParameterizedTest(const sdpa_case *c, sdpa, ops_match_finite_differences)
         v[i] = vv[i] = (float)rng_normal(&g);
     for (int64_t i = 0; i < no; i++)
         fd_r[i] = rv[i] = (float)rng_normal(&g);
+    float mv[MAXN];
+    int64_t nm = c->l * c->s;
+    for (int64_t i = 0; i < nm; i++) /* some keys hidden (-inf) as a padding mask hides them */
+        fd_attn_mask[i] = mv[i] = c->masked && i % 4 == 3 ? -INFINITY : (float)rng_normal(&g);
     test_env e;
     env_open(&e);
     backend *be = e.be;
-    sdpa_geom geo = {c->n, c->l, c->s, c->e, c->ev, c->causal};
+    sdpa_geom geo = {.n = c->n, .l = c->l, .s = c->s, .e = c->e, .ev = c->ev,
+                     .causal = c->causal, .heads = c->n, .mask_stride = {0, 0, c->s, 1}};
+    int64_t sm[2] = {c->l, c->s};
+    tensor *tm = c->masked ? env_tensor(&e, "mask", DTYPE_FLOAT32, 2, sm, mv) : NULL;
     int64_t sq[4] = {1, c->n, c->l, c->e}, sk[4] = {1, c->n, c->s, c->e},
             sv[4] = {1, c->n, c->s, c->ev}, so[4] = {1, c->n, c->l, c->ev},
             sp[4] = {1, c->n, c->l, c->s};
@@ -128,11 +144,12 @@ ParameterizedTest(const sdpa_case *c, sdpa, ops_match_finite_differences)
     tensor *dqs = env_zeros(&e, "dqs", DTYPE_FLOAT32, 4, sq),
            *dks = env_zeros(&e, "dks", DTYPE_FLOAT32, 4, sk);
     tensor *dq = env_zeros(&e, "dq", DTYPE_FLOAT32, 4, sq),
-           *dk = env_zeros(&e, "dk", DTYPE_FLOAT32, 4, sk);
+           *dk = env_zeros(&e, "dk", DTYPE_FLOAT32, 4, sk),
+           *ds = env_zeros(&e, "dscores", DTYPE_FLOAT32, 4, sp);
     float sf = (float)sqrt(c->scale);
     cr_assert_eq(be->mul_scalar(be, tq, sf, qs, NULL), 0);
     cr_assert_eq(be->mul_scalar(be, tk, sf, ks, NULL), 0);
-    cr_assert_eq(be->sdpa_probs_forward(be, &geo, qs, ks, p, NULL), 0);
+    cr_assert_eq(be->sdpa_probs_forward(be, &geo, qs, ks, tm, p, NULL), 0);
     cr_assert_eq(be->sdpa_value_forward(be, &geo, p, tv, o, NULL), 0);
     double L = 0;
     for (int64_t i = 0; i < no; i++)
@@ -140,14 +157,27 @@ ParameterizedTest(const sdpa_case *c, sdpa, ops_match_finite_differences)
     double want = attention64(q, k, v);
     cr_expect(fabs(L - want) <= 1e-5 * fabs(want) + 1e-5, "L %.9g, float64 %.9g", L, want);
     cr_assert_eq(be->sdpa_value_backward(be, &geo, dout, p, tv, dp, dv), 0);
-    cr_assert_eq(be->sdpa_probs_backward(be, &geo, dp, qs, ks, p, dqs, dks), 0);
+    cr_assert_eq(be->sdpa_probs_backward(be, &geo, dp, qs, ks, p, dqs, dks, ds), 0);
     cr_assert_eq(be->mul_scalar(be, dqs, sf, dq, NULL), 0);
     cr_assert_eq(be->mul_scalar(be, dks, sf, dk, NULL), 0);
     /* the scale the float64 side uses is the float32 factor squared, as the chain applies it */
-    fd_case = &(sdpa_case){c->n, c->l, c->s, c->e, c->ev, c->causal, (double)sf * sf};
+    fd_case = &(sdpa_case){c->n, c->l, c->s, c->e, c->ev, c->causal, (double)sf * sf, c->masked};
     expect_fd("dq", dq, q, nq, q, k, v);
     expect_fd("dk", dk, k, nk, q, k, v);
     expect_fd("dv", dv, v, nv, q, k, v);
+    if (c->masked) { /* the mask's gradient: the scores' summed over the attentions */
+        float dmv[MAXN];
+        for (int64_t i = 0; i < nm; i++) {
+            double sum = 0;
+            for (int64_t n = 0; n < c->n; n++)
+                sum += tensor_at(ds, n * nm + i);
+            dmv[i] = (float)sum;
+            if (isinf(fd_attn_mask[i])) /* a hidden key: as far out as finite differences can go */
+                fd_attn_mask[i] = -1e4;
+        }
+        expect_fd("dmask", env_tensor(&e, "dmask", DTYPE_FLOAT32, 2, sm, dmv), fd_attn_mask, nm, q, k,
+                  v);
+    }
     for (int64_t i = 0; i < c->n * c->l * c->s; i++) /* masked probabilities are exact zeros */
         if (c->causal && (i % c->s) > (i / c->s) % c->l)
             cr_expect_eq(tensor_at(p, i), 0.0f, "p[%lld] is masked", (long long)i);
@@ -202,10 +232,10 @@ static void expect_near(const char *config, const char *what, const tensor *t, c
                   what, i, tensor_at(t, i), want[i]);
 }
 
-static tensor *leaf(const char *name, dtype dt, const int64_t *shape, const float *v)
+static tensor *leaf(const char *name, dtype dt, int ndim, const int64_t *shape, const float *v)
 {
     char err[256];
-    tensor *t = tensor_new(&r->pool, name, dt, 4, shape, MEM_ACTIVATIONS, err, sizeof err);
+    tensor *t = tensor_new(&r->pool, name, dt, ndim, shape, MEM_ACTIVATIONS, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     for (int64_t i = 0; i < t->numel; i++)
         store_from_float(t->data, dt, i, v[i]);
@@ -254,23 +284,32 @@ static void against_pytorch(const char *config)
     dtype dt = DTYPE_FLOAT32;
     cr_assert(dtype_parse(rc.t.rows[rc.first][csv_col(&rc.t, "dtype")], &dt));
     int64_t b = ref_int(&rc, "b"), h = ref_int(&rc, "h"), l = ref_int(&rc, "l"),
-            s = ref_int(&rc, "s"), e = ref_int(&rc, "e"), ev = ref_int(&rc, "ev");
-    static float q[MAXN], k[MAXN], v[MAXN], dout[MAXN], want[MAXN];
+            s = ref_int(&rc, "s"), e = ref_int(&rc, "e"), ev = ref_int(&rc, "ev"),
+            hkv = ref_int(&rc, "hkv");
+    static float q[MAXN], k[MAXN], v[MAXN], m[MAXN], dout[MAXN], want[MAXN];
     ref_values(&rc, "q", q, MAXN), ref_values(&rc, "k", k, MAXN), ref_values(&rc, "v", v, MAXN);
     ref_values(&rc, "dout", dout, MAXN);
+    int64_t sm[4];
+    int nm = 0; /* the mask's dims, 0: none */
+    for (char *w = rc.t.rows[rc.first][csv_col(&rc.t, "mask")]; *w && nm < 4; w += *w == 'x')
+        sm[nm++] = strtoll(w, &w, 10);
+    ref_values(&rc, "mask", m, MAXN);
 
     run_open();
     int kind = layer_kind_of_name("scaled_dot_product_attention");
     cr_assert_geq(kind, 0);
     layer_spec spec = {.name = "att", .kind = (layer_kind)kind};
     const layer_def *d = layer_def_of(spec.kind);
-    cr_assert_eq(d->n_inputs, 3);
+    cr_assert_eq(d->n_inputs, 4);
+    spec.n_inputs = nm ? 4 : 3;
     spec.opt_bool[0] = ref_int(&rc, "causal") != 0;
+    spec.opt_bool[1] = hkv != h; /* enable_gqa */
     const char *scale = rc.t.rows[rc.first][csv_col(&rc.t, "scale")];
     spec.opt_real[0] = *scale ? strtod(scale, NULL) : 0.0;
-    int64_t sq[4] = {b, h, l, e}, sk[4] = {b, h, s, e}, sv[4] = {b, h, s, ev},
+    int64_t sq[4] = {b, h, l, e}, sk[4] = {b, hkv, s, e}, sv[4] = {b, hkv, s, ev},
             so[4] = {b, h, l, ev};
-    tensor *in[3] = {leaf("q", dt, sq, q), leaf("k", dt, sk, k), leaf("v", dt, sv, v)};
+    tensor *in[4] = {leaf("q", dt, 4, sq, q), leaf("k", dt, 4, sk, k), leaf("v", dt, 4, sv, v),
+                     nm ? leaf("mask", dt, nm, sm, m) : NULL};
     bool autocast = strncmp(config, "autocast-", 9) == 0; /* float16 */
     r->autocast = autocast;
     r->autocast_dtype = DTYPE_FLOAT16;
@@ -324,8 +363,8 @@ static void against_pytorch(const char *config)
     for (int k2 = y->grad_fn; k2 >= 0; k2--)
         if (r->nodes[k2].grad)
             r->nodes[k2].backward(r, &r->nodes[k2]);
-    static const char *const grads[3] = {"dq", "dk", "dv"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const grads[4] = {"dq", "dk", "dv", "dmask"};
+    for (int i = 0; i < spec.n_inputs; i++) {
         cr_assert_not_null(in[i]->grad, "%s: no %s", config, grads[i]);
         cr_expect_eq(in[i]->grad->dtype, dt);
         n = ref_values(&rc, grads[i], want, MAXN);
@@ -344,6 +383,20 @@ Test(sdpa, bfloat16_against_pytorch_math) { against_pytorch("bf16"); }
 Test(sdpa, autocast_float16_casts_down_then_computes_in_float32)
 {
     against_pytorch("autocast-f16-causal");
+}
+Test(sdpa, grouped_query_float32_against_pytorch_math) { against_pytorch("gqa-f32"); }
+Test(sdpa, grouped_query_float16_causal_against_pytorch_math)
+{
+    against_pytorch("gqa-f16-causal");
+}
+Test(sdpa, additive_mask_float32_against_pytorch_math) { against_pytorch("mask-f32"); }
+Test(sdpa, additive_mask_multi_query_bfloat16_against_pytorch_math)
+{
+    against_pytorch("mask-gqa-bf16");
+}
+Test(sdpa, autocast_casts_a_float32_mask_down_with_q_k_v)
+{
+    against_pytorch("autocast-f16-mask-gqa");
 }
 
 /* A case names the three inputs (tests/cases/small-graph-sdpa-autocast.case): it runs, and

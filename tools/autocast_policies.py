@@ -42,6 +42,7 @@ RECIPES = {
         t((1, 2, 4, 8), dt), t((1, 2, 4, 8), dt), t((1, 2, 4, 8), dt)),
     "layer_norm": lambda t, dt: torch.ops.aten.layer_norm(t((4, 8), dt), [8], t((8,), dt),
                                                           t((8,), dt)),
+    "rms_norm": lambda t, dt: torch.ops.aten.rms_norm(t((4, 8), dt), [8], t((8,), dt)),
     "group_norm": lambda t, dt: torch.ops.aten.group_norm(t((2, 4, 3, 3), dt), 2, t((4,), dt),
                                                           t((4,), dt)),
     "batch_norm": lambda t, dt: torch.ops.aten.batch_norm(

@@ -70,6 +70,12 @@ CONFIGS=(
     "resnet-block-fp32-sgd|tests/cases/small-resnet-block.case|precision.autocast=off"
     "resnet-block-fp16-autocast-sgd|tests/cases/small-resnet-block.case|"
     "resnet-block-fp16-autocast-scaler-sgd|tests/cases/small-resnet-block.case|scaler.enabled=yes"
+    "sdpa-gqa-mask-fp32-sgd|tests/cases/small-graph-sdpa-gqa-mask.case|precision.autocast=off"
+    "sdpa-gqa-mask-fp16-autocast-sgd|tests/cases/small-graph-sdpa-gqa-mask.case|"
+    "llama-block-fp32-adamw|tests/cases/small-llama-block.case|precision.autocast=off"
+    "llama-block-fp16-autocast-adamw|tests/cases/small-llama-block.case|"
+    "conv-groups-fp32-sgd|tests/cases/small-conv-groups.case|precision.autocast=off"
+    "conv-groups-fp16-autocast-sgd|tests/cases/small-conv-groups.case|"
 )
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then

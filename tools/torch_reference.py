@@ -180,8 +180,8 @@ def autocast_on(x):
 
 
 def fp32_norm(base):
-    """layer_norm or group_norm as CUDA autocast runs it (KERNEL_CUDA(layer_norm, fp32),
-    KERNEL_CUDA(group_norm, fp32)): a half input cast up, the op in float32. CPU autocast
+    """layer_norm, group_norm or rms_norm as CUDA autocast runs it (KERNEL_CUDA(layer_norm,
+    fp32), KERNEL_CUDA(group_norm, fp32), KERNEL_CUDA(rms_norm, fp32)): a half input cast up, the op in float32. CPU autocast
     2.15 keeps them in the input's dtype, so the reference casts explicitly
     (tests/references/README.md). A subclass, so the parameters keep the layer's names."""
 
@@ -194,6 +194,7 @@ def fp32_norm(base):
 
 
 LayerNorm32, GroupNorm32 = fp32_norm(nn.LayerNorm), fp32_norm(nn.GroupNorm)
+RMSNorm32 = fp32_norm(nn.RMSNorm)  # KERNEL_CUDA(rms_norm, fp32) since PyTorch 2.12
 
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -239,17 +240,22 @@ class CausalMask(nn.Module):
 
 class Sdpa(nn.Module):
     """F.scaled_dot_product_attention on PyTorch's math path (CPU PyTorch otherwise picks a
-    flash kernel of its own); scale 0 in the case means the default 1/sqrt(E)."""
+    flash kernel of its own); scale 0 in the case means the default 1/sqrt(E); a fourth
+    input is the additive attn_mask, its per-sample dims after the batch dim (a [B, L, S]
+    mask is [B, 1, L, S] for PyTorch's broadcast against [B, H, L, S])."""
 
-    def __init__(self, causal, scale):
+    def __init__(self, causal, scale, enable_gqa):
         super().__init__()
-        self.causal, self.scale = causal, scale or None
+        self.causal, self.scale, self.enable_gqa = causal, scale or None, enable_gqa
 
-    def forward(self, q, k, v):
+    def forward(self, q, k, v, mask=None):
         from torch.nn.attention import SDPBackend, sdpa_kernel
+        if mask is not None:
+            mask = mask.reshape(mask.shape[:1] + (1,) * (4 - mask.dim()) + mask.shape[1:])
         with sdpa_kernel(SDPBackend.MATH):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal,
-                                                  scale=self.scale)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                  is_causal=self.causal, scale=self.scale,
+                                                  enable_gqa=self.enable_gqa)
 
 
 class Graph(nn.Module):
@@ -283,7 +289,8 @@ def make_layer(l):
         return nn.Linear(l["in"], l["out"], bias=l["bias"])
     if kind == "conv2d":
         return nn.Conv2d(l["in"], l["out"], l["kernel"], stride=l["stride"],
-                         padding=l["padding"], dilation=l["dilation"], bias=l["bias"])
+                         padding=l["padding"], dilation=l["dilation"], groups=l["groups"],
+                         bias=l["bias"])
     if kind == "relu":
         return nn.ReLU()
     if kind == "flatten":
@@ -312,6 +319,9 @@ def make_layer(l):
     if kind == "layer_norm":
         return LayerNorm32(l["normalized_shape"], eps=l["eps"],
                            elementwise_affine=l["elementwise_affine"], bias=l["bias"])
+    if kind == "rms_norm":  # eps 0 in the case: None
+        return RMSNorm32(l["normalized_shape"], eps=l["eps"] or None,
+                         elementwise_affine=l["elementwise_affine"])
     if kind == "group_norm":
         return GroupNorm32(l["num_groups"], l["num_channels"], eps=l["eps"], affine=l["affine"])
     if kind == "batch_norm2d":  # on no autocast list: half x with float32 weight and stats
@@ -340,7 +350,7 @@ def make_layer(l):
     if kind == "adaptive_avg_pool2d":
         return nn.AdaptiveAvgPool2d(1)
     if kind == "scaled_dot_product_attention":
-        return Sdpa(l["causal"], l["scale"])
+        return Sdpa(l["causal"], l["scale"], l["enable_gqa"])
     if kind == "dropout":
         raise SystemExit("torch_reference: dropout's mask is not PyTorch's (docs/SEMANTICS.md): "
                          "its values cannot be compared; refused")

@@ -136,6 +136,14 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
         }
         l->n_inputs = n_pos;
     }
+    /* a name, not an option's: a word that no "=" follows */
+    for (int left = d->n_optional_inputs; left > 0; left--) {
+        int at = n_sig + n_pos; /* the last name's word */
+        if (at < t->n && strcmp(t->w[at], "=") && (at + 1 >= t->n || strcmp(t->w[at + 1], "=")))
+            break;
+        n_pos--;
+    }
+    l->n_inputs = n_pos > 0 ? n_pos : l->n_inputs;
     bool form = t->n >= 1 + n_sig + n_pos;
     for (int i = 0; form && i < n_sig; i++)
         form = is_number_word(sig[i]) || strcmp(t->w[1 + i], sig[i]) == 0;

@@ -27,7 +27,7 @@
 #define LAYER_SPEC_SLOTS 4 /* option slots of each type in a layer_spec */
 
 #define LAYER_MAX_RANK 3   /* dims of a per-sample shape (the batch dim excluded) */
-#define LAYER_MAX_INPUTS 3 /* inputs of one layer */
+#define LAYER_MAX_INPUTS 4 /* inputs of one layer (sdpa's q, k, v and attn_mask) */
 #define LAYER_INPUT (-1)   /* in layer_spec.inputs: the model's input (`from=input`) */
 
 /* One [model] line. The kind's definition (layers/layer.h) says which of the fields below

@@ -25,6 +25,7 @@ typedef enum layer_kind {
     /* normalization and pooling */
     LAYER_LAYER_NORM,
     LAYER_GROUP_NORM,
+    LAYER_RMS_NORM,
     LAYER_BATCH_NORM2D,
     LAYER_MAX_POOL2D,
     LAYER_AVG_POOL2D,

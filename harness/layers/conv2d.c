@@ -1,12 +1,19 @@
 /*
- * conv2d.c: nn.Conv2d (groups = 1), x [N, C_in, H, W] -> y [N, C_out, H_out, W_out].
- * Case files: `conv2d IN -> OUT kernel=K [stride=1] [padding=0] [dilation=1] [bias=yes]`.
+ * conv2d.c: nn.Conv2d, x [N, C_in, H, W] -> y [N, C_out, H_out, W_out]. Case files:
+ * `conv2d IN -> OUT kernel=K [stride=1] [padding=0] [dilation=1] [groups=1] [bias=yes]`;
+ * groups splits the channels (weight [C_out, C_in / groups, K, K], fan_in C_in / groups *
+ * K * K as nn.Conv2d's reset_parameters takes it; groups = C_in = C_out is depthwise), both
+ * channel counts divisible by it, else nn.Conv2d's messages. For a depthwise convolution
+ * PyTorch on CUDA may run its own kernel (aten/src/ATen/native/cuda/DepthwiseConv2d.cu,
+ * when use_cudnn_depthwise says no) rather than cuDNN: float32 sums too, in its own order.
  * Under autocast x, w and b are cast to the autocast dtype. Saves the input and the weight.
  * Outside autocast, mismatched dtypes fail with PyTorch's texts (ConvUtils.h,
  * check_input_same_type_as_parameters; with a bias the text names the bias, as checked on
  * PyTorch 1.13's CPU path; the no-bias text is the CUDA one and was not checked on a GPU).
  */
 #include "layer.h"
+
+#define CONV_GROUPS opt_int[0]
 
 static void conv2d_backward(run *r, node *n)
 {
@@ -59,6 +66,7 @@ static tensor *conv2d_forward(run *r, const layer_spec *l, tensor *const *in, te
         .stride = l->stride,
         .padding = l->padding,
         .dilation = l->dilation,
+        .groups = l->CONV_GROUPS,
     };
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.out", l->name);
@@ -106,6 +114,10 @@ static bool conv2d_shape(const layer_spec *l, const layer_shape *in, layer_shape
     }
     if (in[0].dim[0] != l->in)
         shape_fail(sc, SHAPE_INPUT, "input has %lld channels", (long long)in[0].dim[0]);
+    if (l->in % l->CONV_GROUPS) /* torch/nn/modules/conv.py's _ConvNd */
+        shape_fail(sc, SHAPE_LAYER, "in_channels must be divisible by groups");
+    else if (l->out % l->CONV_GROUPS)
+        shape_fail(sc, SHAPE_LAYER, "out_channels must be divisible by groups");
     int64_t h, w;
     if (!conv_out(in[0].dim[1], l, &h) || !conv_out(in[0].dim[2], l, &w)) {
         shape_fail(sc, SHAPE_LAYER, "sizes overflow int64");
@@ -123,9 +135,9 @@ static bool conv2d_shape(const layer_spec *l, const layer_shape *in, layer_shape
 
 static int conv2d_params(const layer_spec *l, layer_param *out)
 {
-    int64_t fan_in = size_mul(l->in, size_mul(l->kernel, l->kernel));
+    int64_t in_g = l->in / l->CONV_GROUPS, fan_in = size_mul(in_g, size_mul(l->kernel, l->kernel));
     out[0] = (layer_param){
-        "weight", 4, {l->out, l->in, l->kernel, l->kernel}, PARAM_INIT_UNIFORM_FAN_IN, fan_in};
+        "weight", 4, {l->out, in_g, l->kernel, l->kernel}, PARAM_INIT_UNIFORM_FAN_IN, fan_in};
     if (!l->bias)
         return 1;
     out[1] = (layer_param){"bias", 1, {l->out}, PARAM_INIT_UNIFORM_FAN_IN, fan_in};
@@ -134,9 +146,12 @@ static int conv2d_params(const layer_spec *l, layer_param *out)
 
 static int conv2d_describe(const layer_spec *l, char *buf, size_t len)
 {
-    return snprintf(buf, len, "conv2d %lld → %lld, kernel %lld, stride %lld, padding %lld%s",
+    char groups[32] = "";
+    if (l->CONV_GROUPS > 1)
+        snprintf(groups, sizeof groups, ", groups %lld", (long long)l->CONV_GROUPS);
+    return snprintf(buf, len, "conv2d %lld → %lld, kernel %lld, stride %lld, padding %lld%s%s",
                     (long long)l->in, (long long)l->out, (long long)l->kernel, (long long)l->stride,
-                    (long long)l->padding, l->bias ? "" : " (no bias)");
+                    (long long)l->padding, groups, l->bias ? "" : " (no bias)");
 }
 
 static const kind_arg conv2d_args[] = {
@@ -149,8 +164,7 @@ static const kind_opt conv2d_opts[] = {
     {"stride", KIND_OPT_INT, offsetof(layer_spec, stride), .min = 1, .def = 1},
     {"padding", KIND_OPT_INT, offsetof(layer_spec, padding), .min = 0, .def = 0},
     {"dilation", KIND_OPT_INT, offsetof(layer_spec, dilation), .min = 1, .def = 1},
-    {"groups", KIND_OPT_REFUSED,
-     .refusal = "groups is not supported (conv2d layers have groups=1)"},
+    {"groups", KIND_OPT_INT, offsetof(layer_spec, CONV_GROUPS), .min = 1, .def = 1},
 };
 static const autocast_op conv2d_autocast[] = {
     {"conv2d",

@@ -197,6 +197,9 @@ typedef struct layer_def {
     /* a kind of several inputs that takes min_inputs..n_inputs of them (cat): as many names as
      * the line gives, in layer_spec.n_inputs; 0: exactly n_inputs */
     int min_inputs;
+    /* how many of the last of those a line may leave out (sdpa's attn_mask): the spec's
+     * n_inputs says how many it names */
+    int n_optional_inputs;
     /* [fp8] may choose it to run as te.Linear (fp8_linear.h): its spec's `in` and `out` are
      * the GEMM's in_features and out_features, and its forward runs fp8_linear_forward for
      * the layers [fp8] chose */
@@ -225,8 +228,8 @@ extern const layer_def softmax_def, log_softmax_def, causal_mask_def;
 /* scaled_dot_product_attention */
 extern const layer_def scaled_dot_product_attention_def;
 /* normalization and pooling */
-extern const layer_def layer_norm_def, group_norm_def, batch_norm2d_def, max_pool2d_def,
-    avg_pool2d_def, adaptive_avg_pool2d_def;
+extern const layer_def layer_norm_def, group_norm_def, rms_norm_def, batch_norm2d_def,
+    max_pool2d_def, avg_pool2d_def, adaptive_avg_pool2d_def;
 /* graph models */
 extern const layer_def embedding_def, position_embedding_def, matmul_def, transpose_def,
     split_heads_def, merge_heads_def;

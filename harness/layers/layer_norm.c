@@ -42,27 +42,6 @@ static tensor *layer_norm_forward(run *r, const layer_spec *l, tensor *const *in
     return norm_run(r, l, layer_norm_backward, &g, x, w, b, NORM_STATS_FLOAT32);
 }
 
-static bool layer_norm_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
-                             shape_check *sc)
-{
-    if (in[0].dim[in[0].ndim - 1] != l->in) {
-        char s[128];
-        shape_text(&in[0], s, sizeof s);
-        shape_fail(sc, SHAPE_INPUT,
-                   "input has shape %s; layer_norm %lld normalizes a last dim of %lld", s,
-                   (long long)l->in, (long long)l->in);
-        return false;
-    }
-    *out = in[0];
-    return true;
-}
-
-static bool layer_norm_input_shape(const layer_spec *l, layer_shape *in)
-{
-    *in = (layer_shape){1, {l->in}};
-    return true;
-}
-
 static int layer_norm_params(const layer_spec *l, layer_param *out)
 {
     if (!l->LN_AFFINE)
@@ -104,8 +83,8 @@ const layer_def layer_norm_def = {
     .n_args = COUNT_OF(layer_norm_args),
     .opts = layer_norm_opts,
     .n_opts = COUNT_OF(layer_norm_opts),
-    .input_shape = layer_norm_input_shape,
-    .shape = layer_norm_shape,
+    .input_shape = norm_last_dim_input_shape,
+    .shape = norm_last_dim_shape,
     .params = layer_norm_params,
     .autocast = layer_norm_autocast,
     .n_autocast = COUNT_OF(layer_norm_autocast),

@@ -1,7 +1,7 @@
 /*
  * norm.c: the forward and backward the normalization kinds share (norm.h): autocast's
  * casts, PyTorch's dtype check, the output and statistics tensors, the backend's norm ops
- * and the tape.
+ * and the tape; the shape rules of the kinds over the last dim.
  */
 #include "norm.h"
 
@@ -22,12 +22,15 @@ tensor *norm_run(run *r, const layer_spec *l, backward_fn backward, const norm_g
     autocast_why(r, y, ac, &xa, 1);
     dtype sdt = stats == NORM_STATS_FLOAT32 ? DTYPE_FLOAT32 : xa->dtype;
     int64_t rows = g->n * g->groups;
-    snprintf(name, sizeof name, "%s.mean", l->name);
-    tensor *mean = run_tensor(r, name, sdt, 1, &rows, MEM_ACTIVATIONS);
+    tensor *mean = NULL; /* rms_norm has none */
+    if (g->form != NORM_RMS) {
+        snprintf(name, sizeof name, "%s.mean", l->name);
+        mean = run_tensor(r, name, sdt, 1, &rows, MEM_ACTIVATIONS);
+    }
     snprintf(name, sizeof name, "%s.rstd", l->name);
     tensor *rstd = run_tensor(r, name, sdt, 1, &rows, MEM_ACTIVATIONS);
-    tensor *stats_of[2] = {mean, rstd};
-    for (int i = 0; i < 2; i++) /* float32 statistics: the kernel's accumulate type */
+    tensor *stats_of[2] = {rstd, mean};
+    for (int i = 0; i < 2 && stats_of[i]; i++) /* float32: the kernel's accumulate type */
         if (stats == NORM_STATS_FLOAT32)
             tensor_why(stats_of[i], DTYPE_REASON_OPMATH, ac->op, NULL, 0);
         else
@@ -38,7 +41,8 @@ tensor *norm_run(run *r, const layer_spec *l, backward_fn backward, const norm_g
     tensor *args[3] = {xa, wa, ba};
     node *n = tape_record(r, ac->op, backward, y, args, 3);
     tape_save(n, 0, xa);
-    tape_save(n, 1, mean);
+    if (mean)
+        tape_save(n, 1, mean);
     tape_save(n, 2, rstd);
     if (wa)
         tape_save(n, 3, wa);
@@ -75,4 +79,24 @@ void norm_backward(run *r, node *n, const norm_geom *g)
         run_check(r, reduce_channel_sum(be, dy, g->n, g->inner, db, stp));
         node_give_grad(r, n, 2, db, stp);
     }
+}
+
+bool norm_last_dim_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
+                         shape_check *sc)
+{
+    if (in[0].dim[in[0].ndim - 1] != l->in) {
+        char s[128];
+        shape_text(&in[0], s, sizeof s);
+        shape_fail(sc, SHAPE_INPUT, "input has shape %s; %s %lld normalizes a last dim of %lld", s,
+                   layer_def_of(l->kind)->name, (long long)l->in, (long long)l->in);
+        return false;
+    }
+    *out = in[0];
+    return true;
+}
+
+bool norm_last_dim_input_shape(const layer_spec *l, layer_shape *in)
+{
+    *in = (layer_shape){1, {l->in}};
+    return true;
 }

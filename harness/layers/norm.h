@@ -14,10 +14,16 @@ typedef enum norm_stats_dtype { NORM_STATS_FLOAT32, NORM_STATS_INPUT } norm_stat
 
 /* Applies autocast's policy of the layer's entry to x, w and b (w and b may be NULL), fails on a
  * weight or bias of another dtype than the input, runs norm_forward into "<layer>.out" (mean and
- * rstd "<layer>.mean", "<layer>.rstd"), records the node with `backward` and saves x,
- * mean, rstd and w in that order. g's n, groups, cpg and inner describe x. */
+ * rstd "<layer>.mean", "<layer>.rstd"; no mean for NORM_RMS), records the node with
+ * `backward` and saves x, mean (NULL for NORM_RMS), rstd and w in that order. g's n, groups, cpg and inner describe x. */
 tensor *norm_run(run *r, const layer_spec *l, backward_fn backward, const norm_geom *g, tensor *x,
                  tensor *w, tensor *b, norm_stats_dtype stats);
+
+/* The shape rules of a kind that normalizes the last dim, of size l->in (layer_norm,
+ * rms_norm): the input's shape, or the error naming the kind; as the first layer, [C]. */
+bool norm_last_dim_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
+                         shape_check *sc);
+bool norm_last_dim_input_shape(const layer_spec *l, layer_shape *in);
 
 /* The backward of a node norm_run recorded: dx, dw (norm_backward_weight) and db
  * (reduce_channel_sum over g->n and g->inner), each when needed. */

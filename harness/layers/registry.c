@@ -22,6 +22,7 @@ static const layer_def *const layer_defs[] = {
     /* normalization and pooling */
     [LAYER_LAYER_NORM] = &layer_norm_def,
     [LAYER_GROUP_NORM] = &group_norm_def,
+    [LAYER_RMS_NORM] = &rms_norm_def,
     [LAYER_BATCH_NORM2D] = &batch_norm2d_def,
     [LAYER_MAX_POOL2D] = &max_pool2d_def,
     [LAYER_AVG_POOL2D] = &avg_pool2d_def,

@@ -53,14 +53,22 @@ typedef struct conv2d_geom {
     int64_t n, c_in, h_in, w_in; /* input  [N, C_in, H_in, W_in] */
     int64_t c_out, h_out, w_out; /* output [N, C_out, H_out, W_out] */
     int64_t kh, kw, stride, padding, dilation;
+    /* convolutions: C_in and C_out split into groups (weight [C_out, C_in / groups, KH, KW]),
+     * group i's outputs from its inputs only; 1 for a plain convolution (pools ignore it) */
+    int64_t groups;
 } conv2d_geom;
 
 /* scaled_dot_product_attention's math path (sdpa_math.h): n independent attentions (batch
  * x heads), q [n, l, e], k [n, s, e], v [n, s, ev], probabilities [n, l, s], out [n, l, ev],
- * all contiguous. causal: key j > query i is masked (tril of ones(l, s), as PyTorch's). */
+ * all contiguous. causal: key j > query i is masked (tril of ones(l, s), as PyTorch's). An
+ * additive attn_mask, when the op is given one, is read at element (b, h, i, j) of the
+ * scores [n / heads, heads, l, s] as mask[b * mask_stride[0] + h * mask_stride[1] +
+ * i * mask_stride[2] + j * mask_stride[3]] (stride 0 along a broadcast dim). */
 typedef struct sdpa_geom {
     int64_t n, l, s, e, ev;
     bool causal;
+    int64_t heads;          /* the head dim's size: attention n is head n % heads */
+    int64_t mask_stride[4]; /* the mask's strides over the scores' [b, h, i, j] */
 } sdpa_geom;
 /* A normalization's layout: x viewed as [n, groups, cpg, inner], statistics over each
  * (n, group)'s cpg * inner values, the affine weight and bias indexed by the channel
@@ -68,8 +76,11 @@ typedef struct sdpa_geom {
  * group_norm is [N, G, C/G, H*W]. */
 typedef enum norm_form {
     NORM_CENTERED, /* y = (x - mean) * rstd * w + b (layer_norm_kernel.cu) */
-    NORM_FUSED     /* y = x * a + c, a = rstd * w, c = b - a * mean per (n, channel)
+    NORM_FUSED,    /* y = x * a + c, a = rstd * w, c = b - a * mean per (n, channel)
                     * (group_norm_kernel.cu's ComputeFusedParamsCUDAKernel) */
+    NORM_RMS       /* rms_norm: rstd = 1 / sqrt(sum(x^2) / cols + eps), y = w * (rstd * x),
+                    * no mean (the ops take mean NULL) and no bias; the backward as
+                    * layer_norm_kernel.cu's rms_norm branches write it */
 } norm_form;
 
 typedef struct norm_geom {
@@ -215,12 +226,14 @@ typedef void *(*backend_values_fn)(void *ctx);
     X(abs_backward, (backend *be, const tensor *dy, const tensor *x, tensor *dx,                 \
                      round_stats *st))                                                           \
     /* ---- scaled_dot_product_attention (sdpa_math.h; q and k arrive scaled) ---- */            \
-    /* p = _safe_softmax(q k^T + causal mask) over the keys */                                   \
+    /* p = _safe_softmax(q k^T + mask + causal mask) over the keys; mask NULL: none */          \
     X(sdpa_probs_forward, (backend *be, const sdpa_geom *g, const tensor *q, const tensor *k,    \
-                           tensor *p, round_stats *st))                                          \
-    /* ds = p * (dp - rowsum(dp * p)); dq = ds k, dk = ds^T q (uncounted: callers observe) */     \
+                           const tensor *mask, tensor *p, round_stats *st))                      \
+    /* ds = p * (dp - rowsum(dp * p)); dq = ds k, dk = ds^T q, and ds itself into dscores      \
+     * [n, l, s] when not NULL (the mask's gradient) (uncounted: callers observe) */             \
     X(sdpa_probs_backward, (backend *be, const sdpa_geom *g, const tensor *dp, const tensor *q,  \
-                            const tensor *k, const tensor *p, tensor *dq, tensor *dk))           \
+                            const tensor *k, const tensor *p, tensor *dq, tensor *dk,            \
+                            tensor *dscores))                                                    \
     /* out = p v */                                                                              \
     X(sdpa_value_forward, (backend *be, const sdpa_geom *g, const tensor *p, const tensor *v,    \
                            tensor *out, round_stats *st))                                        \
@@ -230,7 +243,8 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* ---- normalization (cpu/norm.c, kernels/norm.cu) ---- */                                \
     /* mean and rstd [n * groups] (float32 sums, rstd = 1 / sqrt(biased var + eps), stored    \
      * in their tensors' dtype), then y from the stored mean and rstd as g->form says; w      \
-     * and b may be NULL (no affine: 1 and 0); st counts y's rounding */                      \
+     * and b may be NULL (no affine: 1 and 0), mean NULL with NORM_RMS (here and in the       \
+     * backward); st counts y's rounding */                                                   \
     X(norm_forward, (backend *be, const norm_geom *g, const tensor *x, const tensor *w,         \
                      const tensor *b, tensor *y, tensor *mean, tensor *rstd, round_stats *st))  \
     /* dx = rstd * (w dy - mean(w dy) - xhat mean(w dy xhat)) per (n, group), xhat =          \
@@ -378,7 +392,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 12
+#define BACKEND_ABI_VERSION 13
 
 #ifdef __cplusplus
 extern "C" {

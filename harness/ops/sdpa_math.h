@@ -4,7 +4,8 @@
  * (kernels/scaled_dot_product_attention.cu) so that both compute the same float32 values in
  * the same order. PyTorch's _scaled_dot_product_attention_math (aten/src/ATen/native/
  * transformers/attention.cpp) runs it as float32 tensor ops: q * sqrt(scale) and
- * k * sqrt(scale) (mul_scalar, in the layer), bmm(q, k^T), add of the causal mask (0 or
+ * k * sqrt(scale) (mul_scalar, in the layer), bmm(q, k^T), add of an attn_mask (a float32
+ * add of the mask's value, as `attn.add_(*attn_mask)` there), then of the causal mask (0 or
  * -inf), _safe_softmax over the keys (rows of -inf only give 0, not NaN), bmm(p, v). Here each
  * product sums in float32 over its inner index in ascending order (cuBLAS's order is its
  * own: the last bits of a sum may differ from PyTorch's); softmax takes the row's max, sums
@@ -32,40 +33,49 @@ static inline AMP_HD float sdpa_dot(const void *a, dtype adt, int64_t a0, int64_
     return acc;
 }
 
-/* the score of query i and key j in attention n: q . k, or -inf where the mask hides it */
+/* the score of query i and key j in attention n: q . k (+ the mask's value), or -inf where
+ * the causal mask hides it */
 static inline AMP_HD float sdpa_score(const sdpa_geom *g, const void *q, dtype qdt, const void *k,
-                                      dtype kdt, int64_t n, int64_t i, int64_t j)
+                                      dtype kdt, const void *m, dtype mdt, int64_t n, int64_t i,
+                                      int64_t j)
 {
     if (g->causal && j > i)
         return -INFINITY;
-    return sdpa_dot(q, qdt, (n * g->l + i) * g->e, 1, k, kdt, (n * g->s + j) * g->e, 1, g->e);
+    float d = sdpa_dot(q, qdt, (n * g->l + i) * g->e, 1, k, kdt, (n * g->s + j) * g->e, 1, g->e);
+    if (!m)
+        return d;
+    const int64_t *ms = g->mask_stride;
+    return d + load_as_float(m, mdt,
+                             n / g->heads * ms[0] + n % g->heads * ms[1] + i * ms[2] + j * ms[3]);
 }
 
 /* row r = n * l + i of the probabilities: its max and its sum of exp(score - max) */
 static inline AMP_HD void sdpa_row_stats(const sdpa_geom *g, const void *q, dtype qdt,
-                                         const void *k, dtype kdt, int64_t r, float *mx, float *sum)
+                                         const void *k, dtype kdt, const void *m, dtype mdt,
+                                         int64_t r, float *mx, float *sum)
 {
     int64_t n = r / g->l, i = r % g->l;
-    float m = -INFINITY;
+    float top = -INFINITY;
     for (int64_t j = 0; j < g->s; j++) {
-        float v = sdpa_score(g, q, qdt, k, kdt, n, i, j);
-        m = v > m ? v : m;
+        float v = sdpa_score(g, q, qdt, k, kdt, m, mdt, n, i, j);
+        top = v > top ? v : top;
     }
     float s = 0.0f;
-    for (int64_t j = 0; m != -INFINITY && j < g->s; j++)
-        s += sdpa_exp(sdpa_score(g, q, qdt, k, kdt, n, i, j) - m);
-    *mx = m;
+    for (int64_t j = 0; top != -INFINITY && j < g->s; j++)
+        s += sdpa_exp(sdpa_score(g, q, qdt, k, kdt, m, mdt, n, i, j) - top);
+    *mx = top;
     *sum = s;
 }
 
 /* p[idx] (idx = (n * l + i) * s + j) from its row's stats; 0 in a row the mask hides whole */
 static inline AMP_HD float sdpa_prob(const sdpa_geom *g, const void *q, dtype qdt, const void *k,
-                                     dtype kdt, int64_t idx, float mx, float sum)
+                                     dtype kdt, const void *m, dtype mdt, int64_t idx, float mx,
+                                     float sum)
 {
     int64_t j = idx % g->s, r = idx / g->s;
     if (mx == -INFINITY)
         return 0.0f;
-    return sdpa_exp(sdpa_score(g, q, qdt, k, kdt, r / g->l, r % g->l, j) - mx) / sum;
+    return sdpa_exp(sdpa_score(g, q, qdt, k, kdt, m, mdt, r / g->l, r % g->l, j) - mx) / sum;
 }
 
 /* out[idx] = sum_j p[n, i, j] v[n, j, c], idx = (n * l + i) * ev + c */

@@ -880,7 +880,8 @@ static void check_reduce(selftest *c, round_stats *st)
 }
 
 static conv2d_geom conv_geom(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out,
-                             int64_t k, int64_t stride, int64_t padding, int64_t dilation)
+                             int64_t k, int64_t stride, int64_t padding, int64_t dilation,
+                             int64_t groups)
 {
     conv2d_geom g = {.n = n,
                      .c_in = c_in,
@@ -891,7 +892,8 @@ static conv2d_geom conv_geom(int64_t n, int64_t c_in, int64_t h, int64_t w, int6
                      .kw = k,
                      .stride = stride,
                      .padding = padding,
-                     .dilation = dilation};
+                     .dilation = dilation,
+                     .groups = groups};
     g.h_out = (h + 2 * padding - dilation * (k - 1) - 1) / stride + 1;
     g.w_out = (w + 2 * padding - dilation * (k - 1) - 1) / stride + 1;
     return g;
@@ -899,17 +901,19 @@ static conv2d_geom conv_geom(int64_t n, int64_t c_in, int64_t h, int64_t w, int6
 
 static void check_conv2d(selftest *c, round_stats *st)
 {
-    const conv2d_geom geoms[3] = {
-        conv_geom(2, 3, 8, 8, 4, 3, 1, 1, 1),
-        conv_geom(2, 2, 9, 7, 3, 3, 2, 0, 1),
-        conv_geom(1, 3, 10, 10, 2, 3, 1, 2, 2),
+    const conv2d_geom geoms[5] = {
+        conv_geom(2, 3, 8, 8, 4, 3, 1, 1, 1, 1),
+        conv_geom(2, 2, 9, 7, 3, 3, 2, 0, 1, 1),
+        conv_geom(1, 3, 10, 10, 2, 3, 1, 2, 2, 1),
+        conv_geom(2, 4, 7, 7, 6, 3, 1, 1, 1, 2),  /* 2 groups */
+        conv_geom(2, 5, 8, 6, 5, 3, 2, 1, 1, 5), /* depthwise */
     };
     for (int a = 0; a < 3; a++)
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 5; k++) {
             dtype dt = float_dtypes[a];
             const conv2d_geom *g = &geoms[k];
             const int64_t xs[4] = {g->n, g->c_in, g->h_in, g->w_in};
-            const int64_t ws[4] = {g->c_out, g->c_in, g->kh, g->kw};
+            const int64_t ws[4] = {g->c_out, g->c_in / g->groups, g->kh, g->kw};
             const int64_t ys[4] = {g->n, g->c_out, g->h_out, g->w_out};
             char what[128];
             snprintf(what, sizeof what,
@@ -958,8 +962,9 @@ static void check_conv2d(selftest *c, round_stats *st)
 
 /* ---- normalization and pooling ---- */
 
-/* the layer_norm and group_norm layouts of norm_forward and its backward, in each dtype
- * (statistics float32 for layer_norm, in the input's dtype for group_norm) */
+/* the layer_norm, rms_norm and group_norm layouts of norm_forward and its backward, in each
+ * dtype (statistics float32 for layer_norm and rms_norm, in the input's dtype for group_norm;
+ * rms_norm without mean and bias) */
 static void check_norm(selftest *c, round_stats *st)
 {
     static const norm_geom geoms[] = {
@@ -967,12 +972,15 @@ static void check_norm(selftest *c, round_stats *st)
         {2, 1, 700, 1, 1e-5f, NORM_CENTERED}, /* rows longer than a block */
         {3, 4, 2, 10, 1e-5f, NORM_FUSED},     /* group_norm [3, 8, 10] in 4 groups */
         {2, 2, 3, 300, 1e-3f, NORM_FUSED},    /* group_norm [2, 6, 300] in 2 groups */
+        {7, 1, 33, 1, 1e-6f, NORM_RMS},       /* rms_norm: 7 rows of 33 */
+        {2, 1, 700, 1, 0x1p-23f, NORM_RMS},   /* rows longer than a block, eps None */
     };
     for (size_t k = 0; k < sizeof geoms / sizeof geoms[0]; k++)
         for (int a = 0; a < 3; a++) {
             const norm_geom *g = &geoms[k];
             dtype dt = float_dtypes[a];
-            dtype sdt = g->form == NORM_CENTERED ? DTYPE_FLOAT32 : dt;
+            dtype sdt = g->form == NORM_FUSED ? dt : DTYPE_FLOAT32;
+            bool rms = g->form == NORM_RMS;
             int64_t n = g->n * g->groups * g->cpg * g->inner, ch = g->groups * g->cpg,
                     rows = g->n * g->groups;
             char what[96];
@@ -982,15 +990,17 @@ static void check_norm(selftest *c, round_stats *st)
             pair w = make_random(c, "w", dt, 1, &ch, GEN_NORMAL, 1.0f);
             pair b = make_random(c, "b", dt, 1, &ch, GEN_NORMAL, 1.0f);
             pair y = make(c, "y", dt, 1, &n, NULL);
-            pair mean = make(c, "mean", sdt, 1, &rows, NULL);
+            pair mean = rms ? (pair){{NULL, NULL}} : make(c, "mean", sdt, 1, &rows, NULL);
             pair rstd = make(c, "rstd", sdt, 1, &rows, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
                 op_rc(c, i,
-                      c->s[i].be->norm_forward(c->s[i].be, g, x.t[i], w.t[i], b.t[i], y.t[i],
-                                               mean.t[i], rstd.t[i], &st[i]));
+                      c->s[i].be->norm_forward(c->s[i].be, g, x.t[i], w.t[i],
+                                               rms ? NULL : b.t[i], y.t[i], mean.t[i],
+                                               rstd.t[i], &st[i]));
             compare(c, "y", y, st, CLOSE);
-            compare(c, "mean", mean, NULL, CLOSE);
+            if (!rms)
+                compare(c, "mean", mean, NULL, CLOSE);
             compare(c, "rstd", rstd, NULL, CLOSE);
             report(c, "norm_forward", "%s", what);
 
@@ -999,7 +1009,7 @@ static void check_norm(selftest *c, round_stats *st)
             float *sv = gen(c, rows, GEN_NORMAL, 1.0f);
             for (int64_t i = 0; sv && i < rows; i++)
                 sv[i] = 0.5f + 1.5f * fabsf(sv[i]) / (1.0f + fabsf(sv[i]));
-            mean = make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
+            mean = rms ? mean : make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
             rstd = make(c, "rstd", sdt, 1, &rows, sv);
             free(sv);
             x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
@@ -1015,7 +1025,7 @@ static void check_norm(selftest *c, round_stats *st)
             report(c, "norm_backward_input", "%s", what);
 
             /* the same values again, for dw */
-            mean = make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
+            mean = rms ? mean : make_random(c, "mean", sdt, 1, &rows, GEN_NORMAL, 1.0f);
             rstd = make_random(c, "rstd", sdt, 1, &rows, GEN_NORMAL, 1.0f);
             x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
             dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
@@ -1146,7 +1156,7 @@ static void check_pools(selftest *c, round_stats *st)
         for (int a = 0; a < 3; a++) {
             const int64_t *s = shapes[k];
             dtype dt = float_dtypes[a];
-            conv2d_geom g = conv_geom(s[0], s[1], s[2], s[3], s[1], s[4], s[5], s[6], 1);
+            conv2d_geom g = conv_geom(s[0], s[1], s[2], s[3], s[1], s[4], s[5], s[6], 1, 1);
             const int64_t xs[4] = {g.n, g.c_in, g.h_in, g.w_in},
                           ys[4] = {g.n, g.c_out, g.h_out, g.w_out};
             char what[96];
@@ -1379,11 +1389,15 @@ static void check_bce_l1(selftest *c, round_stats *st)
 }
 
 /* scaled_dot_product_attention's ops (sdpa_math.h): float32 and half operands, causal or
- * not, more keys than queries */
+ * not, more keys than queries, an additive mask [2, 1, 5, 9] broadcast over the heads and
+ * the scores' gradient it takes */
 static void check_sdpa(selftest *c, round_stats *st)
 {
-    static const sdpa_geom geoms[2] = {{6, 7, 7, 8, 8, true}, {3, 5, 9, 4, 6, false}};
-    for (int gi = 0; gi < 2; gi++)
+    static const sdpa_geom geoms[3] = {
+        {.n = 6, .l = 7, .s = 7, .e = 8, .ev = 8, .causal = true, .heads = 3},
+        {.n = 3, .l = 5, .s = 9, .e = 4, .ev = 6, .causal = false, .heads = 3},
+        {.n = 4, .l = 5, .s = 9, .e = 4, .ev = 6, .heads = 2, .mask_stride = {45, 0, 9, 1}}};
+    for (int gi = 0; gi < 3; gi++)
         for (int a = 0; a < 3; a++) {
             const sdpa_geom *g = &geoms[gi];
             dtype dt = float_dtypes[a];
@@ -1392,14 +1406,18 @@ static void check_sdpa(selftest *c, round_stats *st)
                           sp[3] = {g->n, g->l, g->s};
             pair q = make_random(c, "q", dt, 3, sq, GEN_NORMAL, 1.0f);
             pair k = make_random(c, "k", dt, 3, sk, GEN_NORMAL, 1.0f);
+            const int64_t sm[4] = {2, 1, g->l, g->s};
+            bool masked = g->mask_stride[0] != 0;
+            pair m = masked ? make_random(c, "mask", dt, 4, sm, GEN_NORMAL, 2.0f) : (pair){0};
             pair p = make(c, "p", DTYPE_FLOAT32, 3, sp, NULL);
             stats_init2(st);
             for (int i = 0; ready(c) && i < 2; i++)
                 op_rc(c, i,
-                      c->s[i].be->sdpa_probs_forward(c->s[i].be, g, q.t[i], k.t[i], p.t[i],
-                                                     &st[i]));
+                      c->s[i].be->sdpa_probs_forward(c->s[i].be, g, q.t[i], k.t[i],
+                                                     masked ? m.t[i] : NULL, p.t[i], &st[i]));
             compare(c, "p", p, st, CLOSE); /* exp */
-            report(c, "sdpa_probs_forward", "%s%s", dtype_name(dt), g->causal ? " causal" : "");
+            report(c, "sdpa_probs_forward", "%s%s%s", dtype_name(dt), g->causal ? " causal" : "",
+                   masked ? " masked" : "");
 
             p = make_random(c, "p", DTYPE_FLOAT32, 3, sp, GEN_NORMAL, 0.2f);
             pair v = make_random(c, "v", dt, 3, sv, GEN_NORMAL, 1.0f);
@@ -1431,12 +1449,16 @@ static void check_sdpa(selftest *c, round_stats *st)
             dp = make_random(c, "dp", DTYPE_FLOAT32, 3, sp, GEN_NORMAL, 1.0f);
             pair dq = make(c, "dq", DTYPE_FLOAT32, 3, sq, NULL);
             pair dk = make(c, "dk", DTYPE_FLOAT32, 3, sk, NULL);
+            pair ds = masked ? make(c, "dscores", DTYPE_FLOAT32, 3, sp, NULL) : (pair){0};
             for (int i = 0; ready(c) && i < 2; i++)
                 op_rc(c, i,
                       c->s[i].be->sdpa_probs_backward(c->s[i].be, g, dp.t[i], q.t[i], k.t[i],
-                                                      p.t[i], dq.t[i], dk.t[i]));
+                                                      p.t[i], dq.t[i], dk.t[i],
+                                                      masked ? ds.t[i] : NULL));
             compare(c, "dq", dq, NULL, EXACT);
             compare(c, "dk", dk, NULL, EXACT);
+            if (masked)
+                compare(c, "dscores", ds, NULL, EXACT);
             report(c, "sdpa_probs_backward", "q, k %s", dtype_name(dt));
         }
 }
@@ -1698,15 +1720,15 @@ static void check_exact_linear(selftest *c, round_stats *st, const char *mode)
 static void check_exact_conv2d(selftest *c, round_stats *st)
 {
     const conv2d_geom geoms[2] = {
-        conv_geom(2, 3, 8, 8, 4, 3, 1, 1, 1),
-        conv_geom(2, 4, 12, 11, 8, 3, 2, 1, 1),
+        conv_geom(2, 3, 8, 8, 4, 3, 1, 1, 1, 1),
+        conv_geom(2, 4, 12, 11, 8, 3, 2, 1, 1, 1),
     };
     for (size_t e = 0; e < sizeof exact_cases / sizeof exact_cases[0]; e++)
         for (int k = 0; k < 2; k++) {
             const exact_case *ec = &exact_cases[e];
             const conv2d_geom *g = &geoms[k];
             const int64_t xs[4] = {g->n, g->c_in, g->h_in, g->w_in};
-            const int64_t ws[4] = {g->c_out, g->c_in, g->kh, g->kw};
+            const int64_t ws[4] = {g->c_out, g->c_in / g->groups, g->kh, g->kw};
             const int64_t ys[4] = {g->n, g->c_out, g->h_out, g->w_out};
             char what[192];
             snprintf(what, sizeof what, "%s -> %s x [%lld,%lld,%lld,%lld] k %lld stride %lld at %s",

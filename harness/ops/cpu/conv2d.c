@@ -1,10 +1,12 @@
 /*
  * conv2d.c: 2-d convolution on the CPU by im2col + OpenBLAS sgemm, one sample at a time
- * (twin of kernels/conv2d.cu, which uses cuDNN). Layout NCHW; weight [C_out, C_in, KH, KW];
- * groups = 1. Operands of any float dtype are widened to exact float32, products are
- * accumulated in float32, and each output is rounded once into its dtype. A column matrix
- * holds one sample: [C_in*KH*KW, H_out*W_out]. A half weight's widened copy is made once per
- * step: the forward holds it for the input gradient (cpu_hold, cpu_take: cpu.h).
+ * (twin of kernels/conv2d.cu, which uses cuDNN). Layout NCHW; weight [C_out, C_in / groups,
+ * KH, KW]; with groups > 1 one GEMM per group, on the group's rows of the column matrix and
+ * of the weight and output (depthwise: groups = C_in = C_out). Operands of any float dtype are
+ * widened to exact float32, products are accumulated in float32, and each output is rounded once
+ * into its dtype. A column matrix holds one sample: [C_in*KH*KW, H_out*W_out], group i's rows [i*K,
+ * (i+1)*K), K = C_in/groups*KH*KW. A half weight's widened copy is made once per step: the forward
+ * holds it for the input gradient (cpu_hold, cpu_take: cpu.h).
  */
 #include <cblas.h>
 #include <string.h>
@@ -98,6 +100,7 @@ int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const
                        const tensor *b, tensor *y, round_stats *st)
 {
     int64_t k = g->c_in * g->kh * g->kw, hw = g->h_out * g->w_out;
+    int64_t kg = k / g->groups, og = g->c_out / g->groups; /* one group's K and C_out */
     int64_t x_per = g->c_in * g->h_in * g->w_in, y_per = g->c_out * hw;
     float *w_own, *b_own = NULL;
     const float *wf = cpu_as_f32(be, w, &w_own), *bf = wf && b ? cpu_as_f32(be, b, &b_own) : NULL;
@@ -107,8 +110,10 @@ int cpu_conv2d_forward(backend *be, const conv2d_geom *g, const tensor *x, const
     for (int64_t s = 0; rc == 0 && s < g->n; s++) {
         load_sample(x, s, x_per, xs);
         im2col(g, xs, col);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->c_out, (blasint)hw,
-                    (blasint)k, 1.0f, wf, (blasint)k, col, (blasint)hw, 0.0f, out, (blasint)hw);
+        for (int64_t gi = 0; gi < g->groups; gi++) /* out[og, HW] = w[og, kg] col[kg, HW] */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)og, (blasint)hw,
+                        (blasint)kg, 1.0f, wf + gi * og * kg, (blasint)kg, col + gi * kg * hw,
+                        (blasint)hw, 0.0f, out + gi * og * hw, (blasint)hw);
         /* the bias joins the float32 sums in the rounding pass: the same single rounding of
          * sum + bias as starting the accumulators from it (PyTorch's slow_conv2d), up to
          * the order of float32 additions when OpenBLAS splits a long sum */
@@ -134,6 +139,7 @@ int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *d
                               tensor *dx, round_stats *st)
 {
     int64_t k = g->c_in * g->kh * g->kw, hw = g->h_out * g->w_out;
+    int64_t kg = k / g->groups, og = g->c_out / g->groups;
     int64_t x_per = g->c_in * g->h_in * g->w_in, y_per = g->c_out * hw;
     float *w_own = cpu_take(be, w); /* the forward's copy, when it held one */
     const float *wf = w_own ? w_own : cpu_as_f32(be, w, &w_own);
@@ -142,10 +148,10 @@ int cpu_conv2d_backward_input(backend *be, const conv2d_geom *g, const tensor *d
     int rc = (wf && dys && col && dxs) ? 0 : -1;
     for (int64_t s = 0; rc == 0 && s < g->n; s++) {
         load_sample(dy, s, y_per, dys);
-        /* dcol[K, HW] = w[C_out, K]^T dy[C_out, HW] */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)k, (blasint)hw,
-                    (blasint)g->c_out, 1.0f, wf, (blasint)k, dys, (blasint)hw, 0.0f, col,
-                    (blasint)hw);
+        for (int64_t gi = 0; gi < g->groups; gi++) /* dcol[kg, HW] = w[og, kg]^T dy[og, HW] */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)kg, (blasint)hw,
+                        (blasint)og, 1.0f, wf + gi * og * kg, (blasint)kg, dys + gi * og * hw,
+                        (blasint)hw, 0.0f, col + gi * kg * hw, (blasint)hw);
         col2im(g, col, dxs);
         cpu_store_parallel(dxs, dx->data, dx->dtype, s * x_per, x_per, st);
     }
@@ -160,23 +166,25 @@ int cpu_conv2d_backward_weight(backend *be, const conv2d_geom *g, const tensor *
                                tensor *dw, round_stats *st)
 {
     int64_t k = g->c_in * g->kh * g->kw, hw = g->h_out * g->w_out;
+    int64_t kg = k / g->groups, og = g->c_out / g->groups, nw = g->c_out * kg;
     int64_t x_per = g->c_in * g->h_in * g->w_in, y_per = g->c_out * hw;
     float *xs = cpu_scratch(be, x_per), *col = cpu_scratch(be, k * hw);
-    float *dys = cpu_scratch(be, y_per), *acc = cpu_scratch(be, g->c_out * k);
+    float *dys = cpu_scratch(be, y_per), *acc = cpu_scratch(be, nw);
     int rc = (xs && col && dys && acc) ? 0 : -1;
     if (rc == 0)
-        memset(acc, 0, sizeof(float) * (size_t)(g->c_out * k));
+        memset(acc, 0, sizeof(float) * (size_t)nw);
     for (int64_t s = 0; rc == 0 && s < g->n; s++) {
         load_sample(x, s, x_per, xs);
         load_sample(dy, s, y_per, dys);
         im2col(g, xs, col);
-        /* dw[C_out, K] += dy[C_out, HW] col[K, HW]^T */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)g->c_out, (blasint)k,
-                    (blasint)hw, 1.0f, dys, (blasint)hw, col, (blasint)hw, 1.0f, acc, (blasint)k);
+        for (int64_t gi = 0; gi < g->groups; gi++) /* dw[og, kg] += dy[og, HW] col[kg, HW]^T */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)og, (blasint)kg,
+                        (blasint)hw, 1.0f, dys + gi * og * hw, (blasint)hw, col + gi * kg * hw,
+                        (blasint)hw, 1.0f, acc + gi * og * kg, (blasint)kg);
     }
     if (rc == 0)
-        cpu_store(acc, dw->data, dw->dtype, 0, g->c_out * k, st);
-    cpu_scratch_free(be, acc, g->c_out * k);
+        cpu_store(acc, dw->data, dw->dtype, 0, nw, st);
+    cpu_scratch_free(be, acc, nw);
     cpu_scratch_free(be, dys, y_per);
     cpu_scratch_free(be, col, k * hw);
     cpu_scratch_free(be, xs, x_per);

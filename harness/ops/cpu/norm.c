@@ -1,6 +1,6 @@
 /*
  * norm.c: the normalizations' forward and backward on the CPU (twin of kernels/norm.cu):
- * layer_norm's and group_norm's over x viewed as [n, groups, cpg, inner] (backend.h's
+ * layer_norm's, rms_norm's and group_norm's over x viewed as [n, groups, cpg, inner] (backend.h's
  * norm_geom; one row is one (n, group): its cpg * inner values share a mean and an rstd),
  * and batch_norm's (at the end), whose statistics are per channel over N and HW.
  *
@@ -62,16 +62,21 @@ static void forward_row(const void *p, int64_t r, round_stats *st)
     const norm_ctx *c = p;
     const norm_geom *g = c->g;
     int64_t cols = g->cpg * g->inner, base = r * cols;
-    /* Welford, as WelfordOps in aten/src/ATen/native/SharedReduceOps.h */
+    /* Welford, as WelfordOps in aten/src/ATen/native/SharedReduceOps.h; rms_norm's sum of
+     * squares, as cuWelfordOnlineSum's rms_norm branch (layer_norm_kernel.cu) */
     float m = 0.0f, m2 = 0.0f;
     for (int64_t j = 0; j < cols; j++) {
         float v = load_as_float(c->x->data, c->x->dtype, base + j);
+        if (g->form == NORM_RMS) {
+            m2 += v * v;
+            continue;
+        }
         float d = v - m;
         m += d / (float)(j + 1);
         m2 += d * (v - m);
     }
-    float var = m2 / (float)cols;
-    float ms = store_from_float(c->mean_out->data, c->mean_out->dtype, r, m);
+    float var = m2 / (float)cols; /* rms_norm: the mean of the squares */
+    float ms = c->mean_out ? store_from_float(c->mean_out->data, c->mean_out->dtype, r, m) : 0.0f;
     float rs =
         store_from_float(c->rstd_out->data, c->rstd_out->dtype, r, 1.0f / sqrtf(var + g->eps));
     float buf[CPU_CHUNK];
@@ -91,6 +96,9 @@ static void forward_row(const void *p, int64_t r, round_stats *st)
                 buf[j - j0] = v * a + (b - a * ms);
                 break;
             }
+            case NORM_RMS:
+                buf[j - j0] = w * (rs * v);
+                break;
             }
         }
         cpu_store(buf, c->y->data, c->y->dtype, base + j0, n, st);
@@ -106,13 +114,42 @@ int cpu_norm_forward(backend *be, const norm_geom *g, const tensor *x, const ten
     return 0;
 }
 
+/* rms_norm's dx, as layer_norm_grad_input_kernel's rms_norm branch: s2 = sum of
+ * dy w x rstd over the row, dx = (cols w dy - x rstd s2) (rstd / cols) */
+static void rms_backward_input_row(const norm_ctx *c, int64_t r, float rs, round_stats *st)
+{
+    const norm_geom *g = c->g;
+    int64_t cols = g->cpg * g->inner, base = r * cols;
+    float s2 = 0.0f;
+    for (int64_t j = 0; j < cols; j++)
+        s2 += load_as_float(c->dy->data, c->dy->dtype, base + j) *
+              weight_at(c->w, norm_channel(g, r, j)) *
+              load_as_float(c->x->data, c->x->dtype, base + j) * rs;
+    float fh = (float)cols, term1 = 1.0f / fh * rs, buf[CPU_CHUNK];
+    for (int64_t j0 = 0; j0 < cols; j0 += CPU_CHUNK) {
+        int64_t n = cols - j0 < CPU_CHUNK ? cols - j0 : CPU_CHUNK;
+        for (int64_t j = j0; j < j0 + n; j++) {
+            float x = load_as_float(c->x->data, c->x->dtype, base + j);
+            float f = fh * weight_at(c->w, norm_channel(g, r, j)) *
+                      load_as_float(c->dy->data, c->dy->dtype, base + j);
+            f -= x * rs * s2;
+            buf[j - j0] = f * term1;
+        }
+        cpu_store(buf, c->y->data, c->y->dtype, base + j0, n, st);
+    }
+}
+
 static void backward_input_row(const void *p, int64_t r, round_stats *st)
 {
     const norm_ctx *c = p;
     const norm_geom *g = c->g;
     int64_t cols = g->cpg * g->inner, base = r * cols;
-    float m = load_as_float(c->mean->data, c->mean->dtype, r);
     float rs = load_as_float(c->rstd->data, c->rstd->dtype, r);
+    if (g->form == NORM_RMS) {
+        rms_backward_input_row(c, r, rs, st);
+        return;
+    }
+    float m = load_as_float(c->mean->data, c->mean->dtype, r);
     float s1 = 0.0f, s2 = 0.0f; /* sum(w dy), sum(w dy xhat) */
     for (int64_t j = 0; j < cols; j++) {
         float wdy = weight_at(c->w, norm_channel(g, r, j)) *
@@ -157,12 +194,14 @@ int cpu_norm_backward_weight(backend *be, const norm_geom *g, const tensor *dy, 
         float acc = 0.0f;
         for (int64_t s = 0; s < g->n; s++) {
             int64_t r = s * g->groups + grp;
-            float m = load_as_float(mean->data, mean->dtype, r);
+            float m = mean ? load_as_float(mean->data, mean->dtype, r) : 0.0f;
             float rs = load_as_float(rstd->data, rstd->dtype, r);
             for (int64_t i = 0; i < g->inner; i++) {
                 int64_t at = r * cols + k * g->inner + i;
-                acc += load_as_float(dy->data, dy->dtype, at) *
-                       ((load_as_float(x->data, x->dtype, at) - m) * rs);
+                float dyv = load_as_float(dy->data, dy->dtype, at),
+                      xv = load_as_float(x->data, x->dtype, at);
+                /* rms_norm: dY * X * rstd (GammaBetaBackward's rms_norm branch) */
+                acc += g->form == NORM_RMS ? dyv * xv * rs : dyv * ((xv - m) * rs);
             }
         }
         sums[ch] = acc;

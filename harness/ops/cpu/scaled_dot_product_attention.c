@@ -1,10 +1,10 @@
 /*
  * scaled_dot_product_attention.c: the ops of scaled_dot_product_attention's math path on the
- * CPU (twin of kernels/scaled_dot_product_attention.cu): the probabilities (scores, causal
- * mask, _safe_softmax), the output p v, and their backward. The arithmetic is sdpa_math.h's,
- * element by element, so the GPU computes the same float32 values. Rows' softmax statistics
- * and softmax-backward sums go to float32 scratch first, then every element is computed and
- * stored through cpu_store (counted where the op takes stats).
+ * CPU (twin of kernels/scaled_dot_product_attention.cu): the probabilities (scores, attn_mask
+ * or causal mask, _safe_softmax), the output p v, and their backward. The arithmetic is
+ * sdpa_math.h's, element by element, so the GPU computes the same float32 values. Rows' softmax
+ * statistics and softmax-backward sums go to float32 scratch first, then every element is computed
+ * and stored through cpu_store (counted where the op takes stats).
  */
 #include "ops/sdpa_math.h"
 #include "cpu.h"
@@ -12,8 +12,10 @@
 typedef struct sdpa_ctx {
     const sdpa_geom *g;
     const tensor *a, *b, *c; /* the op's inputs, in its contract's order */
-    const float *rows;       /* per-row statistics: (max, sum) pairs, or softmax-backward sums */
-    float *ds;               /* probs backward: d loss / d scores, [n, l, s] */
+    const void *mask;        /* probs forward: the attn_mask's data, or NULL */
+    dtype mask_dt;
+    const float *rows; /* per-row statistics: (max, sum) pairs, or softmax-backward sums */
+    float *ds;         /* probs backward: d loss / d scores, [n, l, s] */
     tensor *out;
 } sdpa_ctx;
 
@@ -43,20 +45,24 @@ static void store_all(const sdpa_ctx *c, sdpa_elem_fn fn, round_stats *st)
 static float prob_elem(const sdpa_ctx *c, int64_t idx)
 {
     const float *rs = &c->rows[2 * (idx / c->g->s)];
-    return sdpa_prob(c->g, c->a->data, c->a->dtype, c->b->data, c->b->dtype, idx, rs[0], rs[1]);
+    return sdpa_prob(c->g, c->a->data, c->a->dtype, c->b->data, c->b->dtype, c->mask, c->mask_dt,
+                     idx, rs[0], rs[1]);
 }
 
 int cpu_sdpa_probs_forward(backend *be, const sdpa_geom *g, const tensor *q, const tensor *k,
-                           tensor *p, round_stats *st)
+                           const tensor *mask, tensor *p, round_stats *st)
 {
+    const void *m = mask ? mask->data : NULL;
+    dtype mdt = mask ? mask->dtype : DTYPE_FLOAT32;
     int64_t rows = g->n * g->l;
     float *rs = cpu_scratch(be, 2 * rows);
     if (!rs)
         return -1;
 #pragma omp parallel for schedule(static) if (rows * g->s * g->e >= (1 << 16))
     for (int64_t r = 0; r < rows; r++)
-        sdpa_row_stats(g, q->data, q->dtype, k->data, k->dtype, r, &rs[2 * r], &rs[2 * r + 1]);
-    sdpa_ctx c = {.g = g, .a = q, .b = k, .rows = rs, .out = p};
+        sdpa_row_stats(g, q->data, q->dtype, k->data, k->dtype, m, mdt, r, &rs[2 * r],
+                       &rs[2 * r + 1]);
+    sdpa_ctx c = {.g = g, .a = q, .b = k, .mask = m, .mask_dt = mdt, .rows = rs, .out = p};
     store_all(&c, prob_elem, st);
     cpu_scratch_free(be, rs, 2 * rows);
     return 0;
@@ -78,7 +84,8 @@ static float dk_elem(const sdpa_ctx *c, int64_t idx)
 }
 
 int cpu_sdpa_probs_backward(backend *be, const sdpa_geom *g, const tensor *dp, const tensor *q,
-                            const tensor *k, const tensor *p, tensor *dq, tensor *dk)
+                            const tensor *k, const tensor *p, tensor *dq, tensor *dk,
+                            tensor *dscores)
 {
     int64_t rows = g->n * g->l, np = rows * g->s;
     float *rsum = cpu_scratch(be, rows), *ds = cpu_scratch(be, np);
@@ -92,6 +99,8 @@ int cpu_sdpa_probs_backward(backend *be, const sdpa_geom *g, const tensor *dp, c
 #pragma omp parallel for schedule(static) if (np >= (1 << 16))
         for (int64_t i = 0; i < np; i++)
             ds[i] = ds_elem(&c, i);
+        if (dscores)
+            cpu_store(ds, dscores->data, dscores->dtype, 0, np, NULL);
         c = (sdpa_ctx){.g = g, .b = k, .ds = ds, .out = dq};
         store_all(&c, dq_elem, NULL);
         c = (sdpa_ctx){.g = g, .b = q, .ds = ds, .out = dk};

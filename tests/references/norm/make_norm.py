@@ -51,6 +51,13 @@ CONFIGS = [
     ("batch_norm-f16-mixed", "batch_norm", (3, 4, 4, 4), 0, torch.float16, torch.float16, 12),
     ("batch_norm-f16-half", "batch_norm", (3, 4, 4, 4), 0, torch.float16, torch.float16, 13),
     ("batch_norm-bf16-half", "batch_norm", (2, 5, 3, 3), 0, torch.bfloat16, torch.bfloat16, 14),
+    # rms_norm with eps=None (float32's epsilon), weight and no bias (b and db not written):
+    # on CUDA's fp32 autocast list since 2.12, so "-autocast" casts the half input up
+    ("rms_norm-f32-6x16", "rms_norm", (6, 16), 0, torch.float32, torch.float32, 15),
+    ("rms_norm-f32-2x3x36", "rms_norm", (2, 3, 36), 0, torch.float32, torch.float32, 16),
+    ("rms_norm-f16-autocast", "rms_norm", (4, 24), 0, torch.float16, torch.float32, 17),
+    ("rms_norm-f16-half", "rms_norm", (4, 24), 0, torch.float16, torch.float16, 18),
+    ("rms_norm-bf16-half", "rms_norm", (3, 40), 0, torch.bfloat16, torch.bfloat16, 19),
 ]
 
 
@@ -63,7 +70,7 @@ def main():
     torch.use_deterministic_algorithms(True)
     for name, op, shape, groups, in_dt, run_dt, seed in CONFIGS:
         rng = np.random.default_rng(seed)
-        channels = shape[-1] if op == "layer_norm" else shape[1]
+        channels = shape[-1] if op in ("layer_norm", "rms_norm") else shape[1]
         # the input's dtype (what the previous layer stored); parameters in the run dtype
         # for a .half() model, float32 otherwise (under autocast)
         half_model = name.endswith("-half")
@@ -80,6 +87,8 @@ def main():
         extra = ()
         if op == "layer_norm":
             y = F.layer_norm(xr, (channels,), wr, br, eps=1e-5)
+        elif op == "rms_norm":
+            y = F.rms_norm(xr, (channels,), wr, eps=None)
         elif op == "group_norm":
             y = F.group_norm(xr, groups, wr, br, eps=1e-5)
         else:
@@ -89,9 +98,10 @@ def main():
             y = F.batch_norm(xr, rm, rv, wr, br, training=True, momentum=0.1, eps=1e-5)
             extra = (("rm0", rm0), ("rv0", rv0), ("rm", rm.to(par_dt)), ("rv", rv.to(par_dt)))
         y.backward(dy.to(torch.float32))
-        for tname, t in (("x", x), ("w", w), ("b", b), ("dy", dy), ("y", y.to(run_dt)),
-                         ("dx", xr.grad.to(run_dt)), ("dw", wr.grad.to(par_dt)),
-                         ("db", br.grad.to(par_dt))) + extra:
+        if op != "rms_norm":
+            extra += (("b", b), ("db", br.grad.to(par_dt)))
+        for tname, t in (("x", x), ("w", w), ("dy", dy), ("y", y.to(run_dt)),
+                         ("dx", xr.grad.to(run_dt)), ("dw", wr.grad.to(par_dt))) + extra:
             save(name, tname, t)
         print(name, tuple(y.shape), run_dt, "torch", torch.__version__)
 
