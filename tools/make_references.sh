@@ -76,6 +76,10 @@ CONFIGS=(
     "llama-block-fp16-autocast-adamw|tests/cases/small-llama-block.case|"
     "conv-groups-fp32-sgd|tests/cases/small-conv-groups.case|precision.autocast=off"
     "conv-groups-fp16-autocast-sgd|tests/cases/small-conv-groups.case|"
+    # constants (buffers from .npy files) and parameters without a batch dim
+    "constant-parameter-fp32-adamw|tests/cases/small-graph-constant-parameter-autocast.case|precision.autocast=off"
+    "constant-parameter-fp16-autocast-adamw|tests/cases/small-graph-constant-parameter-autocast.case|"
+    "constant-parameter-bf16-autocast-adamw|tests/cases/small-graph-constant-parameter-autocast.case|precision.autocast=bfloat16"
 )
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then

@@ -247,15 +247,42 @@ class Sdpa(nn.Module):
     def __init__(self, causal, scale, enable_gqa):
         super().__init__()
         self.causal, self.scale, self.enable_gqa = causal, scale or None, enable_gqa
+        self.whole_mask = False  # a constant's mask: no batch dim, broadcast as it is
 
     def forward(self, q, k, v, mask=None):
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        if mask is not None:
+        if mask is not None and not self.whole_mask:
             mask = mask.reshape(mask.shape[:1] + (1,) * (4 - mask.dim()) + mask.shape[1:])
         with sdpa_kernel(SDPBackend.MATH):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                                   is_causal=self.causal, scale=self.scale,
                                                   enable_gqa=self.enable_gqa)
+
+
+class Constant(nn.Module):
+    """A buffer read from an .npy file (register_buffer): no gradient, not a parameter."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+        self.register_buffer("value", torch.from_numpy(np.load(path)))
+
+    def forward(self):
+        return self.value
+
+
+class Parameter(nn.Module):
+    """An nn.Parameter of its own shape, without a batch dim (its values come from init/)."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(shape))
+
+    def forward(self):
+        return self.weight
+
+
+SOURCE_KINDS = ("constant", "parameter")  # layers that read no input
 
 
 class Graph(nn.Module):
@@ -266,16 +293,22 @@ class Graph(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.spec = cfg["model"]
+        paths = {i["tensor"]: i["path"] for i in cfg.get("init", [])}
         for l in self.spec:
-            setattr(self, l["name"], make_layer(l))
+            setattr(self, l["name"], Constant(paths[l["name"] + ".value"])
+                    if l["kind"] == "constant" else make_layer(l))
+        whole = {l["name"] for l in self.spec if l.get("batch_dim") is False}
         for l in self.spec:
             if l.get("weight_of"):
                 getattr(self, l["name"]).weight = getattr(self, l["weight_of"]).weight
+            if l["kind"] == "scaled_dot_product_attention" and len(l["inputs"]) > 3:
+                getattr(self, l["name"]).whole_mask = l["inputs"][3] in whole
 
     def forward(self, x):
         outs = {"input": x}
         for l in self.spec:
-            ins = [outs[n] for n in l.get("inputs", [])] or [out]
+            ins = ([] if l["kind"] in SOURCE_KINDS
+                   else [outs[n] for n in l.get("inputs", [])] or [out])
             # autocast=no: the layer inside torch.autocast(device, enabled=False)
             with torch.autocast(ins[0].device.type, enabled=False) \
                     if l.get("autocast") is False else contextlib.nullcontext():
@@ -351,6 +384,8 @@ def make_layer(l):
         return nn.AdaptiveAvgPool2d(1)
     if kind == "scaled_dot_product_attention":
         return Sdpa(l["causal"], l["scale"], l["enable_gqa"])
+    if kind == "parameter":
+        return Parameter(tuple(l["out_shape"]))
     if kind == "dropout":
         raise SystemExit("torch_reference: dropout's mask is not PyTorch's (docs/SEMANTICS.md): "
                          "its values cannot be compared; refused")
@@ -462,6 +497,10 @@ def run(cfg, init_dir, device):
         raise SystemExit("torch_reference: %s: master_weights = yes has no PyTorch equivalent "
                          "(fp32 master copies inside the optimizer); refused" % cfg["name"])
     model = build_model(cfg).to(device=device, dtype=DTYPES[prec["params"]])
+    if prec["params"] == "float32":  # the case's params: no module.half() or .float() call,
+        for m in model.modules():     # so a buffer keeps its file's dtype
+            if isinstance(m, Constant):
+                m.value = torch.from_numpy(np.load(m.path)).to(device)
     param_names = {}
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -505,7 +544,8 @@ def run(cfg, init_dir, device):
         return hook
 
     for l in cfg["model"]:
-        getattr(model, l["name"]).register_forward_hook(forward_hook(l["name"]))
+        if l["kind"] not in SOURCE_KINDS:  # their tensors are NAME.value, NAME.weight
+            getattr(model, l["name"]).register_forward_hook(forward_hook(l["name"]))
 
     def criterion(out):
         if loss_kind == "cross_entropy" and out.dim() > 2:  # [B, T, V]: every position

@@ -106,6 +106,18 @@ static void find_tokens(parse_ctx *c)
     }
 }
 
+/* The inputs of l whose shapes it reads: all but one read for its dtype only (`to q.dtype`,
+ * the last) */
+static int shaped_inputs(const layer_spec *l)
+{
+    const layer_def *d = layer_def_of(l->kind);
+    for (int a = 0; a < d->n_args; a++)
+        if (d->args[a].min == KIND_ARG_DTYPE &&
+            *(const int64_t *)((const char *)l + d->args[a].offset) == KIND_DTYPE_OF_INPUT)
+            return l->n_inputs - 1;
+    return l->n_inputs;
+}
+
 /* Walks the layers from the data shape, filling out_shape and checking the memory limits. */
 static void walk_shapes(parse_ctx *c)
 {
@@ -154,9 +166,30 @@ static void walk_shapes(parse_ctx *c)
             }
             in[k].ndim = cfg->layers[j].out_ndim;
             memcpy(in[k].dim, cfg->layers[j].out_shape, sizeof in[k].dim);
+            if (cfg->layers[j].out_whole && k < shaped_inputs(l) &&
+                !layer_def_of(l->kind)->whole_inputs) {
+                err_at(c, le,
+                       "%s = %s: %s has no batch dim (a %s), and %s takes activations "
+                       "[B, ...]",
+                       le->key, le->value, cfg->layers[j].name,
+                       layer_def_of(cfg->layers[j].kind)->name, layer_def_of(l->kind)->name);
+                return;
+            }
+            l->whole_inputs |= cfg->layers[j].out_whole ? 1u << k : 0;
         }
+        /* no batch dim: a kind that takes no input, or one whose inputs have none */
+        int n_shaped = shaped_inputs(l);
+        unsigned all = (1u << n_shaped) - 1;
+        bool whole = n_shaped == 0 || (l->whole_inputs & all) == all;
         if (!check_tokens(c, l, le) || !layer_def_of(l->kind)->shape(l, in, &y, &sink.sc))
             return;
+        if (whole && i == cfg->n_layers - 1) {
+            err_at(c, le,
+                   "%s = %s: the model's output has no batch dim; the last layer must give "
+                   "[B, ...]",
+                   le->key, le->value);
+            return;
+        }
         x = y;
         if (l->tied < 0)
             params = size_add(params, layer_params(l));
@@ -167,7 +200,7 @@ static void walk_shapes(parse_ctx *c)
                    le->key, le->value);
             return;
         }
-        if (numel(cfg->batch, x.ndim, x.dim) > MEMORY_LIMIT) {
+        if (numel(whole ? 1 : cfg->batch, x.ndim, x.dim) > MEMORY_LIMIT) {
             char s[128];
             shape_text(&x, s, sizeof s);
             err_at(c, le,
@@ -178,6 +211,7 @@ static void walk_shapes(parse_ctx *c)
         }
         l->out_ndim = x.ndim;
         memcpy(l->out_shape, x.dim, sizeof l->out_shape);
+        l->out_whole = whole;
     }
     c->shapes_ok = true;
 }

@@ -131,6 +131,8 @@ static void json_layer(FILE *f, const case_config *cfg, const layer_spec *l)
         fputs(", \"autocast\": false", f);
     fputs(", \"out_shape\": ", f);
     json_shape(f, l->out_ndim, l->out_shape);
+    if (l->out_whole) /* a constant's, a parameter's: out_shape is the whole tensor's */
+        fputs(", \"batch_dim\": false", f);
     fputc('}', f);
 }
 

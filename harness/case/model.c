@@ -11,6 +11,8 @@
  */
 #include "parse.h"
 
+#include "core/npy.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,83 @@ static bool parse_dtype_arg(parse_ctx *c, entry *e, const char *w, const char *w
     return false;
 }
 
+/* A constant's file (KIND_WORDS_PATH): its header's shape and dtype into l, and the file
+ * the [init] entry of its value, "NAME.value" */
+static bool parse_constant_file(parse_ctx *c, entry *e, const char *word, layer_spec *l)
+{
+    case_config *cfg = c->cfg;
+    if (cfg->n_inits == CASE_MAX_INITS) {
+        err_at(c, e, "too many [init] keys and constants (at most %d)", CASE_MAX_INITS);
+        return false;
+    }
+    init_spec *in = &cfg->inits[cfg->n_inits];
+    if (!parse_path_word(c, e, word, in->path))
+        return false;
+    npy_array a;
+    char err[CASE_PATH_MAX + 256];
+    if (npy_read(in->path, &a, NULL, err, sizeof err)) {
+        err_at(c, e, "%s", err);
+        return false;
+    }
+    dtype dt = a.dt;
+    int ndim = a.ndim;
+    int64_t numel = a.numel;
+    for (int j = 0; j < ndim && j < LAYER_MAX_RANK; j++)
+        l->dims[j] = a.shape[j];
+    npy_free(&a);
+    if (dt == DTYPE_INT64) {
+        err_at(c, e, "%s: an int64 array; a constant is a float array (float32, float16)",
+               in->path);
+        return false;
+    }
+    if (ndim < 1 || ndim > LAYER_MAX_RANK || numel == 0) {
+        err_at(c, e, "%s: %d dims; a constant has 1 to %d dims, none of size 0", in->path, ndim,
+               LAYER_MAX_RANK);
+        return false;
+    }
+    l->n_dims = ndim;
+    l->file_dtype = dt;
+    snprintf(in->tensor, sizeof in->tensor, "%s.value", l->name);
+    in->line = e->line;
+    cfg->n_inits++;
+    return true;
+}
+
+/* The words of a kind that takes no input (KIND_WORDS_DIMS, KIND_WORDS_PATH): its shape
+ * or its file, then its options */
+static bool parse_source_words(parse_ctx *c, entry *e, words *t, layer_spec *l,
+                               const layer_def *d)
+{
+    int n = 0; /* the words before its options */
+    while (1 + n < t->n && strcmp(t->w[1 + n], "=") != 0 &&
+           (2 + n >= t->n || strcmp(t->w[2 + n], "=") != 0))
+        n++;
+    l->n_inputs = 0;
+    if (d->words == KIND_WORDS_PATH) {
+        if (n != 1) {
+            err_at(c, e, "bad value '%s' for layer %s: expected %s PATH, then options", e->value,
+                   e->key, d->name);
+            return false;
+        }
+        if (!parse_constant_file(c, e, t->w[1], l))
+            return false;
+    } else {
+        if (n < 1 || n > LAYER_MAX_RANK) {
+            err_at(c, e, "bad value '%s' for layer %s: expected %s and 1 to %d sizes, then options",
+                   e->value, e->key, d->name, LAYER_MAX_RANK);
+            return false;
+        }
+        for (int j = 0; j < n; j++)
+            if (!parse_int(c, e, t->w[1 + j], "size", 1, &l->dims[j]))
+                return false;
+        l->n_dims = n;
+    }
+    const char *vals[LAYER_MAX_OPTS];
+    if (!kind_option_names(c, e, t, 1 + n, d->name, d->opts, d->n_opts, vals))
+        return false;
+    return kind_option_values(c, e, d->name, d->opts, d->n_opts, vals, l);
+}
+
 static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, layer_names *ln)
 {
     const char *kinds[LAYER_KIND_COUNT];
@@ -107,6 +186,8 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
     l->kind = (layer_kind)k;
     l->n_inputs = d->n_inputs > 0 ? d->n_inputs : 1;
     kind_option_defaults(d->opts, d->n_opts, l);
+    if (d->words != KIND_WORDS_SIGNATURE)
+        return parse_source_words(c, e, t, l, d);
     char buf[128], *sig[MAX_WORDS];
     int n_sig = signature_words(d->signature, buf, sizeof buf, sig, MAX_WORDS);
     int n_pos = d->n_inputs > 1 ? d->n_inputs : 0; /* positional input names */

@@ -176,6 +176,8 @@ int parse_source(parse_ctx *c, entry *e, const char *const *names, int n, char *
 /* e's value, a path resolved against the case file's folder into path (CASE_PATH_MAX), which
  * must be a file; false after an error */
 bool parse_path(parse_ctx *c, entry *e, char *path);
+/* the same for one word of e's value (a constant's PATH) */
+bool parse_path_word(parse_ctx *c, entry *e, const char *word, char *path);
 /* A JSON string, or null when s is empty (case/json.c) */
 void json_text(FILE *f, const char *s);
 

@@ -514,6 +514,11 @@ static bool resolve_file(parse_ctx *c, entry *e, const char *rel, char *out)
 
 bool parse_path(parse_ctx *c, entry *e, char *path) { return resolve_file(c, e, e->value, path); }
 
+bool parse_path_word(parse_ctx *c, entry *e, const char *word, char *path)
+{
+    return resolve_file(c, e, word, path);
+}
+
 /* 1: e's value is "file PATH" and PATH (resolved into path) is a file; 0: not "file ...";
  * -1: an error was reported. */
 int parse_file_value(parse_ctx *c, entry *e, char *path)

@@ -59,9 +59,19 @@ typedef struct layer_spec {
     /* autocast=no, any kind: its ops run as under torch.autocast(device_type, enabled=False),
      * in the dtypes their inputs have (train/model.c) */
     bool autocast_disabled;
-    /* filled by validation: per-sample output shape (batch dim excluded) */
+    /* a kind whose words are a shape (`parameter 1 197 768`): its dims, as written; a
+     * constant's: its file's shape and dtype (its file is an [init] entry of its value) */
+    int n_dims;
+    int64_t dims[LAYER_MAX_RANK];
+    dtype file_dtype;
+    double init_mean, init_std; /* a parameter's init=normal|trunc_normal: mean=, std= */
+    /* filled by validation: per-sample output shape (batch dim excluded), or with out_whole
+     * (a constant's or a parameter's output, and what reads only those) the whole tensor's
+     * shape: it has no batch dim; bit k of whole_inputs: input k has none */
     int out_ndim;
     int64_t out_shape[LAYER_MAX_RANK];
+    bool out_whole;
+    unsigned whole_inputs;
 } layer_spec;
 
 typedef enum input_source { INPUT_RANDN = 0, INPUT_FILE, INPUT_TOKENS } input_source;

@@ -47,6 +47,9 @@ typedef enum layer_kind {
     LAYER_PAD,
     LAYER_SELECT,
     LAYER_STACK,
+    /* tensors without a batch dim (constant.c, parameter.c) */
+    LAYER_CONSTANT,
+    LAYER_PARAMETER,
     /* the pointwise rows (ops/pointwise.h), a kind each: row op is kind LAYER_POINTWISE + op */
     LAYER_POINTWISE,
     /* the reduction rows (ops/reduce.h), a kind each: row op is kind LAYER_REDUCE + op */

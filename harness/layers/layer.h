@@ -115,7 +115,8 @@ typedef struct kind_arg {
 /* ---- shapes ---- */
 
 typedef struct layer_shape {
-    int ndim; /* per sample: the batch dim is not counted */
+    int ndim; /* per sample: the batch dim is not counted; of an input that has none
+               * (layer_spec.whole_inputs), the whole tensor's */
     int64_t dim[LAYER_MAX_RANK];
 } layer_shape;
 
@@ -149,7 +150,15 @@ typedef enum param_init {
     PARAM_BUFFER_ZEROS, /* batch_norm's running_mean */
     PARAM_BUFFER_ONES,  /* batch_norm's running_var */
     /* N(0, 1): nn.Embedding's init (normal_), the padding_idx row zeroed */
-    PARAM_INIT_NORMAL
+    PARAM_INIT_NORMAL,
+    /* `parameter ... init=normal|trunc_normal`: init.normal_(mean, std), and
+     * init.trunc_normal_(mean, std, a=-2, b=2) (layer_spec's init_mean and init_std) */
+    PARAM_INIT_NORMAL_STD,
+    PARAM_INIT_TRUNC_NORMAL,
+    /* a constant: a buffer whose values are its file's (an [init] entry), in its file's
+     * dtype (layer_spec.file_dtype) unless the case's params dtype is a half one
+     * (module.half() casts buffers) */
+    PARAM_BUFFER_FILE
 } param_init;
 
 typedef struct layer_param {
@@ -165,7 +174,8 @@ typedef struct layer_param {
 /* whether p is a buffer: its init says so */
 static inline bool param_is_buffer(const layer_param *p)
 {
-    return p->init == PARAM_BUFFER_ZEROS || p->init == PARAM_BUFFER_ONES;
+    return p->init == PARAM_BUFFER_ZEROS || p->init == PARAM_BUFFER_ONES ||
+           p->init == PARAM_BUFFER_FILE;
 }
 
 /* ---- definitions ---- */
@@ -204,7 +214,19 @@ typedef struct layer_def {
      * the GEMM's in_features and out_features, and its forward runs fp8_linear_forward for
      * the layers [fp8] chose */
     bool te_linear;
+    /* how its words read: KIND_WORDS_SIGNATURE (the signature's), KIND_WORDS_DIMS (a shape,
+     * one to LAYER_MAX_RANK sizes into layer_spec.dims: `parameter 1 197 768`) or
+     * KIND_WORDS_PATH (an .npy file's path, resolved against the case file's folder, its
+     * header read into layer_spec.dims and file_dtype and the file made the [init] entry of
+     * its first parameter: `constant data/cos.npy`); those two take no input */
+    int words;
+    /* it takes inputs without a batch dim (a constant's, a parameter's: the shape walk sets
+     * layer_spec.whole_inputs before its shape rule runs), else the walk refuses them; its
+     * output has none when none of its inputs has one */
+    bool whole_inputs;
 } layer_def;
+
+enum { KIND_WORDS_SIGNATURE = 0, KIND_WORDS_DIMS, KIND_WORDS_PATH };
 
 typedef struct loss_def {
     const char *name;
@@ -238,6 +260,8 @@ extern const layer_def to_def;
 /* shape ops (shape.c) */
 extern const layer_def slice_def, cat_def, unsqueeze_def, squeeze_def, pad_def, select_def,
     stack_def;
+/* tensors without a batch dim: constant.c, parameter.c */
+extern const layer_def constant_def, parameter_def;
 extern const loss_def cross_entropy_def, mse_def;
 /* losses bce_with_logits and l1 */
 extern const loss_def bce_with_logits_def, l1_def;
@@ -267,6 +291,11 @@ int loss_defs_check(const loss_def *const *defs, int n, char *err, size_t len);
 bool shape_same(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc);
 bool no_input_shape(const layer_spec *l, layer_shape *in);
 int no_params(const layer_spec *l, layer_param *out);
+/* the rules of a kind that takes no input and gives its parameter (constant, parameter): its
+ * shape is layer_spec.dims (the whole tensor's), its forward returns params[0] itself */
+bool shape_of_dims(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc);
+tensor *forward_param_itself(run *r, const layer_spec *l, tensor *const *in,
+                             tensor *const *params);
 /* "<layer>.out" into buf */
 void layer_out_name(const layer_spec *l, char *buf, size_t len);
 /* Inside a backward: hands g, the gradient of an op whose input i receives it unchanged

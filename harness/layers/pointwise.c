@@ -60,7 +60,8 @@ static int pointwise_describe(const layer_spec *l, char *buf, size_t len);
                     .forward = pointwise_forward,                                                  \
                     .describe = pointwise_describe,                                                \
                     .n_inputs = arity_,                                                            \
-                    .scalar_inputs = arity_ == 2},
+                    .scalar_inputs = arity_ == 2,                                                  \
+                    .whole_inputs = true},
 const layer_def pointwise_defs[PW_OP_COUNT] = {POINTWISE_OPS(PW_DEF)};
 
 static pw_op row_of(const layer_spec *l) { return (pw_op)(l->kind - LAYER_POINTWISE); }
@@ -73,38 +74,82 @@ static int tensor_operands(const layer_spec *l)
 
 /* ---- shape and description ---- */
 
-/* The operands' per-sample shapes broadcast (all have the batch dim in front). Ranks that
- * differ are refused: PyTorch right-aligns whole shapes, so the shorter's batch dim would
- * meet a sample dim of the other. */
+/* Operand b's shape broadcast into *out: of one rank when both are per sample; when either
+ * is a whole shape (no batch dim, already aligned), right-aligned. False after the message. */
+static bool broadcast_into(layer_shape *out, bool whole, const layer_shape *b, bool b_whole,
+                           shape_check *sc)
+{
+    int nd;
+    int64_t dim[TENSOR_MAX_DIMS];
+    if ((whole || b_whole || b->ndim == out->ndim) &&
+        shape_broadcast(out->ndim, out->dim, b->ndim, b->dim, &nd, dim) && nd <= LAYER_MAX_RANK) {
+        out->ndim = nd;
+        for (int j = 0; j < nd; j++)
+            out->dim[j] = dim[j];
+        return true;
+    }
+    char a[128], c[128];
+    shape_text(out, a, sizeof a);
+    shape_text(b, c, sizeof c);
+    if (b->ndim != out->ndim && !whole && !b_whole)
+        shape_fail(sc, SHAPE_LAYER,
+                   "its inputs have %d and %d dims per sample (%s and %s): with the batch "
+                   "dim in front, broadcasting would align the batch with a dim of a "
+                   "sample; give them one rank (a dim of 1 broadcasts)",
+                   out->ndim, b->ndim, a, c);
+    else
+        shape_fail(sc, SHAPE_LAYER,
+                   "its inputs have shapes %s and %s, which do not broadcast (each pair "
+                   "of dims equal, or one of them 1)",
+                   a, c);
+    return false;
+}
+
+/* The operands' shapes broadcast. Those of activations are per sample, the batch dim in
+ * front; ranks that differ are refused: PyTorch right-aligns whole shapes, so the
+ * shorter's batch dim would meet a sample dim of the other. A constant's or a parameter's
+ * (layer_spec.whole_inputs) is its whole shape, right-aligned against [B, ...]: it may have
+ * as many dims as a sample, or one more whose size is 1 (it broadcasts along the batch).
+ * The output has no batch dim when no operand has one. */
 static bool pointwise_shape(const layer_spec *l, const layer_shape *in, layer_shape *out,
                             shape_check *sc)
 {
-    *out = in[0];
-    for (int k = 1; k < tensor_operands(l); k++) {
-        int nd;
-        int64_t dim[TENSOR_MAX_DIMS];
-        if (in[k].ndim == out->ndim &&
-            shape_broadcast(out->ndim, out->dim, in[k].ndim, in[k].dim, &nd, dim)) {
-            for (int j = 0; j < nd; j++)
-                out->dim[j] = dim[j];
+    int n = tensor_operands(l), first = 0;
+#define WHOLE(k) ((l->whole_inputs >> (k)) & 1u)
+    while (first < n - 1 && WHOLE(first))
+        first++;
+    *out = in[first];
+    bool whole = WHOLE(first);
+    for (int k = 0; k < n; k++) /* the activations first */
+        if (k != first && !WHOLE(k) && !broadcast_into(out, false, &in[k], false, sc))
+            return false;
+    for (int k = 0; k < n; k++) { /* then the whole shapes */
+        if (k == first || !WHOLE(k))
             continue;
+        layer_shape b = in[k];
+        char a[128], c[128];
+        shape_text(out, a, sizeof a);
+        shape_text(&in[k], c, sizeof c);
+        if (!whole && b.ndim == out->ndim + 1) {
+            if (b.dim[0] != 1) {
+                shape_fail(sc, SHAPE_LAYER,
+                           "its input of shape %s (no batch dim) meets the batch dim of [B, %s] "
+                           "with its first dim %lld: that dim must be 1",
+                           c, a, (long long)b.dim[0]);
+                return false;
+            }
+            b.ndim--;
+            memmove(b.dim, b.dim + 1, sizeof(int64_t) * (size_t)b.ndim);
         }
-        char a[128], b[128];
-        shape_text(&in[0], a, sizeof a);
-        shape_text(&in[k], b, sizeof b);
-        if (in[k].ndim != in[0].ndim)
+        if (!whole && b.ndim > out->ndim) {
             shape_fail(sc, SHAPE_LAYER,
-                       "its inputs have %d and %d dims per sample (%s and %s): with the batch "
-                       "dim in front, broadcasting would align the batch with a dim of a "
-                       "sample; give them one rank (a dim of 1 broadcasts)",
-                       in[0].ndim, in[k].ndim, a, b);
-        else
-            shape_fail(sc, SHAPE_LAYER,
-                       "its inputs have shapes %s and %s, which do not broadcast (each pair "
-                       "of dims equal, or one of them 1)",
-                       a, b);
-        return false;
+                       "its input of shape %s (no batch dim) has more dims than [B, %s]", c, a);
+            return false;
+        }
+        if (!broadcast_into(out, whole, &b, true, sc))
+            return false;
     }
+#undef WHOLE
     return true;
 }
 

@@ -44,6 +44,9 @@ static const layer_def *const layer_defs[] = {
     [LAYER_PAD] = &pad_def,
     [LAYER_SELECT] = &select_def,
     [LAYER_STACK] = &stack_def,
+    /* tensors without a batch dim */
+    [LAYER_CONSTANT] = &constant_def,
+    [LAYER_PARAMETER] = &parameter_def,
 /* the pointwise rows' kinds */
 #define ROW_KIND(name, ...) [LAYER_POINTWISE + PW_OP_##name] = &pointwise_defs[PW_OP_##name],
     POINTWISE_OPS(ROW_KIND)
@@ -191,7 +194,9 @@ int layer_defs_check(const layer_def *const *defs, int n, char *err, size_t len)
             return bad(err, len, "layer", i, NULL, "has no definition in the registry");
         const char *p = !d->name || !*d->name ? "has no name"
                         : !d->signature       ? "has no signature (\"\" for none)"
-                        : signature_numbers(d->signature) != d->n_args || (d->n_args && !d->args)
+                        : (d->words == KIND_WORDS_SIGNATURE &&
+                           signature_numbers(d->signature) != d->n_args) ||
+                                (d->n_args && !d->args)
                             ? "has a signature whose numbers are not its args"
                         : !d->shape       ? "has no shape rule"
                         : !d->input_shape ? "has no input_shape rule"
@@ -278,6 +283,21 @@ bool shape_same(const layer_spec *l, const layer_shape *in, layer_shape *out, sh
 bool no_input_shape(const layer_spec *l, layer_shape *in) { return false; }
 
 int no_params(const layer_spec *l, layer_param *out) { return 0; }
+
+bool shape_of_dims(const layer_spec *l, const layer_shape *in, layer_shape *out, shape_check *sc)
+{
+    out->ndim = l->n_dims;
+    for (int j = 0; j < l->n_dims; j++)
+        out->dim[j] = l->dims[j];
+    return true;
+}
+
+tensor *forward_param_itself(run *r, const layer_spec *l, tensor *const *in,
+                             tensor *const *params)
+{
+    tensor_retain(params[0]); /* the module's attribute, read as it is: no op, no node */
+    return params[0];
+}
 
 void layer_out_name(const layer_spec *l, char *buf, size_t len)
 {

@@ -44,6 +44,7 @@
 #define SDPA_SCALE opt_real[0] /* 0: not given, 1/sqrt(E) */
 #define SDPA_GQA opt_bool[1]
 #define SDPA_MASKED(l) ((l)->n_inputs > 3) /* the line names an attn_mask */
+#define SDPA_MASK_WHOLE 1 /* node.index of the probabilities' node: its mask has no batch dim */
 
 /* the geometry of a [B, H, L, E] query against [B, H, S, *] keys or values */
 static sdpa_geom geom_of(const tensor *q, const tensor *kv, bool causal)
@@ -103,21 +104,22 @@ static void give_or_drop(run *r, node *n, int i, tensor *g)
 }
 
 /* the mask's size along each of the scores' [B, H, L, S]: its first dim is the batch's, the
- * others (its per-sample dims) right-aligned to [H, L, S] */
-static void mask_sizes(const tensor *mask, int64_t *size)
+ * others (its per-sample dims) right-aligned to [H, L, S]; a mask without a batch dim (whole:
+ * a constant's) right-aligned to [B, H, L, S], as PyTorch broadcasts it */
+static void mask_sizes(const tensor *mask, bool whole, int64_t *size)
 {
-    size[0] = mask->shape[0];
-    for (int d = 1; d < 4; d++) {
+    size[0] = whole ? 1 : mask->shape[0];
+    for (int d = whole ? 0 : 1; d < 4; d++) {
         int md = d - (4 - mask->ndim);
-        size[d] = md >= 1 ? mask->shape[md] : 1;
+        size[d] = md >= (whole ? 0 : 1) ? mask->shape[md] : 1;
     }
 }
 
 /* the dims of the scores [B, H, L, S] the mask broadcasts along, as a reduction's mask */
-static unsigned mask_broadcast_dims(const tensor *mask, const tensor *scores)
+static unsigned mask_broadcast_dims(const tensor *mask, bool whole, const tensor *scores)
 {
     int64_t size[4];
-    mask_sizes(mask, size);
+    mask_sizes(mask, whole, size);
     unsigned dims = 0;
     for (int d = 0; d < 4; d++)
         if (size[d] == 1 && scores->shape[d] > 1)
@@ -130,7 +132,7 @@ static unsigned mask_broadcast_dims(const tensor *mask, const tensor *scores)
 static void give_mask_grad(run *r, node *n, const tensor *ds)
 {
     tensor *dm = node_grad_tensor(r, n, 2);
-    unsigned dims = mask_broadcast_dims(dm, ds);
+    unsigned dims = mask_broadcast_dims(dm, n->index == SDPA_MASK_WHOLE, ds);
     const op_params none = {.seed = 0};
     round_stats st;
     round_stats *stp = run_stats(r, &st);
@@ -213,10 +215,10 @@ static tensor *query_heads(run *r, const layer_spec *l, tensor *x, int64_t heads
 
 /* the mask's strides over the scores' [b, h, i, j] (mask_sizes' alignment), 0 along the
  * dims it broadcasts */
-static void mask_strides(const tensor *mask, int64_t *stride)
+static void mask_strides(const tensor *mask, bool whole, int64_t *stride)
 {
     int64_t size[4], s = 1;
-    mask_sizes(mask, size);
+    mask_sizes(mask, whole, size);
     for (int d = 3; d >= 0; d--) {
         stride[d] = size[d] == 1 ? 0 : s;
         s *= size[d];
@@ -291,8 +293,10 @@ static tensor *sdpa_forward(run *r, const layer_spec *l, tensor *const *in, tens
     tensor_release(&r->pool, k32);
 
     sdpa_geom g = geom_of(qs, ks, l->SDPA_CAUSAL);
+    /* a mask without a batch dim (a constant's), which the probabilities' node keeps */
+    bool whole = ma && l->inputs[3] != LAYER_INPUT && r->cfg->layers[l->inputs[3]].out_whole;
     if (ma)
-        mask_strides(ma, g.mask_stride);
+        mask_strides(ma, whole, g.mask_stride);
     char name[TENSOR_NAME_MAX];
     snprintf(name, sizeof name, "%s.probs", l->name);
     int64_t ps[4] = {qs->shape[0], qs->shape[1], g.l, g.s};
@@ -304,8 +308,10 @@ static tensor *sdpa_forward(run *r, const layer_spec *l, tensor *const *in, tens
     tensor *qkm[3] = {qs, ks, ma};
     node *n = tape_record(r, ma ? "bmm+add+_safe_softmax" : "bmm+_safe_softmax", probs_backward, p,
                           qkm, ma ? 3 : 2);
-    if (n)
+    if (n) {
         n->scalar = g.causal;
+        n->index = whole ? SDPA_MASK_WHOLE : 0;
+    }
     tape_save(n, 0, qs);
     tape_save(n, 1, ks);
     tape_save(n, 2, p);
@@ -374,7 +380,7 @@ static bool sdpa_shape(const layer_spec *l, const layer_shape *in, layer_shape *
 {
     static const char *const names[3] = {"query", "key", "value"};
     for (int i = 0; i < 3; i++)
-        if (in[i].ndim != 3) {
+        if (in[i].ndim != 3 || (l->whole_inputs >> i & 1u)) {
             char s[128];
             shape_text(&in[i], s, sizeof s);
             shape_fail(sc, SHAPE_INPUT,
@@ -446,4 +452,5 @@ const layer_def scaled_dot_product_attention_def = {
     .describe = sdpa_describe,
     .n_inputs = 4,
     .n_optional_inputs = 1,
+    .whole_inputs = true, /* the mask's: q, k and v are refused by the shape rule */
 };

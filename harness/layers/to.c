@@ -66,4 +66,5 @@ const layer_def to_def = {
     .n_autocast = COUNT_OF(to_autocast),
     .forward = to_forward,
     .describe = to_describe,
+    .whole_inputs = true, /* a constant's or a parameter's .to(dtype) */
 };

@@ -20,6 +20,7 @@ typedef struct values_job {
     double bound;         /* PARAM_INIT_UNIFORM_FAN_IN: the uniform's bound */
     param_init init_kind; /* a parameter's init when there is no file */
     int64_t zero_row;     /* PARAM_INIT_NORMAL: the padding_idx row, zeroed; -1: none */
+    double mean, std;     /* PARAM_INIT_NORMAL_STD, PARAM_INIT_TRUNC_NORMAL */
 } values_job;
 
 static void upload(const values_job *j, backend_values_fn make)
@@ -87,6 +88,38 @@ static float *host_floats(run *r, int64_t n, const char *what)
     return v;
 }
 
+/* init.trunc_normal_(mean, std, a=-2, b=2) (torch/nn/init.py): N(mean, std^2) conditioned
+ * on [a, b], the absolute bounds PyTorch gives by default. PyTorch draws it by inverting the
+ * normal's CDF of a uniform; here each value outside [a, b] is drawn again from a stream of
+ * its own round (the same distribution; neither draws PyTorch's numbers, as no init here
+ * does). */
+static void trunc_normal(const values_job *j, float *v, int64_t n)
+{
+    const double a = -2.0, b = 2.0;
+    float *redraw = host_floats(j->r, n, j->t->name);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = NAN;
+    for (uint64_t round = 0;; round++) {
+        bool left = false;
+        rng_fill_normal(j->r->cfg->seed, j->stream ^ (round << 40), redraw, n);
+        for (int64_t i = 0; i < n; i++) {
+            double x = j->mean + j->std * (double)redraw[i];
+            if (isnan(v[i]) && x >= a && x <= b)
+                v[i] = (float)x;
+            left = left || isnan(v[i]);
+        }
+        if (!left)
+            break;
+        if (round == 1000) {
+            free(redraw);
+            free(v);
+            run_fail(j->r, "%s: trunc_normal_ with mean %g and std %g draws no value in [-2, 2]",
+                     j->t->name, j->mean, j->std);
+        }
+    }
+    free(redraw);
+}
+
 /* a parameter's values: its [init] file's, or its initialisation (layer.h's param_init) */
 static void *param_values(void *ctx)
 {
@@ -108,6 +141,14 @@ static void *param_values(void *ctx)
                 v[j->zero_row * cols + c] = 0.0f;
             break;
         }
+        case PARAM_INIT_NORMAL_STD: /* init.normal_(mean, std) */
+            rng_fill_normal(j->r->cfg->seed, j->stream, v, t->numel);
+            for (int64_t i = 0; i < t->numel; i++)
+                v[i] = (float)(j->mean + j->std * (double)v[i]);
+            break;
+        case PARAM_INIT_TRUNC_NORMAL:
+            trunc_normal(j, v, t->numel);
+            break;
         case PARAM_INIT_ONES:
         case PARAM_INIT_ZEROS:
         case PARAM_BUFFER_ONES:
@@ -115,23 +156,30 @@ static void *param_values(void *ctx)
             for (int64_t i = 0; i < t->numel; i++)
                 v[i] = j->init_kind == PARAM_INIT_ONES || j->init_kind == PARAM_BUFFER_ONES;
             break;
+        case PARAM_BUFFER_FILE: /* its file is an [init] entry (case/model.c) */
+            free(v);
+            run_fail(j->r, "%s: a constant without its file", t->name);
         }
     }
     return in_dtype(j, v);
 }
 
 /* a parameter, or a buffer (no gradient: not a leaf autograd tracks) */
-static tensor *make_param(run *r, uint64_t stream, const char *layer, const char *what, int ndim,
-                          const int64_t *shape, const layer_param *lp, double bound)
+static tensor *make_param(run *r, uint64_t stream, const layer_spec *l, const char *what,
+                          int ndim, const int64_t *shape, const layer_param *lp, double bound)
 {
     char name[TENSOR_NAME_MAX];
-    snprintf(name, sizeof name, "%s.%s", layer, what);
+    snprintf(name, sizeof name, "%s.%s", l->name, what);
     bool buffer = param_is_buffer(lp);
-    tensor *p = run_tensor(r, name, r->cfg->params, ndim, shape, buffer ? MEM_BUFFERS : MEM_PARAMS);
+    /* a constant keeps its file's dtype unless module.half() or .bfloat16() casts it */
+    dtype dt = lp->init == PARAM_BUFFER_FILE && r->cfg->params == DTYPE_FLOAT32 ? l->file_dtype
+                                                                              : r->cfg->params;
+    tensor *p = run_tensor(r, name, dt, ndim, shape, buffer ? MEM_BUFFERS : MEM_PARAMS);
     tensor_why(p, DTYPE_REASON_PARAM, NULL, NULL, 0);
     upload(&(values_job){.r = r, .t = p, .init = find_init(r->cfg, name), .stream = stream,
                          .bound = bound, .init_kind = lp->init,
-                         .zero_row = lp->init == PARAM_INIT_NORMAL ? lp->fan_in : -1},
+                         .zero_row = lp->init == PARAM_INIT_NORMAL ? lp->fan_in : -1,
+                         .mean = l->init_mean, .std = l->init_std},
            param_values);
     p->is_leaf = !buffer;
     p->requires_grad = !buffer;
@@ -180,6 +228,9 @@ static double init_bound(const layer_param *p)
     case PARAM_INIT_UNIFORM_FAN_IN:
         return 1.0 / sqrt((double)p->fan_in); /* kaiming_uniform_(a=sqrt(5)) and bias */
     case PARAM_INIT_NORMAL: /* normal_ */
+    case PARAM_INIT_NORMAL_STD:
+    case PARAM_INIT_TRUNC_NORMAL:
+    case PARAM_BUFFER_FILE:
     case PARAM_INIT_ONES:
     case PARAM_INIT_ZEROS:
     case PARAM_BUFFER_ONES:
@@ -268,7 +319,7 @@ void model_init(run *r, model *m)
                 m->layer_params[i][0] = m->layer_params[l->tied][0];
                 continue;
             }
-            tensor *p = make_param(r, (uint64_t)m->n_params + 1, l->name, ps[k].name, ps[k].ndim,
+            tensor *p = make_param(r, (uint64_t)m->n_params + 1, l, ps[k].name, ps[k].ndim,
                                    ps[k].shape, &ps[k], init_bound(&ps[k]));
             m->layer_params[i][k] = p;
             if (!param_is_buffer(&ps[k]))
