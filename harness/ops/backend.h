@@ -277,6 +277,17 @@ typedef void *(*backend_values_fn)(void *ctx);
     X(batch_norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,          \
                                    const tensor *x, const tensor *mean, const tensor *invstd,  \
                                    tensor *dw, round_stats *st))                               \
+    /* batch_norm in eval mode (Normalization.cu's batch_norm_cuda_out with train false):    \
+     * mean = the running mean read as float32 (save_mean.copy_(running_mean)), invstd =      \
+     * 1 / sqrt(running_var + eps) in float32 (batch_norm_calc_invstd); nothing updated,      \
+     * nothing counted (mean and invstd are float32) */                                        \
+    X(batch_norm_eval_stats, (backend *be, const norm_geom *g, const tensor *running_mean,     \
+                              const tensor *running_var, tensor *mean, tensor *invstd))        \
+    /* eval mode's dx = dy * (invstd * w) per channel (Normalization.cuh's                    \
+     * batch_norm_backward_kernel with train false: go * grad_scale); w may be NULL */         \
+    X(batch_norm_backward_eval_input, (backend *be, const norm_geom *g, const tensor *dy,      \
+                                       const tensor *invstd, const tensor *w, tensor *dx,      \
+                                       round_stats *st))                                       \
     /* ---- pooling (cpu/pool.c, kernels/pool.cu): NCHW, g's c_in = c_out, dilation 1 ---- */ \
     /* y = the max of each window (NaN wins; padding never does), indices (int64) its         \
      * position h * W + w in the input plane */                                               \
@@ -392,7 +403,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 13
+#define BACKEND_ABI_VERSION 14
 
 #ifdef __cplusplus
 extern "C" {

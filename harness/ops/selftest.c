@@ -1040,6 +1040,17 @@ static void check_norm(selftest *c, round_stats *st)
         }
 }
 
+/* running_mean normal, running_var in [0.5, inf) [ch], in dtype pt */
+static void make_running_stats(selftest *c, dtype pt, int64_t ch, pair *rm, pair *rv)
+{
+    float *v = gen(c, ch, GEN_NORMAL, 1.0f);
+    for (int64_t i = 0; v && i < ch; i++)
+        v[i] = 0.5f + fabsf(v[i]);
+    *rm = make_random(c, "running_mean", pt, 1, &ch, GEN_NORMAL, 1.0f);
+    *rv = make(c, "running_var", pt, 1, &ch, v);
+    free(v);
+}
+
 /* batch_norm's ops over [N, C, HW], with the input, parameter and running-stat dtypes of
  * each path _select_batch_norm_backend takes (one dtype, or a half input with float32) */
 static void check_batch_norm(selftest *c, round_stats *st)
@@ -1061,13 +1072,9 @@ static void check_batch_norm(selftest *c, round_stats *st)
             char what[96];
             snprintf(what, sizeof what, "x %s, w %s [%lld, %lld, %lld]", dtype_name(dt),
                      dtype_name(pt), (long long)g->n, (long long)g->groups, (long long)g->inner);
-            float *v = gen(c, ch, GEN_NORMAL, 1.0f);
-            for (int64_t i = 0; v && i < ch; i++)
-                v[i] = 0.5f + fabsf(v[i]);
             pair x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
-            pair rm = make_random(c, "running_mean", pt, 1, &ch, GEN_NORMAL, 1.0f);
-            pair rv = make(c, "running_var", pt, 1, &ch, v);
-            free(v);
+            pair rm, rv;
+            make_running_stats(c, pt, ch, &rm, &rv);
             pair mean = make(c, "mean", DTYPE_FLOAT32, 1, &ch, NULL);
             pair invstd = make(c, "invstd", DTYPE_FLOAT32, 1, &ch, NULL);
             round_stats sv[2];
@@ -1124,6 +1131,30 @@ static void check_batch_norm(selftest *c, round_stats *st)
                           c->s[i].be, g, dy.t[i], x.t[i], mean.t[i], invstd.t[i], dw.t[i], &st[i]));
             compare(c, "dw", dw, st, CLOSE);
             report(c, "batch_norm_backward_weight", "%s", what);
+
+            make_running_stats(c, pt, ch, &rm, &rv);
+            mean = make(c, "mean", DTYPE_FLOAT32, 1, &ch, NULL);
+            invstd = make(c, "invstd", DTYPE_FLOAT32, 1, &ch, NULL);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_eval_stats(c->s[i].be, g, rm.t[i], rv.t[i],
+                                                        mean.t[i], invstd.t[i]));
+            compare(c, "mean", mean, NULL, EXACT);
+            compare(c, "invstd", invstd, NULL, EXACT);
+            report(c, "batch_norm_eval_stats", "%s", what);
+
+            invstd = make_random(c, "invstd", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            w = make_random(c, "w", pt, 1, &ch, GEN_NORMAL, 1.0f);
+            dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
+            dx = make(c, "dx", dt, 1, &n, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_backward_eval_input(c->s[i].be, g, dy.t[i],
+                                                                 invstd.t[i], w.t[i], dx.t[i],
+                                                                 &st[i]));
+            compare(c, "dx", dx, st, EXACT);
+            report(c, "batch_norm_backward_eval_input", "%s", what);
         }
 }
 
