@@ -303,6 +303,14 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* dx = sum over the windows holding the element of dy / divisor */                      \
     X(avg_pool2d_backward, (backend *be, const conv2d_geom *g, bool count_include_pad,         \
                             const tensor *dy, tensor *dx, round_stats *st))                   \
+    /* ---- upsampling (cpu/interpolate.c, kernels/interpolate.cu): NCHW, g's c_in = c_out,   \
+     * the integer scale factor in g->stride; index rules in interpolate_math.h ---- */       \
+    /* y = F.interpolate(x, scale_factor=stride, mode="nearest") (upsample_nearest2d) */      \
+    X(upsample_nearest2d_forward, (backend *be, const conv2d_geom *g, const tensor *x,         \
+                                   tensor *y, round_stats *st))                                \
+    /* dx = the float32 sum of dy over the outputs that copy each input, rounded once */      \
+    X(upsample_nearest2d_backward, (backend *be, const conv2d_geom *g, const tensor *dy,       \
+                                    tensor *dx, round_stats *st))                              \
     /* ---- graph models ---- */                                                                 \
     /* y[n, :] = w[idx[n], :]; idx int64 [N], w [V, C], y [N, C] in w's dtype */                 \
     X(embedding_forward, (backend *be, const tensor *idx, const tensor *w, tensor *y,            \

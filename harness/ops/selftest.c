@@ -1249,6 +1249,49 @@ static void check_pools(selftest *c, round_stats *st)
         }
 }
 
+/* upsample_nearest2d, scale factors 1 to 3, in each float dtype */
+static void check_upsample(selftest *c, round_stats *st)
+{
+    static const int64_t shapes[][5] = {
+        /* n, c, h, w, scale factor */
+        {2, 3, 4, 5, 2},
+        {1, 2, 3, 3, 3},
+        {1, 1, 5, 2, 1},
+    };
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int a = 0; a < 3; a++) {
+            const int64_t *s = shapes[k];
+            dtype dt = float_dtypes[a];
+            conv2d_geom g = {.n = s[0], .c_in = s[1], .c_out = s[1], .h_in = s[2],
+                             .w_in = s[3], .h_out = s[2] * s[4], .w_out = s[3] * s[4],
+                             .stride = s[4]};
+            const int64_t xs[4] = {g.n, g.c_in, g.h_in, g.w_in},
+                          ys[4] = {g.n, g.c_out, g.h_out, g.w_out};
+            char what[96];
+            snprintf(what, sizeof what, "%s %lldx%lld scale_factor %lld", dtype_name(dt),
+                     (long long)s[2], (long long)s[3], (long long)s[4]);
+            pair x = make_random(c, "x", dt, 4, xs, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 4, ys, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->upsample_nearest2d_forward(c->s[i].be, &g, x.t[i], y.t[i],
+                                                             &st[i]));
+            compare(c, "y", y, st, EXACT);
+            report(c, "upsample_nearest2d_forward", "%s", what);
+
+            pair dy = make_random(c, "dy", dt, 4, ys, GEN_NORMAL, 1.0f);
+            pair dx = make(c, "dx", dt, 4, xs, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->upsample_nearest2d_backward(c->s[i].be, &g, dy.t[i], dx.t[i],
+                                                              &st[i]));
+            compare(c, "dx", dx, st, EXACT);
+            report(c, "upsample_nearest2d_backward", "%s", what);
+        }
+}
+
 static void check_losses(selftest *c, round_stats *st)
 {
     static const int64_t ls_shapes[2][2] = {{6, 10}, {5, 300}};
@@ -2024,6 +2067,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     /* normalization and pooling */
     check_norm(c, st);
     check_batch_norm(c, st);
+    check_upsample(c, st);
     check_pools(c, st);
     /* graph models */
     check_graph_ops(c, st);
