@@ -447,3 +447,48 @@ int cuda_batch_norm_backward_weight(backend *be, const norm_geom *g, const tenso
     cuda_scratch_free(be, sums, bytes);
     return 0;
 }
+
+/* ---- batch_norm in eval mode: the running stats, read and not updated ---- */
+__global__ void bn_eval_stats_kernel(norm_geom g, const void *run_mean, const void *run_var,
+                                     dtype run_dt, void *mean, dtype mean_dt, void *invstd,
+                                     dtype invstd_dt)
+{
+    for (int64_t ch = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; ch < g.groups;
+         ch += (int64_t)gridDim.x * blockDim.x) {
+        float v = load_as_float(run_var, run_dt, ch);
+        store_from_float(mean, mean_dt, ch, load_as_float(run_mean, run_dt, ch));
+        store_from_float(invstd, invstd_dt, ch, 1.0f / sqrtf(v + g.eps));
+    }
+}
+
+int cuda_batch_norm_eval_stats(backend *be, const norm_geom *g, const tensor *running_mean,
+                               const tensor *running_var, tensor *mean, tensor *invstd)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    bn_eval_stats_kernel<<<row_blocks(c, (g->groups + CUDA_THREADS - 1) / CUDA_THREADS),
+                           CUDA_THREADS, 0, c->stream>>>(
+        *g, running_mean->data, running_var->data, running_mean->dtype, mean->data, mean->dtype,
+        invstd->data, invstd->dtype);
+    LAUNCH_CHECK();
+    return 0;
+}
+
+/* batch_norm_backward_kernel's eval branch: go * grad_scale, grad_scale = invstd * w */
+struct bn_grad_input_eval_op {
+    bn_args a;
+    __device__ float operator()(int64_t i) const
+    {
+        int64_t ch = i / a.g.inner % a.g.groups;
+        float grad_scale = load_as_float(a.invstd, a.invstd_dt, ch) * weight_at(a.w, a.w_dt, ch);
+        return load_as_float(a.dy, a.dy_dt, i) * grad_scale;
+    }
+};
+
+int cuda_batch_norm_backward_eval_input(backend *be, const norm_geom *g, const tensor *dy,
+                                        const tensor *invstd, const tensor *w, tensor *dx,
+                                        round_stats *st)
+{
+    bn_args a = bn_grad_args(g, dy, dy, NULL, invstd, w);
+    launch_store(be, bn_grad_input_eval_op{a}, dx, st);
+    return 0;
+}

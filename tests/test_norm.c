@@ -211,6 +211,29 @@ static void bn_fd(const bn_layout *f, double *v, int64_t n, double *x, double *w
     }
 }
 
+/* float32 tensors of a batch_norm check: x, w, b, dy, the running stats, and zeroed mean,
+ * invstd, y, dx, dw [C] */
+typedef struct bn_tensors {
+    tensor *x, *w, *b, *dy, *rm, *rv, *mean, *invstd, *y, *dx, *dw;
+} bn_tensors;
+
+static bn_tensors bn_tensors_make(test_env *e, const bn_layout *f, float *xf, float *wf,
+                                  float *bf, float *rf, float *rmf, float *rvf)
+{
+    int64_t xs[1] = {f->n * f->c * f->hw}, cs[1] = {f->c};
+    return (bn_tensors){env_tensor(e, "x", DTYPE_FLOAT32, 1, xs, xf),
+                        env_tensor(e, "w", DTYPE_FLOAT32, 1, cs, wf),
+                        env_tensor(e, "b", DTYPE_FLOAT32, 1, cs, bf),
+                        env_tensor(e, "dy", DTYPE_FLOAT32, 1, xs, rf),
+                        env_tensor(e, "rm", DTYPE_FLOAT32, 1, cs, rmf),
+                        env_tensor(e, "rv", DTYPE_FLOAT32, 1, cs, rvf),
+                        env_zeros(e, "mean", DTYPE_FLOAT32, 1, cs),
+                        env_zeros(e, "invstd", DTYPE_FLOAT32, 1, cs),
+                        env_zeros(e, "y", DTYPE_FLOAT32, 1, xs),
+                        env_zeros(e, "dx", DTYPE_FLOAT32, 1, xs),
+                        env_zeros(e, "dw", DTYPE_FLOAT32, 1, cs)};
+}
+
 static void check_bn_fd(const bn_layout *f, uint64_t seed)
 {
     int64_t n = f->n * f->c * f->hw;
@@ -231,16 +254,10 @@ static void check_bn_fd(const bn_layout *f, uint64_t seed)
     norm_geom g = {f->n, f->c, 1, f->hw, 1e-5f, NORM_CENTERED};
     test_env e;
     env_open(&e);
-    int64_t xs[1] = {n}, cs[1] = {f->c};
-    tensor *tx = env_tensor(&e, "x", DTYPE_FLOAT32, 1, xs, xf);
-    tensor *tw = env_tensor(&e, "w", DTYPE_FLOAT32, 1, cs, wf);
-    tensor *tb = env_tensor(&e, "b", DTYPE_FLOAT32, 1, cs, bf);
-    tensor *dy = env_tensor(&e, "dy", DTYPE_FLOAT32, 1, xs, rf);
-    tensor *rm = env_tensor(&e, "rm", DTYPE_FLOAT32, 1, cs, rmf);
-    tensor *rv = env_tensor(&e, "rv", DTYPE_FLOAT32, 1, cs, rvf);
-    tensor *mean = env_zeros(&e, "mean", DTYPE_FLOAT32, 1, cs);
-    tensor *invstd = env_zeros(&e, "invstd", DTYPE_FLOAT32, 1, cs);
-    tensor *y = env_zeros(&e, "y", DTYPE_FLOAT32, 1, xs);
+    int64_t cs[1] = {f->c};
+    bn_tensors t = bn_tensors_make(&e, f, xf, wf, bf, rf, rmf, rvf);
+    tensor *tx = t.x, *tw = t.w, *tb = t.b, *dy = t.dy, *rm = t.rm, *rv = t.rv;
+    tensor *mean = t.mean, *invstd = t.invstd, *y = t.y;
     cr_assert_eq(e.be->batch_norm_stats(e.be, &g, tx, 0.1f, mean, invstd, rm, rv, NULL, NULL), 0);
     cr_assert_eq(e.be->batch_norm_forward(e.be, &g, tx, mean, invstd, tw, tb, y, NULL), 0);
     bn_loss(f, x, w, b, rf, want);
@@ -262,9 +279,7 @@ static void check_bn_fd(const bn_layout *f, uint64_t seed)
         cr_expect(fabs(tensor_at(rv, c) - want_v) <= 1e-5 * (1 + fabs(want_v)), "running_var[%lld]",
                   (long long)c);
     }
-    tensor *dx = env_zeros(&e, "dx", DTYPE_FLOAT32, 1, xs);
-    tensor *dw = env_zeros(&e, "dw", DTYPE_FLOAT32, 1, cs);
-    tensor *db = env_zeros(&e, "db", DTYPE_FLOAT32, 1, cs);
+    tensor *dx = t.dx, *dw = t.dw, *db = env_zeros(&e, "db", DTYPE_FLOAT32, 1, cs);
     cr_assert_eq(e.be->batch_norm_backward_input(e.be, &g, dy, tx, mean, invstd, tw, dx, NULL), 0);
     cr_assert_eq(e.be->batch_norm_backward_weight(e.be, &g, dy, tx, mean, invstd, dw, NULL), 0);
     cr_assert_eq(reduce_channel_sum(e.be, dy, f->n, f->hw, db, NULL), 0);
@@ -284,6 +299,79 @@ Test(norm, batch_norm_backward_matches_finite_differences)
     check_bn_fd(&(bn_layout){2, 5, 1}, 10);
     check_bn_fd(&(bn_layout){1, 2, 30}, 11);
     check_bn_fd(&(bn_layout){3, 4, 9}, 12);
+}
+
+/* eval mode: y = (x - rm[c]) / sqrt(rv[c] + eps) * w[c] + b[c], linear in x, w and b; the
+ * gradients of L = sum(R * y) by float64 finite differences of that formula */
+static double bn_eval_loss(const bn_layout *f, const double *x, const double *w, const double *b,
+                           const float *rm, const float *rv, const float *r)
+{
+    double L = 0;
+    for (int64_t n = 0; n < f->n; n++)
+        for (int64_t c = 0; c < f->c; c++)
+            for (int64_t i = 0; i < f->hw; i++) {
+                int64_t at = (n * f->c + c) * f->hw + i;
+                L += r[at] * ((x[at] - rm[c]) / sqrt((double)rv[c] + 1e-5) * w[c] + b[c]);
+            }
+    return L;
+}
+
+static void expect_bn_eval_fd(const char *what, const tensor *got, double *v, int64_t n,
+                              const bn_layout *f, const double *x, const double *w,
+                              const double *b, const float *rm, const float *rv, const float *r)
+{
+    for (int64_t j = 0; j < n; j++) {
+        double keep = v[j];
+        v[j] = keep + FD_H;
+        double up = bn_eval_loss(f, x, w, b, rm, rv, r);
+        v[j] = keep - FD_H;
+        double down = bn_eval_loss(f, x, w, b, rm, rv, r);
+        v[j] = keep;
+        double want = (up - down) / (2 * FD_H), g = tensor_at(got, j);
+        cr_expect(fabs(g - want) <= 1e-4 * (1 + fabs(want)), "%s[%lld]: %g, differences %g", what,
+                  (long long)j, g, want);
+    }
+}
+
+Test(norm, batch_norm_eval_backward_matches_finite_differences)
+{
+    bn_layout f = {3, 4, 5};
+    int64_t n = f.n * f.c * f.hw;
+    rng gen;
+    rng_seed(&gen, 31);
+    static float xf[MAXN], rf[MAXN], wf[8], bf[8], rmf[8], rvf[8];
+    static double x[MAXN], w[8], b[8];
+    for (int64_t i = 0; i < n; i++) {
+        xf[i] = (float)(2 * rng_normal(&gen) + 0.3), rf[i] = (float)rng_normal(&gen);
+        x[i] = xf[i];
+    }
+    for (int64_t c = 0; c < f.c; c++) {
+        wf[c] = (float)(1 + 0.5 * rng_normal(&gen)), bf[c] = (float)(0.5 * rng_normal(&gen));
+        w[c] = wf[c], b[c] = bf[c];
+        rmf[c] = (float)(0.3 * rng_normal(&gen)), rvf[c] = (float)(0.5 + 0.4 * c);
+    }
+    norm_geom g = {f.n, f.c, 1, f.hw, 1e-5f, NORM_CENTERED};
+    test_env e;
+    env_open(&e);
+    bn_tensors t = bn_tensors_make(&e, &f, xf, wf, bf, rf, rmf, rvf);
+    tensor *tx = t.x, *tw = t.w, *tb = t.b, *dy = t.dy, *rm = t.rm, *rv = t.rv;
+    tensor *mean = t.mean, *invstd = t.invstd, *y = t.y, *dx = t.dx, *dw = t.dw;
+    cr_assert_eq(e.be->batch_norm_eval_stats(e.be, &g, rm, rv, mean, invstd), 0);
+    cr_assert_eq(e.be->batch_norm_forward(e.be, &g, tx, mean, invstd, tw, tb, y, NULL), 0);
+    cr_assert_eq(e.be->batch_norm_backward_eval_input(e.be, &g, dy, invstd, tw, dx, NULL), 0);
+    cr_assert_eq(e.be->batch_norm_backward_weight(e.be, &g, dy, tx, mean, invstd, dw, NULL), 0);
+    for (int64_t c = 0; c < f.c; c++) /* the running stats are read, not updated */
+        cr_expect(tensor_at(rm, c) == rmf[c] && tensor_at(rv, c) == rvf[c], "running stats %lld",
+                  (long long)c);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = i / f.hw % f.c;
+        double want = (x[i] - rmf[c]) / sqrt((double)rvf[c] + 1e-5) * w[c] + b[c];
+        cr_expect(fabs(tensor_at(y, i) - want) <= 1e-5 * (1 + fabs(want)), "y[%lld]",
+                  (long long)i);
+    }
+    expect_bn_eval_fd("dx", dx, x, n, &f, x, w, b, rmf, rvf, rf);
+    expect_bn_eval_fd("dw", dw, w, f.c, &f, x, w, b, rmf, rvf, rf);
+    env_close(&e);
 }
 
 /* ---- PyTorch's values ---- */
@@ -312,18 +400,23 @@ static const ref_config ref_configs[] = {
     {"rms_norm-bf16-half", NORM_RMS, 0, DTYPE_BFLOAT16, DTYPE_BFLOAT16},
 };
 
-/* batch_norm's: the input's dtype, the parameters' and running stats' */
+/* batch_norm's: the input's dtype, the parameters' and running stats', the mode */
 typedef struct bn_ref_config {
     const char *name;
     dtype x, par;
+    bool training;
 } bn_ref_config;
 
 static const bn_ref_config bn_ref_configs[] = {
-    {"batch_norm-f32-4x3x5x5", DTYPE_FLOAT32, DTYPE_FLOAT32},
-    {"batch_norm-f32-2x6x3x7", DTYPE_FLOAT32, DTYPE_FLOAT32},
-    {"batch_norm-f16-mixed", DTYPE_FLOAT16, DTYPE_FLOAT32},
-    {"batch_norm-f16-half", DTYPE_FLOAT16, DTYPE_FLOAT16},
-    {"batch_norm-bf16-half", DTYPE_BFLOAT16, DTYPE_BFLOAT16},
+    {"batch_norm-f32-4x3x5x5", DTYPE_FLOAT32, DTYPE_FLOAT32, true},
+    {"batch_norm-f32-2x6x3x7", DTYPE_FLOAT32, DTYPE_FLOAT32, true},
+    {"batch_norm-f16-mixed", DTYPE_FLOAT16, DTYPE_FLOAT32, true},
+    {"batch_norm-f16-half", DTYPE_FLOAT16, DTYPE_FLOAT16, true},
+    {"batch_norm-bf16-half", DTYPE_BFLOAT16, DTYPE_BFLOAT16, true},
+    {"batch_norm_eval-f32-4x3x5x5", DTYPE_FLOAT32, DTYPE_FLOAT32, false},
+    {"batch_norm_eval-f32-1x6x1x1", DTYPE_FLOAT32, DTYPE_FLOAT32, false},
+    {"batch_norm_eval-f16-mixed", DTYPE_FLOAT16, DTYPE_FLOAT32, false},
+    {"batch_norm_eval-bf16-half", DTYPE_BFLOAT16, DTYPE_BFLOAT16, false},
 };
 
 static npy_array ref_read(const char *cfg, const char *t)
@@ -430,11 +523,18 @@ Test(norm, batch_norm_values_match_pytorch)
         tensor *dx = env_zeros(&e, "dx", rc->x, x->ndim, x->shape);
         tensor *dw = env_zeros(&e, "dw", rc->par, 1, &g.groups);
         tensor *db = env_zeros(&e, "db", rc->par, 1, &g.groups);
-        cr_assert_eq(e.be->batch_norm_stats(e.be, &g, x, 0.1f, mean, invstd, rm, rv, NULL, NULL),
-                     0);
+        if (rc->training)
+            cr_assert_eq(
+                e.be->batch_norm_stats(e.be, &g, x, 0.1f, mean, invstd, rm, rv, NULL, NULL), 0);
+        else
+            cr_assert_eq(e.be->batch_norm_eval_stats(e.be, &g, rm, rv, mean, invstd), 0);
         cr_assert_eq(e.be->batch_norm_forward(e.be, &g, x, mean, invstd, w, b, y, NULL), 0);
-        cr_assert_eq(e.be->batch_norm_backward_input(e.be, &g, dy, x, mean, invstd, w, dx, NULL),
-                     0);
+        if (rc->training)
+            cr_assert_eq(
+                e.be->batch_norm_backward_input(e.be, &g, dy, x, mean, invstd, w, dx, NULL), 0);
+        else
+            cr_assert_eq(e.be->batch_norm_backward_eval_input(e.be, &g, dy, invstd, w, dx, NULL),
+                         0);
         cr_assert_eq(e.be->batch_norm_backward_weight(e.be, &g, dy, x, mean, invstd, dw, NULL), 0);
         cr_assert_eq(reduce_channel_sum(e.be, dy, g.n, g.inner, db, NULL), 0);
         expect_ref(rc->name, "y", y);
@@ -568,23 +668,39 @@ Test(norm, cases_hold_their_expectations)
     }
 }
 
-Test(norm, batch_norm_needs_more_than_one_value_per_channel)
+/* batch_norm2d 3 OPTS on one value per channel (batch 1, 3x1x1): the run's result */
+static void run_one_value_per_channel(const char *opts, case_result *res)
 {
     make_temp_dir(tmp_dir, sizeof tmp_dir);
-    char path[PATH_MAX], out[64];
-    write_file(tmp_dir, "one.case",
-               "[model]\nbn = batch_norm2d 3\nflat = flatten\nfc = linear 3 -> 2\n"
-               "[data]\nbatch = 1\nshape = 3x1x1\ntarget = classes\n",
-               path, sizeof path);
+    char path[PATH_MAX], out[64], text[256];
+    snprintf(text, sizeof text,
+             "[model]\nbn = batch_norm2d 3%s\nflat = flatten\nfc = linear 3 -> 2\n"
+             "[data]\nbatch = 1\nshape = 3x1x1\ntarget = classes\n",
+             opts);
+    write_file(tmp_dir, "one.case", text, path, sizeof path);
     make_temp_dir(out, sizeof out);
+    run_case_file(path, out, res, NULL);
+    rm_rf(out);
+    rm_rf(tmp_dir);
+}
+
+Test(norm, batch_norm_needs_more_than_one_value_per_channel)
+{
     case_result res;
-    run_case_file(path, out, &res, NULL);
+    run_one_value_per_channel("", &res);
     cr_expect(!res.ok);
     cr_expect_not_null(strstr(res.error, "Expected more than 1 value per channel when training, "
                                          "got input size torch.Size([1, 3, 1, 1])"),
                        "%s", res.error);
-    rm_rf(out);
-    rm_rf(tmp_dir);
+}
+
+/* eval mode verifies no batch size (F.batch_norm calls _verify_batch_size only when
+ * training): one value per channel runs */
+Test(norm, batch_norm_eval_takes_one_value_per_channel)
+{
+    case_result res;
+    run_one_value_per_channel(" training=no", &res);
+    cr_expect(res.ok, "%s", res.error);
 }
 
 /* ---- saved for backward, against saved_tensors_hooks ---- */

@@ -59,6 +59,8 @@ RECIPES = {
     "avg_pool2d": lambda t, dt: torch.ops.aten.avg_pool2d(t((1, 2, 4, 4), dt), [2, 2]),
     "adaptive_avg_pool2d": lambda t, dt: torch.ops.aten.adaptive_avg_pool2d(
         t((1, 2, 4, 4), dt), [1, 1]),
+    "upsample_nearest2d.vec": lambda t, dt: torch.ops.aten.upsample_nearest2d.vec(
+        t((1, 2, 4, 4), dt), None, [2.0, 2.0]),
     "cat": lambda t, dt: torch.ops.aten.cat([t((2, 3), dt), t((2, 5), dt)], -1),
     "stack": lambda t, dt: torch.ops.aten.stack([t((2, 3), dt), t((2, 3), dt)], 1),
     "constant_pad_nd": lambda t, dt: torch.ops.aten.constant_pad_nd(t((2, 3), dt), [1, 2], 0.5),

@@ -30,6 +30,7 @@ typedef enum layer_kind {
     LAYER_MAX_POOL2D,
     LAYER_AVG_POOL2D,
     LAYER_ADAPTIVE_AVG_POOL2D,
+    LAYER_INTERPOLATE,
     /* graph models */
     LAYER_EMBEDDING,
     LAYER_POSITION_EMBEDDING,

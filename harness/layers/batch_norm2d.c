@@ -1,11 +1,17 @@
 /*
- * batch_norm2d.c: nn.BatchNorm2d(C) in training mode over x [N, C, H, W] (per sample
- * CxHxW). Case files: `batch_norm2d C [eps=1e-5] [momentum=0.1] [affine=yes]`; weight ones
- * and bias zeros [C] (reset_parameters), and the buffers running_mean (zeros) and
- * running_var (ones) [C] in the parameters' dtype (memory category `buffers`), which the
- * forward updates in place with each batch's mean and unbiased variance and observes there
- * (role `buffer`). num_batches_tracked (an int64 buffer only momentum=None reads) is not
- * modelled.
+ * batch_norm2d.c: nn.BatchNorm2d(C) over x [N, C, H, W] (per sample CxHxW), in training mode
+ * or, with training=no, in eval mode (module.eval()). Case files: `batch_norm2d C [eps=1e-5]
+ * [momentum=0.1] [affine=yes] [training=yes]`; weight ones and bias zeros [C]
+ * (reset_parameters), and the buffers running_mean (zeros) and running_var (ones) [C] in the
+ * parameters' dtype (memory category `buffers`). In training mode the forward updates them in
+ * place with each batch's mean and unbiased variance and observes there (role `buffer`). In
+ * eval mode F.batch_norm(training=False) normalizes with them and leaves them as they are
+ * (Normalization.cu's batch_norm_cuda_out: save_mean is a float32 copy of running_mean,
+ * save_invstd = batch_norm_calc_invstd's 1 / sqrt(running_var + eps) in float32), and no
+ * batch size is verified; its backward (derivatives.yaml: cudnn_batch_norm's backward is
+ * native_batch_norm_backward when not training) is batch_norm_backward_kernel's eval
+ * branch, dx = dy * (invstd * w), dw = sum(dy (x - running_mean)) * invstd, db = sum(dy).
+ * num_batches_tracked (an int64 buffer only momentum=None reads) is not modelled.
  *
  * Autocast: on no list (batch_norm falls through autocast_mode.cpp's
  * TORCH_LIBRARY_IMPL(_, Autocast, m) m.fallback(fallthrough)): it runs on what it is given.
@@ -36,6 +42,7 @@
 #define BN_EPS opt_real[0]
 #define BN_MOMENTUM opt_real[1]
 #define BN_AFFINE opt_bool[0]
+#define BN_TRAINING opt_bool[1]
 
 static norm_geom bn_geom(const tensor *x)
 {
@@ -43,7 +50,9 @@ static norm_geom bn_geom(const tensor *x)
         .n = x->shape[0], .groups = x->shape[1], .cpg = 1, .inner = x->shape[2] * x->shape[3]};
 }
 
-static void batch_norm2d_backward(run *r, node *n)
+/* native_batch_norm_backward: the input's gradient as training says, then the weight's and
+ * the bias's, the same in both modes (batch_norm_backward_reduce_cuda) */
+static void batch_norm2d_grads(run *r, node *n, bool training)
 {
     backend *be = r->be;
     tensor *dy = n->grad, *x = n->saved[0], *mean = n->saved[1], *invstd = n->saved[2],
@@ -53,7 +62,10 @@ static void batch_norm2d_backward(run *r, node *n)
     if (node_needs_grad(n, 0)) {
         tensor *dx = node_grad_tensor(r, n, 0);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, be->batch_norm_backward_input(be, &g, dy, x, mean, invstd, w, dx, stp));
+        if (training)
+            run_check(r, be->batch_norm_backward_input(be, &g, dy, x, mean, invstd, w, dx, stp));
+        else
+            run_check(r, be->batch_norm_backward_eval_input(be, &g, dy, invstd, w, dx, stp));
         node_give_grad(r, n, 0, dx, stp);
     }
     if (node_needs_grad(n, 1)) {
@@ -70,14 +82,19 @@ static void batch_norm2d_backward(run *r, node *n)
     }
 }
 
+static void batch_norm2d_backward(run *r, node *n) { batch_norm2d_grads(r, n, true); }
+static void batch_norm2d_backward_eval(run *r, node *n) { batch_norm2d_grads(r, n, false); }
+
 static bool is_half(dtype dt) { return dt == DTYPE_FLOAT16 || dt == DTYPE_BFLOAT16; }
 
-/* _select_batch_norm_backend's test, for what the harness can vary */
+/* _select_batch_norm_backend's test, for what the harness can vary (its batch limits:
+ * 880801 in training, 65535 in eval) */
 static bool selects_cudnn(const layer_spec *l, const tensor *x, const tensor *w)
 {
+    int64_t batch_max = l->BN_TRAINING ? 880801 : 65535;
     return w && x->dtype != DTYPE_BFLOAT16 && w->dtype != DTYPE_BFLOAT16 &&
-           (x->dtype != DTYPE_FLOAT16 || w->dtype == DTYPE_FLOAT32) && x->shape[0] <= 880801 &&
-           l->BN_EPS >= 1e-5; /* CUDNN_BN_MIN_EPSILON */
+           (x->dtype != DTYPE_FLOAT16 || w->dtype == DTYPE_FLOAT32) &&
+           x->shape[0] <= batch_max && l->BN_EPS >= 1e-5; /* CUDNN_BN_MIN_EPSILON */
 }
 
 static tensor *batch_norm2d_forward(run *r, const layer_spec *l, tensor *const *in,
@@ -94,7 +111,7 @@ static tensor *batch_norm2d_forward(run *r, const layer_spec *l, tensor *const *
                  scalar_type_name(p->dtype));
     norm_geom g = bn_geom(x);
     g.eps = (float)l->BN_EPS;
-    if (g.n * g.inner == 1) /* _verify_batch_size in torch/nn/functional.py */
+    if (l->BN_TRAINING && g.n * g.inner == 1) /* _verify_batch_size in torch/nn/functional.py */
         run_fail(r,
                  "Expected more than 1 value per channel when training, got input size "
                  "torch.Size([%lld, %lld, %lld, %lld])",
@@ -111,16 +128,22 @@ static tensor *batch_norm2d_forward(run *r, const layer_spec *l, tensor *const *
     tensor *invstd = run_tensor(r, name, DTYPE_FLOAT32, 1, &g.groups, MEM_ACTIVATIONS);
     tensor_why(invstd, DTYPE_REASON_OPMATH, "batch_norm", NULL, 0);
     round_stats st_mean, st_var, st;
-    round_stats *stm = run_stats(r, &st_mean), *stv = run_stats(r, &st_var);
-    run_check(r, r->be->batch_norm_stats(r->be, &g, x, (float)l->BN_MOMENTUM, mean, invstd,
-                                         running_mean, running_var, stm, stv));
-    observe_tensor(r->obs, running_mean, ROLE_BUFFER, stm);
-    observe_tensor(r->obs, running_var, ROLE_BUFFER, stv);
+    if (l->BN_TRAINING) {
+        round_stats *stm = run_stats(r, &st_mean), *stv = run_stats(r, &st_var);
+        run_check(r, r->be->batch_norm_stats(r->be, &g, x, (float)l->BN_MOMENTUM, mean, invstd,
+                                             running_mean, running_var, stm, stv));
+        observe_tensor(r->obs, running_mean, ROLE_BUFFER, stm);
+        observe_tensor(r->obs, running_var, ROLE_BUFFER, stv);
+    } else {
+        run_check(r, r->be->batch_norm_eval_stats(r->be, &g, running_mean, running_var, mean,
+                                                  invstd));
+    }
     round_stats *stp = run_stats(r, &st);
     run_check(r, r->be->batch_norm_forward(r->be, &g, x, mean, invstd, w, b, y, stp));
     tensor *args[3] = {x, w, b};
     node *n = tape_record(r, selects_cudnn(l, x, w) ? "cudnn_batch_norm" : "native_batch_norm",
-                          batch_norm2d_backward, y, args, 3);
+                          l->BN_TRAINING ? batch_norm2d_backward : batch_norm2d_backward_eval,
+                          y, args, 3);
     tape_save(n, 0, x);
     tape_save(n, 1, mean);
     tape_save(n, 2, invstd);
@@ -163,8 +186,8 @@ static int batch_norm2d_params(const layer_spec *l, layer_param *out)
 
 static int batch_norm2d_describe(const layer_spec *l, char *buf, size_t len)
 {
-    return snprintf(buf, len, "batch_norm2d %lld, eps %g, momentum %g, training%s",
-                    (long long)l->in, l->BN_EPS, l->BN_MOMENTUM,
+    return snprintf(buf, len, "batch_norm2d %lld, eps %g, momentum %g, %s%s", (long long)l->in,
+                    l->BN_EPS, l->BN_MOMENTUM, l->BN_TRAINING ? "training" : "eval",
                     l->BN_AFFINE ? "" : " (no affine)");
 }
 
@@ -176,6 +199,7 @@ static const kind_opt batch_norm2d_opts[] = {
     {"momentum", KIND_OPT_REAL, offsetof(layer_spec, BN_MOMENTUM), .range = UNIT_HALF,
      .real_def = 0.1},
     {"affine", KIND_OPT_BOOL, offsetof(layer_spec, BN_AFFINE), .def = 1},
+    {"training", KIND_OPT_BOOL, offsetof(layer_spec, BN_TRAINING), .def = 1},
     {"track_running_stats", KIND_OPT_REFUSED,
      .refusal = "track_running_stats is not supported (batch_norm2d layers keep running stats)"},
 };

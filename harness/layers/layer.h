@@ -252,6 +252,8 @@ extern const layer_def scaled_dot_product_attention_def;
 /* normalization and pooling */
 extern const layer_def layer_norm_def, group_norm_def, rms_norm_def, batch_norm2d_def,
     max_pool2d_def, avg_pool2d_def, adaptive_avg_pool2d_def;
+/* upsampling */
+extern const layer_def interpolate_def;
 /* graph models */
 extern const layer_def embedding_def, position_embedding_def, matmul_def, transpose_def,
     split_heads_def, merge_heads_def;

@@ -27,6 +27,7 @@ static const layer_def *const layer_defs[] = {
     [LAYER_MAX_POOL2D] = &max_pool2d_def,
     [LAYER_AVG_POOL2D] = &avg_pool2d_def,
     [LAYER_ADAPTIVE_AVG_POOL2D] = &adaptive_avg_pool2d_def,
+    [LAYER_INTERPOLATE] = &interpolate_def,
     /* graph models */
     [LAYER_EMBEDDING] = &embedding_def,
     [LAYER_POSITION_EMBEDDING] = &position_embedding_def,

@@ -277,6 +277,17 @@ typedef void *(*backend_values_fn)(void *ctx);
     X(batch_norm_backward_weight, (backend *be, const norm_geom *g, const tensor *dy,          \
                                    const tensor *x, const tensor *mean, const tensor *invstd,  \
                                    tensor *dw, round_stats *st))                               \
+    /* batch_norm in eval mode (Normalization.cu's batch_norm_cuda_out with train false):    \
+     * mean = the running mean read as float32 (save_mean.copy_(running_mean)), invstd =      \
+     * 1 / sqrt(running_var + eps) in float32 (batch_norm_calc_invstd); nothing updated,      \
+     * nothing counted (mean and invstd are float32) */                                        \
+    X(batch_norm_eval_stats, (backend *be, const norm_geom *g, const tensor *running_mean,     \
+                              const tensor *running_var, tensor *mean, tensor *invstd))        \
+    /* eval mode's dx = dy * (invstd * w) per channel (Normalization.cuh's                    \
+     * batch_norm_backward_kernel with train false: go * grad_scale); w may be NULL */         \
+    X(batch_norm_backward_eval_input, (backend *be, const norm_geom *g, const tensor *dy,      \
+                                       const tensor *invstd, const tensor *w, tensor *dx,      \
+                                       round_stats *st))                                       \
     /* ---- pooling (cpu/pool.c, kernels/pool.cu): NCHW, g's c_in = c_out, dilation 1 ---- */ \
     /* y = the max of each window (NaN wins; padding never does), indices (int64) its         \
      * position h * W + w in the input plane */                                               \
@@ -292,6 +303,14 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* dx = sum over the windows holding the element of dy / divisor */                      \
     X(avg_pool2d_backward, (backend *be, const conv2d_geom *g, bool count_include_pad,         \
                             const tensor *dy, tensor *dx, round_stats *st))                   \
+    /* ---- upsampling (cpu/interpolate.c, kernels/interpolate.cu): NCHW, g's c_in = c_out,   \
+     * the integer scale factor in g->stride; index rules in interpolate_math.h ---- */       \
+    /* y = F.interpolate(x, scale_factor=stride, mode="nearest") (upsample_nearest2d) */      \
+    X(upsample_nearest2d_forward, (backend *be, const conv2d_geom *g, const tensor *x,         \
+                                   tensor *y, round_stats *st))                                \
+    /* dx = the float32 sum of dy over the outputs that copy each input, rounded once */      \
+    X(upsample_nearest2d_backward, (backend *be, const conv2d_geom *g, const tensor *dy,       \
+                                    tensor *dx, round_stats *st))                              \
     /* ---- graph models ---- */                                                                 \
     /* y[n, :] = w[idx[n], :]; idx int64 [N], w [V, C], y [N, C] in w's dtype */                 \
     X(embedding_forward, (backend *be, const tensor *idx, const tensor *w, tensor *y,            \
@@ -392,7 +411,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 13
+#define BACKEND_ABI_VERSION 14
 
 #ifdef __cplusplus
 extern "C" {

@@ -1040,6 +1040,17 @@ static void check_norm(selftest *c, round_stats *st)
         }
 }
 
+/* running_mean normal, running_var in [0.5, inf) [ch], in dtype pt */
+static void make_running_stats(selftest *c, dtype pt, int64_t ch, pair *rm, pair *rv)
+{
+    float *v = gen(c, ch, GEN_NORMAL, 1.0f);
+    for (int64_t i = 0; v && i < ch; i++)
+        v[i] = 0.5f + fabsf(v[i]);
+    *rm = make_random(c, "running_mean", pt, 1, &ch, GEN_NORMAL, 1.0f);
+    *rv = make(c, "running_var", pt, 1, &ch, v);
+    free(v);
+}
+
 /* batch_norm's ops over [N, C, HW], with the input, parameter and running-stat dtypes of
  * each path _select_batch_norm_backend takes (one dtype, or a half input with float32) */
 static void check_batch_norm(selftest *c, round_stats *st)
@@ -1061,13 +1072,9 @@ static void check_batch_norm(selftest *c, round_stats *st)
             char what[96];
             snprintf(what, sizeof what, "x %s, w %s [%lld, %lld, %lld]", dtype_name(dt),
                      dtype_name(pt), (long long)g->n, (long long)g->groups, (long long)g->inner);
-            float *v = gen(c, ch, GEN_NORMAL, 1.0f);
-            for (int64_t i = 0; v && i < ch; i++)
-                v[i] = 0.5f + fabsf(v[i]);
             pair x = make_random(c, "x", dt, 1, &n, GEN_NORMAL, 3.0f);
-            pair rm = make_random(c, "running_mean", pt, 1, &ch, GEN_NORMAL, 1.0f);
-            pair rv = make(c, "running_var", pt, 1, &ch, v);
-            free(v);
+            pair rm, rv;
+            make_running_stats(c, pt, ch, &rm, &rv);
             pair mean = make(c, "mean", DTYPE_FLOAT32, 1, &ch, NULL);
             pair invstd = make(c, "invstd", DTYPE_FLOAT32, 1, &ch, NULL);
             round_stats sv[2];
@@ -1124,6 +1131,30 @@ static void check_batch_norm(selftest *c, round_stats *st)
                           c->s[i].be, g, dy.t[i], x.t[i], mean.t[i], invstd.t[i], dw.t[i], &st[i]));
             compare(c, "dw", dw, st, CLOSE);
             report(c, "batch_norm_backward_weight", "%s", what);
+
+            make_running_stats(c, pt, ch, &rm, &rv);
+            mean = make(c, "mean", DTYPE_FLOAT32, 1, &ch, NULL);
+            invstd = make(c, "invstd", DTYPE_FLOAT32, 1, &ch, NULL);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_eval_stats(c->s[i].be, g, rm.t[i], rv.t[i],
+                                                        mean.t[i], invstd.t[i]));
+            compare(c, "mean", mean, NULL, EXACT);
+            compare(c, "invstd", invstd, NULL, EXACT);
+            report(c, "batch_norm_eval_stats", "%s", what);
+
+            invstd = make_random(c, "invstd", DTYPE_FLOAT32, 1, &ch, GEN_NORMAL, 1.0f);
+            w = make_random(c, "w", pt, 1, &ch, GEN_NORMAL, 1.0f);
+            dy = make_random(c, "dy", dt, 1, &n, GEN_NORMAL, 1.0f);
+            dx = make(c, "dx", dt, 1, &n, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->batch_norm_backward_eval_input(c->s[i].be, g, dy.t[i],
+                                                                 invstd.t[i], w.t[i], dx.t[i],
+                                                                 &st[i]));
+            compare(c, "dx", dx, st, EXACT);
+            report(c, "batch_norm_backward_eval_input", "%s", what);
         }
 }
 
@@ -1215,6 +1246,49 @@ static void check_pools(selftest *c, round_stats *st)
                 compare(c, "dx", dx, st, EXACT);
                 report(c, "avg_pool2d_backward", "%s%s", what, cip ? "" : ", padding not counted");
             }
+        }
+}
+
+/* upsample_nearest2d, scale factors 1 to 3, in each float dtype */
+static void check_upsample(selftest *c, round_stats *st)
+{
+    static const int64_t shapes[][5] = {
+        /* n, c, h, w, scale factor */
+        {2, 3, 4, 5, 2},
+        {1, 2, 3, 3, 3},
+        {1, 1, 5, 2, 1},
+    };
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int a = 0; a < 3; a++) {
+            const int64_t *s = shapes[k];
+            dtype dt = float_dtypes[a];
+            conv2d_geom g = {.n = s[0], .c_in = s[1], .c_out = s[1], .h_in = s[2],
+                             .w_in = s[3], .h_out = s[2] * s[4], .w_out = s[3] * s[4],
+                             .stride = s[4]};
+            const int64_t xs[4] = {g.n, g.c_in, g.h_in, g.w_in},
+                          ys[4] = {g.n, g.c_out, g.h_out, g.w_out};
+            char what[96];
+            snprintf(what, sizeof what, "%s %lldx%lld scale_factor %lld", dtype_name(dt),
+                     (long long)s[2], (long long)s[3], (long long)s[4]);
+            pair x = make_random(c, "x", dt, 4, xs, GEN_WIDE, 1.0f);
+            pair y = make(c, "y", dt, 4, ys, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->upsample_nearest2d_forward(c->s[i].be, &g, x.t[i], y.t[i],
+                                                             &st[i]));
+            compare(c, "y", y, st, EXACT);
+            report(c, "upsample_nearest2d_forward", "%s", what);
+
+            pair dy = make_random(c, "dy", dt, 4, ys, GEN_NORMAL, 1.0f);
+            pair dx = make(c, "dx", dt, 4, xs, NULL);
+            stats_init2(st);
+            for (int i = 0; ready(c) && i < 2; i++)
+                op_rc(c, i,
+                      c->s[i].be->upsample_nearest2d_backward(c->s[i].be, &g, dy.t[i], dx.t[i],
+                                                              &st[i]));
+            compare(c, "dx", dx, st, EXACT);
+            report(c, "upsample_nearest2d_backward", "%s", what);
         }
 }
 
@@ -1993,6 +2067,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     /* normalization and pooling */
     check_norm(c, st);
     check_batch_norm(c, st);
+    check_upsample(c, st);
     check_pools(c, st);
     /* graph models */
     check_graph_ops(c, st);

@@ -379,3 +379,43 @@ int cpu_batch_norm_backward_weight(backend *be, const norm_geom *g, const tensor
     cpu_scratch_free(be, sum_dy, g->groups);
     return rc;
 }
+
+/* ---- batch_norm in eval mode: the running stats, read and not updated ---- */
+
+int cpu_batch_norm_eval_stats(backend *be, const norm_geom *g, const tensor *running_mean,
+                              const tensor *running_var, tensor *mean, tensor *invstd)
+{
+    (void)be;
+    for (int64_t ch = 0; ch < g->groups; ch++) {
+        float v = load_as_float(running_var->data, running_var->dtype, ch);
+        store_from_float(mean->data, mean->dtype, ch,
+                         load_as_float(running_mean->data, running_mean->dtype, ch));
+        store_from_float(invstd->data, invstd->dtype, ch, 1.0f / sqrtf(v + g->eps));
+    }
+    return 0;
+}
+
+static void bn_backward_eval_plane(const void *p, int64_t plane, round_stats *st)
+{
+    const bn_ctx *c = p;
+    const norm_geom *g = c->g;
+    int64_t ch = plane % g->groups, base = plane * g->inner;
+    float grad_scale = load_as_float(c->invstd->data, c->invstd->dtype, ch) * weight_at(c->w, ch);
+    float buf[CPU_CHUNK];
+    for (int64_t i0 = 0; i0 < g->inner; i0 += CPU_CHUNK) {
+        int64_t n = g->inner - i0 < CPU_CHUNK ? g->inner - i0 : CPU_CHUNK;
+        for (int64_t i = 0; i < n; i++)
+            buf[i] = load_as_float(c->dy->data, c->dy->dtype, base + i0 + i) * grad_scale;
+        cpu_store(buf, c->out->data, c->out->dtype, base + i0, n, st);
+    }
+}
+
+int cpu_batch_norm_backward_eval_input(backend *be, const norm_geom *g, const tensor *dy,
+                                       const tensor *invstd, const tensor *w, tensor *dx,
+                                       round_stats *st)
+{
+    (void)be;
+    bn_ctx c = {.g = g, .dy = dy, .invstd = invstd, .w = w, .out = dx};
+    for_norm_rows(g->n * g->groups, g->inner, bn_backward_eval_plane, &c, st);
+    return 0;
+}

@@ -6,7 +6,8 @@ Run from the repository root:
 For each configuration below it draws x, w, b and dy (numpy, seeded), rounds them into the
 configuration's dtype, runs the op forward and backward in PyTorch (CPU) and writes
 tests/references/norm/<name>.<tensor>.npy for x, w, b, dy, y, dx, dw, db: float32 arrays
-holding the values exactly (half values are exact in float32).
+holding the values exactly (half values are exact in float32). batch_norm runs in training
+mode ("batch_norm-*") and in eval mode ("batch_norm_eval-*", F.batch_norm(training=False)).
 
 Where CPU PyTorch's autocast lists differ from CUDA's (CPU autocast keeps layer_norm and
 group_norm in their input's dtype; CUDA's fp32 list casts a half input up and returns
@@ -51,6 +52,16 @@ CONFIGS = [
     ("batch_norm-f16-mixed", "batch_norm", (3, 4, 4, 4), 0, torch.float16, torch.float16, 12),
     ("batch_norm-f16-half", "batch_norm", (3, 4, 4, 4), 0, torch.float16, torch.float16, 13),
     ("batch_norm-bf16-half", "batch_norm", (2, 5, 3, 3), 0, torch.bfloat16, torch.bfloat16, 14),
+    # batch_norm in eval mode (training=False): the running stats normalize and stay as
+    # they are (rm and rv are written: equal to rm0 and rv0)
+    ("batch_norm_eval-f32-4x3x5x5", "batch_norm_eval", (4, 3, 5, 5), 0, torch.float32,
+     torch.float32, 20),
+    ("batch_norm_eval-f32-1x6x1x1", "batch_norm_eval", (1, 6, 1, 1), 0, torch.float32,
+     torch.float32, 21),
+    ("batch_norm_eval-f16-mixed", "batch_norm_eval", (3, 4, 4, 4), 0, torch.float16,
+     torch.float16, 22),
+    ("batch_norm_eval-bf16-half", "batch_norm_eval", (2, 5, 3, 3), 0, torch.bfloat16,
+     torch.bfloat16, 23),
     # rms_norm with eps=None (float32's epsilon), weight and no bias (b and db not written):
     # on CUDA's fp32 autocast list since 2.12, so "-autocast" casts the half input up
     ("rms_norm-f32-6x16", "rms_norm", (6, 16), 0, torch.float32, torch.float32, 15),
@@ -95,7 +106,8 @@ def main():
             rm0 = torch.tensor(rng.standard_normal(channels, dtype=np.float32) * 0.1).to(par_dt)
             rv0 = torch.tensor(rng.uniform(0.5, 2.0, channels).astype(np.float32)).to(par_dt)
             rm, rv = rm0.to(torch.float32).clone(), rv0.to(torch.float32).clone()  # in place
-            y = F.batch_norm(xr, rm, rv, wr, br, training=True, momentum=0.1, eps=1e-5)
+            y = F.batch_norm(xr, rm, rv, wr, br, training=op == "batch_norm", momentum=0.1,
+                             eps=1e-5)
             extra = (("rm0", rm0), ("rv0", rv0), ("rm", rm.to(par_dt)), ("rv", rv.to(par_dt)))
         y.backward(dy.to(torch.float32))
         if op != "rms_norm":
