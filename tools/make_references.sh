@@ -80,6 +80,9 @@ CONFIGS=(
     "constant-parameter-fp32-adamw|tests/cases/small-graph-constant-parameter-autocast.case|precision.autocast=off"
     "constant-parameter-fp16-autocast-adamw|tests/cases/small-graph-constant-parameter-autocast.case|"
     "constant-parameter-bf16-autocast-adamw|tests/cases/small-graph-constant-parameter-autocast.case|precision.autocast=bfloat16"
+    # reshape (a view of a sample, one size inferred)
+    "reshape-fp32-sgd|tests/cases/small-graph-reshape-autocast.case|precision.autocast=off"
+    "reshape-fp16-autocast-sgd|tests/cases/small-graph-reshape-autocast.case|"
 )
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then

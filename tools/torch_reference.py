@@ -282,6 +282,17 @@ class Parameter(nn.Module):
         return self.weight
 
 
+class Reshape(nn.Module):
+    """x.reshape(B, *sizes): the sizes of a sample, -1 inferred by PyTorch."""
+
+    def __init__(self, sizes):
+        super().__init__()
+        self.sizes = sizes
+
+    def forward(self, x):
+        return x.reshape(x.shape[0], *self.sizes)
+
+
 SOURCE_KINDS = ("constant", "parameter")  # layers that read no input
 
 
@@ -385,7 +396,9 @@ def make_layer(l):
     if kind == "scaled_dot_product_attention":
         return Sdpa(l["causal"], l["scale"], l["enable_gqa"])
     if kind == "parameter":
-        return Parameter(tuple(l["out_shape"]))
+        return Parameter(tuple(l["sizes"]))
+    if kind == "reshape":
+        return Reshape(l["sizes"])
     if kind == "dropout":
         raise SystemExit("torch_reference: dropout's mask is not PyTorch's (docs/SEMANTICS.md): "
                          "its values cannot be compared; refused")

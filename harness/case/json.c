@@ -129,6 +129,10 @@ static void json_layer(FILE *f, const case_config *cfg, const layer_spec *l)
         fputs("null", f);
     if (l->autocast_disabled) /* autocast=no; absent: the case's autocast */
         fputs(", \"autocast\": false", f);
+    if (l->n_dims) { /* a parameter's shape, a constant's file's, reshape's sizes (-1 kept) */
+        fputs(", \"sizes\": ", f);
+        json_shape(f, l->n_dims, l->dims);
+    }
     fputs(", \"out_shape\": ", f);
     json_shape(f, l->out_ndim, l->out_shape);
     if (l->out_whole) /* a constant's, a parameter's: out_shape is the whole tensor's */

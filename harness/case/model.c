@@ -140,15 +140,16 @@ static bool parse_constant_file(parse_ctx *c, entry *e, const char *word, layer_
 }
 
 /* The words of a kind that takes no input (KIND_WORDS_DIMS, KIND_WORDS_PATH): its shape
- * or its file, then its options */
+ * or its file, then its options; or of one that takes a sample's sizes (KIND_WORDS_SHAPE),
+ * one of them -1, then from= and its options */
 static bool parse_source_words(parse_ctx *c, entry *e, words *t, layer_spec *l,
-                               const layer_def *d)
+                               const layer_def *d, layer_names *ln)
 {
     int n = 0; /* the words before its options */
     while (1 + n < t->n && strcmp(t->w[1 + n], "=") != 0 &&
            (2 + n >= t->n || strcmp(t->w[2 + n], "=") != 0))
         n++;
-    l->n_inputs = 0;
+    l->n_inputs = d->words == KIND_WORDS_SHAPE ? 1 : 0;
     if (d->words == KIND_WORDS_PATH) {
         if (n != 1) {
             err_at(c, e, "bad value '%s' for layer %s: expected %s PATH, then options", e->value,
@@ -163,11 +164,19 @@ static bool parse_source_words(parse_ctx *c, entry *e, words *t, layer_spec *l,
                    e->value, e->key, d->name, LAYER_MAX_RANK);
             return false;
         }
-        for (int j = 0; j < n; j++)
-            if (!parse_int(c, e, t->w[1 + j], "size", 1, &l->dims[j]))
+        bool infer = d->words == KIND_WORDS_SHAPE; /* -1: the size the others leave */
+        for (int j = 0; j < n; j++) {
+            if (infer && strcmp(t->w[1 + j], "-1") == 0)
+                l->dims[j] = -1;
+            else if (!parse_int(c, e, t->w[1 + j], infer ? "size (or -1)" : "size", 1,
+                                &l->dims[j]))
                 return false;
+        }
         l->n_dims = n;
     }
+    if (d->words == KIND_WORDS_SHAPE &&
+        !take_graph_option(c, e, t, 1 + n, "from", ln->in[0], sizeof ln->in[0]))
+        return false;
     const char *vals[LAYER_MAX_OPTS];
     if (!kind_option_names(c, e, t, 1 + n, d->name, d->opts, d->n_opts, vals))
         return false;
@@ -187,7 +196,7 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
     l->n_inputs = d->n_inputs > 0 ? d->n_inputs : 1;
     kind_option_defaults(d->opts, d->n_opts, l);
     if (d->words != KIND_WORDS_SIGNATURE)
-        return parse_source_words(c, e, t, l, d);
+        return parse_source_words(c, e, t, l, d, ln);
     char buf[128], *sig[MAX_WORDS];
     int n_sig = signature_words(d->signature, buf, sizeof buf, sig, MAX_WORDS);
     int n_pos = d->n_inputs > 1 ? d->n_inputs : 0; /* positional input names */

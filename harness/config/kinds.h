@@ -51,6 +51,7 @@ typedef enum layer_kind {
     /* tensors without a batch dim (constant.c, parameter.c) */
     LAYER_CONSTANT,
     LAYER_PARAMETER,
+    LAYER_RESHAPE,
     /* the pointwise rows (ops/pointwise.h), a kind each: row op is kind LAYER_POINTWISE + op */
     LAYER_POINTWISE,
     /* the reduction rows (ops/reduce.h), a kind each: row op is kind LAYER_REDUCE + op */

@@ -218,7 +218,9 @@ typedef struct layer_def {
      * one to LAYER_MAX_RANK sizes into layer_spec.dims: `parameter 1 197 768`) or
      * KIND_WORDS_PATH (an .npy file's path, resolved against the case file's folder, its
      * header read into layer_spec.dims and file_dtype and the file made the [init] entry of
-     * its first parameter: `constant data/cos.npy`); those two take no input */
+     * its first parameter: `constant data/cos.npy`), those two without an input; or
+     * KIND_WORDS_SHAPE: a sample's sizes into layer_spec.dims, one of them -1 (inferred),
+     * of its one input (`reshape 4 -1 from=x`) */
     int words;
     /* it takes inputs without a batch dim (a constant's, a parameter's: the shape walk sets
      * layer_spec.whole_inputs before its shape rule runs), else the walk refuses them; its
@@ -226,7 +228,7 @@ typedef struct layer_def {
     bool whole_inputs;
 } layer_def;
 
-enum { KIND_WORDS_SIGNATURE = 0, KIND_WORDS_DIMS, KIND_WORDS_PATH };
+enum { KIND_WORDS_SIGNATURE = 0, KIND_WORDS_DIMS, KIND_WORDS_PATH, KIND_WORDS_SHAPE };
 
 typedef struct loss_def {
     const char *name;
@@ -264,6 +266,8 @@ extern const layer_def slice_def, cat_def, unsqueeze_def, squeeze_def, pad_def, 
     stack_def;
 /* tensors without a batch dim: constant.c, parameter.c */
 extern const layer_def constant_def, parameter_def;
+/* views and copies of other shapes */
+extern const layer_def reshape_def;
 extern const loss_def cross_entropy_def, mse_def;
 /* losses bce_with_logits and l1 */
 extern const loss_def bce_with_logits_def, l1_def;

@@ -48,6 +48,7 @@ static const layer_def *const layer_defs[] = {
     /* tensors without a batch dim */
     [LAYER_CONSTANT] = &constant_def,
     [LAYER_PARAMETER] = &parameter_def,
+    [LAYER_RESHAPE] = &reshape_def,
 /* the pointwise rows' kinds */
 #define ROW_KIND(name, ...) [LAYER_POINTWISE + PW_OP_##name] = &pointwise_defs[PW_OP_##name],
     POINTWISE_OPS(ROW_KIND)
