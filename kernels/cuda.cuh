@@ -115,6 +115,10 @@ static inline cudaDataType_t cuda_data_type(dtype dt)
         return FORMAT_FLOAT8_E4M3FN_CUBLAS;
     case DTYPE_FLOAT8_E5M2:
         return FORMAT_FLOAT8_E5M2_CUBLAS;
+    case DTYPE_FLOAT4_E2M1FN:
+        return FORMAT_FLOAT4_E2M1FN_CUBLAS;
+    case DTYPE_FLOAT8_E8M0FNU:
+        return FORMAT_FLOAT8_E8M0FNU_CUBLAS;
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;
@@ -135,6 +139,10 @@ static inline cudnnDataType_t cudnn_data_type(dtype dt)
         return FORMAT_FLOAT8_E4M3FN_CUDNN;
     case DTYPE_FLOAT8_E5M2:
         return FORMAT_FLOAT8_E5M2_CUDNN;
+    case DTYPE_FLOAT4_E2M1FN:
+        return FORMAT_FLOAT4_E2M1FN_CUDNN;
+    case DTYPE_FLOAT8_E8M0FNU:
+        return FORMAT_FLOAT8_E8M0FNU_CUDNN;
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;

@@ -280,3 +280,13 @@ void test_run_close(run *r)
     r->be->close(r->be);
     free(r);
 }
+
+void expect_store_counts(const round_counts *got, const round_counts *want, int times,
+                         const char *what, const char *level)
+{
+    cr_expect_eq(got->zeros, times * want->zeros, "%s %s zeros", what, level);
+    cr_expect_eq(got->underflow, times * want->underflow, "%s %s underflow", what, level);
+    cr_expect_eq(got->subnormal, times * want->subnormal, "%s %s subnormal", what, level);
+    cr_expect_eq(got->overflow, times * want->overflow, "%s %s overflow", what, level);
+    cr_expect_eq(got->nan, times * want->nan, "%s %s nan", what, level);
+}

@@ -212,22 +212,25 @@ static pair make_target(selftest *c, int64_t rows, int64_t classes)
 }
 
 /* ---- comparison ---- */
-/* the stored bits of element i (the formats of format.h's table are 32, 16 or 8 bits wide) */
+/* the stored bits of element i (the formats of format.h's table are 32, 16 or 8 bits wide, or
+ * 4 stored a byte a value) */
 static uint32_t elem_bits(const void *buf, dtype dt, int64_t i)
 {
     int bits = format_of(dt)->bits;
     if (bits == 32)
         return ((const uint32_t *)buf)[i];
-    if (bits == 8)
+    if (bits <= 8)
         return ((const uint8_t *)buf)[i];
     return ((const uint16_t *)buf)[i];
 }
 
 /* NaN: the magnitude's pattern above +inf's (the IEEE formats of the table), or the one NaN
- * pattern of a format without infinities (float8_e4m3fn's S.1111.111) */
+ * pattern of a format without infinities (float8_e4m3fn's S.1111.111); none in float4_e2m1fn */
 static bool is_nan_bits(uint32_t b, dtype dt)
 {
     const format_info *f = format_of(dt);
+    if (f->nan == FORMAT_NAN_NONE)
+        return false;
     if (!f->has_inf)
         return (b & f->magnitude_mask) == f->nan_pattern;
     return (b & f->magnitude_mask) > f->inf_pattern;
@@ -271,6 +274,10 @@ static uint32_t dtype_bits(float v, dtype dt)
         return e4m3fn_from_float(v);
     case DTYPE_FLOAT8_E5M2:
         return e5m2_from_float(v);
+    case DTYPE_FLOAT4_E2M1FN:
+        return e2m1_from_float(v);
+    case DTYPE_FLOAT8_E8M0FNU:
+        return e8m0_from_float(v);
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;
