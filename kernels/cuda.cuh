@@ -360,12 +360,13 @@ int64_t cuda_free_bytes(void);
 /* be->supports: float8 GEMMs need compute capability 8.9 or newer; no op this backend leaves
  * out (fp8.cu) */
 bool cuda_supports(const backend *be, backend_op op, dtype dt);
-/* The ops this backend leaves out: MXFP8's block-scaled ones, which run on the CPU only
- * (fp8.cu). Their slots stay empty and cuda_supports says no in every dtype, as backend.h's
+/* The ops this backend leaves out: MXFP8's and FP4's block-scaled ones, which run on the CPU
+ * only (fp8.cu). Their slots stay empty and cuda_supports says no in every dtype, as backend.h's
  * contract asks of an empty slot; no cuda_<op> is defined for them. */
 static constexpr bool cuda_leaves_out(backend_op op)
 {
-    return op == BACKEND_OP_fp8_block_quantize || op == BACKEND_OP_fp8_block_gemm;
+    return op == BACKEND_OP_fp8_block_quantize || op == BACKEND_OP_fp8_block_gemm ||
+           op == BACKEND_OP_fp4_block_quantize;
 }
 
 /* t's values as float32: t's own buffer when it is float32, else a widened scratch copy

@@ -1810,6 +1810,45 @@ static void check_fp8_block(selftest *c, round_stats *st)
     }
 }
 
+/* NVFP4's and MXFP4's block quantization (row-wise, column-wise with the RHT, 2D tiles,
+ * stochastic rounding) and its scales, exact: "SKIP" where the device under test runs no FP4 */
+static void check_fp4_block(selftest *c, round_stats *st)
+{
+    if (!backend_supports(c->s[1].be, BACKEND_OP_fp4_block_quantize, DTYPE_FLOAT4_E2M1FN)) {
+        fprintf(c->out, "SKIP fp4_block_quantize (the %s backend runs no FP4)\n",
+                c->s[1].be->name);
+        return;
+    }
+    const int64_t M = 32, K = 64, as[2] = {M, K};
+    const fp4_quant_opts opts[4] = {{.recipe = FP4_NVFP4},
+                                    {.recipe = FP4_NVFP4, .colwise = true, .rht = true},
+                                    {.recipe = FP4_NVFP4, .block_2d = true, .stochastic = true,
+                                     .seed = 7},
+                                    {.recipe = FP4_MXFP4, .colwise = true}};
+    for (int k = 0; k < 4; k++) {
+        const int64_t qs[2] = {opts[k].colwise ? K : M, opts[k].colwise ? M : K};
+        pair x = make_random(c, "x", DTYPE_BFLOAT16, 2, as, GEN_NORMAL, 8.0f);
+        pair q = make(c, "q", DTYPE_FLOAT4_E2M1FN, 2, qs, NULL);
+        uint8_t sc[2][M * K / 16];
+        fp4_quant_stats out[2];
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i,
+                  c->s[i].be->fp4_block_quantize(c->s[i].be, x.t[i], &opts[k], q.t[i], sc[i],
+                                                 &out[i], &st[i]));
+        if (ready(c) && (memcmp(sc[0], sc[1], (size_t)out[0].blocks) != 0 ||
+                         out[0].blocks != out[1].blocks))
+            differ(c, "the blocks' scales differ");
+        if (ready(c) && out[0].saturated != out[1].saturated)
+            differ(c, "saturated %lld vs %lld", (long long)out[0].saturated,
+                   (long long)out[1].saturated);
+        compare(c, "q", q, st, EXACT);
+        report(c, "fp4_block_quantize", "%s%s%s%s%s", opts[k].recipe == FP4_NVFP4 ? "NVFP4" : "MXFP4",
+               opts[k].colwise ? ", column-wise" : "", opts[k].rht ? ", RHT" : "",
+               opts[k].block_2d ? ", 16x16" : "", opts[k].stochastic ? ", stochastic" : "");
+    }
+}
+
 /* max |dut - ref| / max |ref| over y's elements (float32 outputs) */
 static double largest_relative(selftest *c, pair y)
 {
@@ -1938,6 +1977,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_fp8_quantize(c);
     check_fp8_gemm(c, st);
     check_fp8_block(c, st);
+    check_fp4_block(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

@@ -787,6 +787,14 @@ void cpu_store_at(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t of
               (int)(n - k < CPU_CHUNK ? n - k : CPU_CHUNK), st);
 }
 
+void cpu_count(const float *pre, const void *dst, dtype dt, int64_t off, int64_t n,
+               round_stats *st)
+{
+    for (int64_t k = 0; k < n; k += CPU_CHUNK)
+        tally(isa_levels[cpu_isa_best()].fn, pre + k, (void *)dst, dt, off + k,
+              (int)(n - k < CPU_CHUNK ? n - k : CPU_CHUNK), st);
+}
+
 void cpu_store(const float *pre, void *dst, dtype dt, int64_t off, int64_t n, round_stats *st)
 {
     if (st)
