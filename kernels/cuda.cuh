@@ -366,7 +366,7 @@ bool cuda_supports(const backend *be, backend_op op, dtype dt);
 static constexpr bool cuda_leaves_out(backend_op op)
 {
     return op == BACKEND_OP_fp8_block_quantize || op == BACKEND_OP_fp8_block_gemm ||
-           op == BACKEND_OP_fp4_block_quantize;
+           op == BACKEND_OP_fp4_block_quantize || op == BACKEND_OP_fp4_block_gemm;
 }
 
 /* t's values as float32: t's own buffer when it is float32, else a widened scratch copy

@@ -279,3 +279,49 @@ Test(fp4_quantize, counts_by_hand)
     cr_expect_eq(out.blocks_underflow, 1);
     env_close(&e);
 }
+
+/* the block GEMM against a sum in double of the operands decoded by TE's rule (E2M1 value
+ * times its block's E4M3 scale times S_dec, NVFP4; the weight in 16x16 tiles), to float32's
+ * accumulation error: |y - sum| <= 2^-20 sum |terms| */
+Test(fp4_quantize, nvfp4_gemm_equals_decoded_sum_in_double)
+{
+    test_env e;
+    env_open(&e);
+    enum { M = 32, N = 16, K = 64 };
+    float x[M * K], w[N * K];
+    for (int i = 0; i < M * K; i++)
+        x[i] = sinf(0.37f * (float)i) * (1.0f + (float)(i % 7));
+    for (int i = 0; i < N * K; i++)
+        w[i] = cosf(0.11f * (float)i) * 0.02f;
+    int64_t xs[2] = {M, K}, ws[2] = {N, K}, ys[2] = {M, N};
+    tensor *xt = env_tensor(&e, "x", DTYPE_FLOAT32, 2, xs, x);
+    tensor *wt = env_tensor(&e, "w", DTYPE_FLOAT32, 2, ws, w);
+    tensor *xq = env_zeros(&e, "xq", DTYPE_FLOAT4_E2M1FN, 2, xs);
+    tensor *wq = env_zeros(&e, "wq", DTYPE_FLOAT4_E2M1FN, 2, ws);
+    tensor *y = env_zeros(&e, "y", DTYPE_FLOAT32, 2, ys);
+    fp4_quant_opts xo = {.recipe = FP4_NVFP4}, wo = {.recipe = FP4_NVFP4, .block_2d = true};
+    uint8_t xsc[M * K / 16], wsc[N * K / 16];
+    fp4_quant_stats a, b;
+    cr_assert_eq(e.be->fp4_block_quantize(e.be, xt, &xo, xq, xsc, &a, NULL), 0);
+    cr_assert_eq(e.be->fp4_block_quantize(e.be, wt, &wo, wq, wsc, &b, NULL), 0);
+    cr_assert_eq(e.be->fp4_block_gemm(e.be, xq, xsc, &xo, a.s_enc, wq, wsc, &wo, b.s_enc, NULL, y,
+                                      NULL),
+                 0);
+    const uint8_t *qa = (const uint8_t *)xq->data, *qb = (const uint8_t *)wq->data;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double sum = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                double va = float_from_e2m1(qa[m * K + k]) *
+                            (double)float_from_e4m3fn(xsc[m * (K / 16) + k / 16]) / a.s_enc;
+                double vb = float_from_e2m1(qb[n * K + k]) *
+                            (double)float_from_e4m3fn(wsc[(n / 16) * (K / 16) + k / 16]) / b.s_enc;
+                sum += va * vb;
+                mag += fabs(va * vb);
+            }
+            float got = ((float *)y->data)[m * N + n];
+            cr_expect_leq(fabs(got - sum), 0x1p-20 * mag + 1e-30, "y[%d, %d] = %g, want %g", m,
+                          n, (double)got, sum);
+        }
+    env_close(&e);
+}

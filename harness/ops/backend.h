@@ -334,7 +334,15 @@ typedef void *(*backend_values_fn)(void *ctx);
      * nearest or stochastically from opts->seed; scales (host memory) one byte a block (E4M3   \
      * or E8M0), row-major; q has the view's shape; *out what it did; st counts q */            \
     X(fp4_block_quantize, (backend *be, const tensor *x, const fp4_quant_opts *opts, tensor *q,  \
-                           uint8_t *scales, fp4_quant_stats *out, round_stats *st))
+                           uint8_t *scales, fp4_quant_stats *out, round_stats *st))            \
+    /* y[M,N] = round(alpha sum_k A[m,k] B[n,k] (+ bias[n])): A = a's E2M1 values times their  \
+     * block scales (a_scales laid out as fp4_block_quantize with a_opts wrote them), B        \
+     * likewise, TN (K the last dim of both), alpha = (1 / a_s_enc) (1 / b_s_enc) (NVFP4's     \
+     * per-tensor decode scales; pass 1 under MXFP4), float32 products and sums */            \
+    X(fp4_block_gemm, (backend *be, const tensor *a, const uint8_t *a_scales,                    \
+                       const fp4_quant_opts *a_opts, float a_s_enc, const tensor *b,             \
+                       const uint8_t *b_scales, const fp4_quant_opts *b_opts, float b_s_enc,     \
+                       const tensor *bias, tensor *y, round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {

@@ -1811,11 +1811,12 @@ static void check_fp8_block(selftest *c, round_stats *st)
 }
 
 /* NVFP4's and MXFP4's block quantization (row-wise, column-wise with the RHT, 2D tiles,
- * stochastic rounding) and its scales, exact: "SKIP" where the device under test runs no FP4 */
+ * stochastic rounding) and its scales, and the block GEMM, exact: "SKIP" where the device
+ * under test runs no FP4 */
 static void check_fp4_block(selftest *c, round_stats *st)
 {
     if (!backend_supports(c->s[1].be, BACKEND_OP_fp4_block_quantize, DTYPE_FLOAT4_E2M1FN)) {
-        fprintf(c->out, "SKIP fp4_block_quantize (the %s backend runs no FP4)\n",
+        fprintf(c->out, "SKIP fp4_block_quantize, fp4_block_gemm (the %s backend runs no FP4)\n",
                 c->s[1].be->name);
         return;
     }
@@ -1847,6 +1848,26 @@ static void check_fp4_block(selftest *c, round_stats *st)
                opts[k].colwise ? ", column-wise" : "", opts[k].rht ? ", RHT" : "",
                opts[k].block_2d ? ", 16x16" : "", opts[k].stochastic ? ", stochastic" : "");
     }
+    const int64_t N = 16, bs[2] = {N, K}, ys[2] = {M, N};
+    const fp4_quant_opts wo = {.recipe = FP4_NVFP4, .block_2d = true};
+    pair x = make_random(c, "x", DTYPE_BFLOAT16, 2, as, GEN_NORMAL, 1.0f);
+    pair w = make_random(c, "w", DTYPE_FLOAT32, 2, bs, GEN_NORMAL, 1.0f);
+    pair xq = make(c, "xq", DTYPE_FLOAT4_E2M1FN, 2, as, NULL);
+    pair wq = make(c, "wq", DTYPE_FLOAT4_E2M1FN, 2, bs, NULL);
+    pair y = make(c, "y", DTYPE_BFLOAT16, 2, ys, NULL);
+    uint8_t xs[M * K / 16], ws[N * K / 16];
+    stats_init2(st);
+    for (int i = 0; ready(c) && i < 2; i++) {
+        backend *be = c->s[i].be;
+        fp4_quant_stats xo, wso;
+        op_rc(c, i, be->fp4_block_quantize(be, x.t[i], &opts[0], xq.t[i], xs, &xo, NULL));
+        op_rc(c, i, be->fp4_block_quantize(be, w.t[i], &wo, wq.t[i], ws, &wso, NULL));
+        op_rc(c, i,
+              be->fp4_block_gemm(be, xq.t[i], xs, &opts[0], xo.s_enc, wq.t[i], ws, &wo,
+                                 wso.s_enc, NULL, y.t[i], &st[i]));
+    }
+    compare(c, "y", y, st, EXACT);
+    report(c, "fp4_block_gemm", "NVFP4 x 16x16 NVFP4 -> bfloat16");
 }
 
 /* max |dut - ref| / max |ref| over y's elements (float32 outputs) */

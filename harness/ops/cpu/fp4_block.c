@@ -15,7 +15,17 @@
  * random bits of a block come from the harness's generator seeded with the seed and the
  * block's index, so that they depend on neither threads nor order. MXFP4 is the same
  * without S_enc, RHT and 2D tiles, its scale torchao's FLOOR rule.
+ *
+ * The GEMM (fp4_block_gemm): each operand's E2M1 values times their block scales are exact in
+ * float32, so both are dequantized and cblas_sgemm multiplies them once (products of at most
+ * 6 significant bits each, exact while at or above FLT_MIN; MXFP4 blocks near E8M0's 2^-127
+ * could go below it, which these cases do not reach), then times alpha = S_dec_a * S_dec_b
+ * (NVFP4's per-tensor decode scales, as cuBLASLt's alpha) and plus the bias, rounded once.
+ * An RHT on both operands along the reduction dim needs no inverse: the matrix is orthogonal,
+ * so the product of the transformed operands is the product of the originals. Where the GPU
+ * may differ: its order of the sums, inside and across the MMA's blocks.
  */
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -130,5 +140,59 @@ int cpu_fp4_block_quantize(backend *be, const tensor *x, const fp4_quant_opts *o
     if (st)
         cpu_count(t, qd, DTYPE_FLOAT4_E2M1FN, 0, r * c, st);
     cpu_scratch_free(be, t, x->numel);
+    return 0;
+}
+
+/* the scale of element (i, j) of a quantized copy [rows, cols]: its block's byte, as
+ * fp4_block_quantize lays them out (1 x block, or 16x16 tiles) */
+static float fp4_scale_at(const uint8_t *scales, const fp4_quant_opts *o, int64_t cols, int64_t i,
+                          int64_t j)
+{
+    bool nv = o->recipe == FP4_NVFP4;
+    int bs = nv ? FP4_NV_BLOCK : FP4_MX_BLOCK, th = nv && o->block_2d ? FP4_NV_BLOCK : 1;
+    uint8_t s = scales[(i / th) * (cols / bs) + j / bs];
+    return nv ? float_from_e4m3fn(s) : float_from_e8m0(s);
+}
+
+/* q's E2M1 values times their blocks' scales into dst (exact: at most 2 significant bits
+ * times 4 (E4M3) or a power of two (E8M0)); NVFP4's per-tensor S_dec is the GEMM's alpha */
+static void fp4_dequantize(const tensor *q, const uint8_t *scales, const fp4_quant_opts *o,
+                           float *dst)
+{
+    int64_t cols = q->shape[q->ndim - 1], rows = q->numel / cols;
+    const uint8_t *qd = (const uint8_t *)q->data;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            dst[i * cols + j] =
+                float_from_e2m1(qd[i * cols + j]) * fp4_scale_at(scales, o, cols, i, j);
+}
+
+int cpu_fp4_block_gemm(backend *be, const tensor *a, const uint8_t *a_scales,
+                       const fp4_quant_opts *a_opts, float a_s_enc, const tensor *b,
+                       const uint8_t *b_scales, const fp4_quant_opts *b_opts, float b_s_enc,
+                       const tensor *bias, tensor *y, round_stats *st)
+{
+    int64_t k = a->shape[a->ndim - 1], m = a->numel / k, n = b->numel / k;
+    float *af = cpu_scratch(be, m * k), *bf = af ? cpu_scratch(be, n * k) : NULL;
+    float *c = bf ? cpu_scratch(be, m * n) : NULL;
+    if (!c) {
+        cpu_scratch_free(be, bf, n * k);
+        cpu_scratch_free(be, af, m * k);
+        return -1;
+    }
+    fp4_dequantize(a, a_scales, a_opts, af);
+    fp4_dequantize(b, b_scales, b_opts, bf);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m, (blasint)n, (blasint)k, 1.0f,
+                af, (blasint)k, bf, (blasint)k, 0.0f, c, (blasint)n);
+    /* cuBLASLt's alpha: the two per-tensor decode scales (1 under MXFP4) */
+    float alpha = (1.0f / a_s_enc) * (1.0f / b_s_enc);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            c[i * n + j] = c[i * n + j] * alpha +
+                           (bias ? load_as_float(bias->data, bias->dtype, j) : 0.0f);
+    cpu_store_parallel(c, y->data, y->dtype, 0, m * n, st);
+    cpu_scratch_free(be, c, m * n);
+    cpu_scratch_free(be, bf, n * k);
+    cpu_scratch_free(be, af, m * k);
     return 0;
 }
