@@ -547,14 +547,15 @@ void fp8_summary_put(FILE *f, const fp8_summary *s)
     int operands = s->n_ops - s->n_colwise;
     fputs("## Float8\n\n", f);
     fprintf(f,
-            "%d GEMM operand%s of %d layer%s ran in float8 as Transformer Engine's `te.Linear` "
+            "%d GEMM operand%s of %d layer%s ran in %s as Transformer Engine's `te.Linear` "
             "under `fp8_autocast` does (fp8.csv: one row per quantization, %d step%s from "
             "step %lld to %lld). Saturated: values the saturating cast clamped to ± the "
             "format's largest finite value; underflow: non-zero values that became zero "
             "(fp8.csv); subnormal: values of the quantized copy `L.<operand>@<format>` below "
             "the smallest normal (tensors.csv, the observed steps). Percentages are of the "
             "values quantized in the rows counted.",
-            operands, operands == 1 ? "" : "s", layers, layers == 1 ? "" : "s", s->n_steps,
+            operands, operands == 1 ? "" : "s", layers, layers == 1 ? "" : "s",
+            s->recipe >= FP8_REPORT_NVFP4 ? "float4_e2m1fn" : "float8", s->n_steps,
             s->n_steps == 1 ? "" : "s", (long long)s->first_step, (long long)s->last_step);
     put_scales(f, s);
     fputs("\n\n", f);
