@@ -115,6 +115,10 @@ static inline cudaDataType_t cuda_data_type(dtype dt)
         return FORMAT_FLOAT8_E4M3FN_CUBLAS;
     case DTYPE_FLOAT8_E5M2:
         return FORMAT_FLOAT8_E5M2_CUBLAS;
+    case DTYPE_FLOAT4_E2M1FN:
+        return FORMAT_FLOAT4_E2M1FN_CUBLAS;
+    case DTYPE_FLOAT8_E8M0FNU:
+        return FORMAT_FLOAT8_E8M0FNU_CUBLAS;
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;
@@ -135,6 +139,10 @@ static inline cudnnDataType_t cudnn_data_type(dtype dt)
         return FORMAT_FLOAT8_E4M3FN_CUDNN;
     case DTYPE_FLOAT8_E5M2:
         return FORMAT_FLOAT8_E5M2_CUDNN;
+    case DTYPE_FLOAT4_E2M1FN:
+        return FORMAT_FLOAT4_E2M1FN_CUDNN;
+    case DTYPE_FLOAT8_E8M0FNU:
+        return FORMAT_FLOAT8_E8M0FNU_CUDNN;
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;
@@ -352,12 +360,13 @@ int64_t cuda_free_bytes(void);
 /* be->supports: float8 GEMMs need compute capability 8.9 or newer; no op this backend leaves
  * out (fp8.cu) */
 bool cuda_supports(const backend *be, backend_op op, dtype dt);
-/* The ops this backend leaves out: MXFP8's block-scaled ones, which run on the CPU only
- * (fp8.cu). Their slots stay empty and cuda_supports says no in every dtype, as backend.h's
+/* The ops this backend leaves out: MXFP8's and FP4's block-scaled ones, which run on the CPU
+ * only (fp8.cu). Their slots stay empty and cuda_supports says no in every dtype, as backend.h's
  * contract asks of an empty slot; no cuda_<op> is defined for them. */
 static constexpr bool cuda_leaves_out(backend_op op)
 {
-    return op == BACKEND_OP_fp8_block_quantize || op == BACKEND_OP_fp8_block_gemm;
+    return op == BACKEND_OP_fp8_block_quantize || op == BACKEND_OP_fp8_block_gemm ||
+           op == BACKEND_OP_fp4_block_quantize || op == BACKEND_OP_fp4_block_gemm;
 }
 
 /* t's values as float32: t's own buffer when it is float32, else a widened scratch copy

@@ -303,3 +303,13 @@ void test_backward_from(run *r, tensor *y, const float *dy)
     tape_record(r, "R", hand_dy, root, &y, 1);
     tape_backward(r, root, 1.0f);
 }
+
+void expect_store_counts(const round_counts *got, const round_counts *want, int times,
+                         const char *what, const char *level)
+{
+    cr_expect_eq(got->zeros, times * want->zeros, "%s %s zeros", what, level);
+    cr_expect_eq(got->underflow, times * want->underflow, "%s %s underflow", what, level);
+    cr_expect_eq(got->subnormal, times * want->subnormal, "%s %s subnormal", what, level);
+    cr_expect_eq(got->overflow, times * want->overflow, "%s %s overflow", what, level);
+    cr_expect_eq(got->nan, times * want->nan, "%s %s nan", what, level);
+}

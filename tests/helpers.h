@@ -26,6 +26,11 @@ void env_close(test_env *e);
 tensor *env_tensor(test_env *e, const char *name, dtype dt, int ndim, const int64_t *shape,
                    const float *v);
 tensor *env_zeros(test_env *e, const char *name, dtype dt, int ndim, const int64_t *shape);
+/* a store's counts against `times` times want's zeros, underflow, subnormal, overflow and
+ * nan (the known values of a test written `times` times into its tensor); what and level
+ * name the store in a failure */
+void expect_store_counts(const round_counts *got, const round_counts *want, int times,
+                         const char *what, const char *level);
 /* A run on a fresh CPU backend with its pool and an observer (no case, no results files),
  * for tests that call layers' forwards and the tape directly; test_run_close frees it all. */
 struct run;

@@ -44,7 +44,7 @@ Test(format, every_number_dtype_has_its_row_and_int64_none)
         cr_assert_not_null(f, "dtype %d has no row", d);
         cr_expect_eq(f->dt, (dtype)d);
         cr_expect_str_eq(f->name, dtype_name((dtype)d));
-        cr_expect_eq((size_t)f->bits / 8, dtype_size((dtype)d), "%s", f->name);
+        cr_expect_eq(((size_t)f->bits + 7) / 8, dtype_size((dtype)d), "%s", f->name);
         dtype parsed;
         cr_expect(dtype_parse(f->name, &parsed) && parsed == (dtype)d, "%s", f->name);
         char torch[64];
@@ -59,6 +59,18 @@ Test(format, every_number_dtype_has_its_row_and_int64_none)
     cr_expect(dtype_is_half(DTYPE_FLOAT16) && dtype_is_half(DTYPE_BFLOAT16));
 }
 
+/* the value of pattern p of f from its layout alone: exponent field E, mantissa field M,
+ * (1 + M / 2^m) 2^(E - bias), or M 2^(1 - bias - m) for E = 0 in a format with subnormals; a
+ * format without mantissa bits has none to hold, and its field 0 is a number (E8M0) */
+static double layout_value(const format_info *f, uint32_t p)
+{
+    int e = f->exponent_bits, m = f->mantissa_bits;
+    uint32_t E = (p >> m) & ((1u << e) - 1u), M = p & ((1u << m) - 1u);
+    if (E == 0 && m > 0)
+        return ldexp((double)M, 1 - f->bias - m);
+    return (1.0 + ldexp((double)M, -m)) * ldexp(1.0, (int)E - f->bias);
+}
+
 Test(format, limits_and_patterns_follow_from_bits_and_bias)
 {
     const format_info *rows[DTYPE_COUNT];
@@ -67,37 +79,39 @@ Test(format, limits_and_patterns_follow_from_bits_and_bias)
     for (int i = 0; i < n; i++) {
         const format_info *f = rows[i];
         int e = f->exponent_bits, m = f->mantissa_bits;
-        cr_expect_eq(1 + e + m, f->bits, "%s: sign, exponent and mantissa fill the storage",
-                     f->name);
+        cr_expect_eq(f->is_signed + e + m, f->bits,
+                     "%s: sign, exponent and mantissa fill the encoding", f->name);
         cr_expect_eq(f->bias, (1 << (e - 1)) - 1, "%s bias", f->name);
         uint32_t exp_ones = ((1u << e) - 1u) << m, man_ones = (1u << m) - 1u;
-        /* the largest finite value: the largest exponent field below all ones with a full
-         * mantissa when all ones means inf and NaN; the all-ones exponent with all but the
-         * mantissa's last bit when it holds numbers and only S.1..1 is NaN */
-        int emax;
-        double largest;
-        uint32_t max_pattern;
-        if (f->has_inf) {
-            emax = (1 << e) - 2 - f->bias;
-            largest = (2.0 - ldexp(1.0, -m)) * ldexp(1.0, emax);
+        /* the largest finite value's pattern: the largest exponent field below all ones with
+         * a full mantissa when all ones means inf and NaN; all ones but the last bit when only
+         * S.1..1 is NaN; all ones in a format without NaN */
+        uint32_t max_pattern = 0;
+        switch (f->nan) {
+        case FORMAT_NAN_IEEE:
             max_pattern = exp_ones - 1u;
+            cr_expect(f->has_inf, "%s: IEEE NaNs lie above inf", f->name);
             cr_expect_eq(f->inf_pattern, exp_ones, "%s inf", f->name);
-        } else {
-            emax = (1 << e) - 1 - f->bias;
-            largest = (2.0 - ldexp(1.0, 1 - m)) * ldexp(1.0, emax);
-            max_pattern = (exp_ones | man_ones) - 1u;
+            break;
+        case FORMAT_NAN_ALL_ONES:
+        case FORMAT_NAN_NONE:
+            max_pattern = (exp_ones | man_ones) - (f->nan == FORMAT_NAN_ALL_ONES);
+            cr_expect(!f->has_inf, "%s", f->name);
             cr_expect_eq(f->inf_pattern, 0u, "%s has no inf", f->name);
+            break;
         }
-        cr_expect_eq((double)f->largest, largest, "%s largest %a, want %a", f->name,
-                     (double)f->largest, largest);
         cr_expect_eq(f->max_pattern, max_pattern, "%s max pattern", f->name);
-        cr_expect_eq((double)f->smallest_normal, ldexp(1.0, 1 - f->bias), "%s", f->name);
-        cr_expect_eq((double)f->smallest_subnormal, ldexp(1.0, 1 - f->bias - m), "%s", f->name);
+        cr_expect_eq((double)f->largest, layout_value(f, max_pattern), "%s largest %a", f->name,
+                     (double)f->largest);
+        uint32_t min_normal = m > 0 ? 1u << m : 0u;
+        cr_expect_eq(f->min_normal_pattern, min_normal, "%s", f->name);
+        cr_expect_eq((double)f->smallest_normal, layout_value(f, min_normal), "%s", f->name);
+        cr_expect_eq((double)f->smallest_subnormal, layout_value(f, m > 0 ? 1u : 0u), "%s",
+                     f->name);
         cr_expect_eq((double)f->epsilon, ldexp(1.0, -m), "%s epsilon", f->name);
-        cr_expect_eq(f->min_normal_pattern, 1u << m, "%s", f->name);
         cr_expect_eq(f->magnitude_mask, exp_ones | man_ones, "%s magnitude mask", f->name);
-        cr_expect_eq(f->min_normal_exp, 1 - f->bias, "%s", f->name);
-        cr_expect_eq(f->min_subnormal_exp, 1 - f->bias - m, "%s", f->name);
+        cr_expect_eq(f->min_normal_exp, ilogb(f->smallest_normal), "%s", f->name);
+        cr_expect_eq(f->min_subnormal_exp, ilogb(f->smallest_subnormal), "%s", f->name);
         cr_expect_eq(f->zero_exp, f->min_subnormal_exp - 1, "%s", f->name);
         cr_expect_eq(f->zero_bin_max, f->zero_exp - 1, "%s", f->name);
         switch (f->nan) {
@@ -109,6 +123,9 @@ Test(format, limits_and_patterns_follow_from_bits_and_bias)
             break;
         case FORMAT_NAN_ALL_ONES:
             cr_expect_eq(f->nan_pattern, exp_ones | man_ones, "%s NaN", f->name);
+            break;
+        case FORMAT_NAN_NONE: /* a NaN converts to the largest (format.h) */
+            cr_expect_eq(f->nan_pattern, f->max_pattern, "%s NaN", f->name);
             break;
         }
     }
@@ -356,11 +373,14 @@ Test(format, json_output_is_the_table)
         const json_object *o = &obj[i];
         cr_expect_str_eq(field(o, "name", true), f->name);
         expect_int(o, "bits", f->bits);
+        cr_expect_str_eq(field(o, "is_signed", false), f->is_signed ? "true" : "false");
         expect_int(o, "exponent_bits", f->exponent_bits);
         expect_int(o, "mantissa_bits", f->mantissa_bits);
         expect_int(o, "bias", f->bias);
         cr_expect_str_eq(field(o, "has_inf", false), f->has_inf ? "true" : "false");
-        cr_expect_str_eq(field(o, "nan", true), f->nan == FORMAT_NAN_IEEE ? "ieee" : "all_ones");
+        cr_expect_str_eq(field(o, "nan", true), f->nan == FORMAT_NAN_IEEE       ? "ieee"
+                                                : f->nan == FORMAT_NAN_ALL_ONES ? "all_ones"
+                                                                                : "none");
         expect_pattern(o, "nan_pattern", f->nan_pattern);
         expect_pattern(o, "inf_pattern", f->inf_pattern);
         expect_pattern(o, "max_pattern", f->max_pattern);
@@ -380,8 +400,8 @@ Test(format, json_output_is_the_table)
         cr_expect_str_eq(field(o, "torch_scalar", true), f->torch_scalar);
         cr_expect_str_eq(field(o, "torch_cpp", true), f->torch_cpp);
         cr_expect_str_eq(field(o, "torch_cuda_tensor", true), f->torch_cuda_tensor);
-        /* every field is one of the above: 26, and a _hex for each of the 4 limits */
-        cr_expect_eq(o->n, 26 + 4, "%s: %d fields", f->name, o->n);
+        /* every field is one of the above: 27, and a _hex for each of the 4 limits */
+        cr_expect_eq(o->n, 27 + 4, "%s: %d fields", f->name, o->n);
     }
     cr_expect_str_eq(field(&obj[1], "cublas", true), "CUDA_R_16F");
     cr_expect_str_eq(field(&obj[1], "cudnn", true), "CUDNN_DATA_HALF");
@@ -406,7 +426,7 @@ Test(format, plain_output_has_a_line_per_field)
             saw_largest = strstr(line, "65504 (0x1.ffcp+15)") && strstr(line, "0x1.fep+127");
     }
     cr_assert_eq(pclose(p), 0, "%s failed", cmd);
-    cr_expect_eq(lines, 26);
+    cr_expect_eq(lines, 27);
     cr_expect(saw_largest, "the largest line holds float16's and bfloat16's largest finite");
     static const char *const bad[] = {"--yaml", "--json --json", "--json x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -447,11 +447,23 @@ static int64_t linear_rows(const case_config *cfg, const layer_spec *l)
  * mxfp8_tensor.py) */
 static int fp8_rows_multiple(const case_config *cfg)
 {
-    return cfg->fp8_recipe == FP8_RECIPE_MXFP8 ? 32 : 8;
+    return cfg->fp8_recipe == FP8_RECIPE_MXFP8 || cfg->fp8_recipe == FP8_RECIPE_MXFP4 ? 32
+           : cfg->fp8_recipe == FP8_RECIPE_NVFP4                                      ? 16
+                                                                                      : 8;
 }
+/* NVFP4Quantizer.is_quantizable: the last dim and the leading dims' product multiples of
+ * NVFP4_BLOCK_SCALING_SIZE, 16 (transformer_engine/pytorch/tensor/nvfp4_tensor.py); MXFP4
+ * the OCP block of 32 */
 static int fp8_dims_multiple(const case_config *cfg)
 {
-    return cfg->fp8_recipe == FP8_RECIPE_MXFP8 ? 32 : 16;
+    return cfg->fp8_recipe == FP8_RECIPE_MXFP8 || cfg->fp8_recipe == FP8_RECIPE_MXFP4 ? 32 : 16;
+}
+static const char *fp8_recipe_label(const case_config *cfg)
+{
+    return cfg->fp8_recipe == FP8_RECIPE_MXFP8   ? "MXFP8"
+           : cfg->fp8_recipe == FP8_RECIPE_NVFP4 ? "NVFP4"
+           : cfg->fp8_recipe == FP8_RECIPE_MXFP4 ? "MXFP4"
+                                                 : "FP8";
 }
 static bool fp8_shape_ok(const case_config *cfg, const layer_spec *l)
 {
@@ -493,7 +505,7 @@ void check_fp8(parse_ctx *c)
                    "layers: '%s' is not a shape Transformer Engine runs in %s: the input's "
                    "leading dims must multiply to a multiple of %d (here %lld) and in_features "
                    "and out_features be multiples of %d (here %lld and %lld)",
-                   l->name, cfg->fp8_recipe == FP8_RECIPE_MXFP8 ? "MXFP8" : "FP8",
+                   l->name, fp8_recipe_label(cfg),
                    fp8_rows_multiple(cfg), (long long)linear_rows(cfg, l),
                    fp8_dims_multiple(cfg), (long long)l->in, (long long)l->out);
         cfg->fp8_layer[i] = ok;
@@ -503,7 +515,7 @@ void check_fp8(parse_ctx *c)
         err_at(c, en, "[fp8] enabled, but no linear layer of [model] has a shape Transformer "
                       "Engine runs in %s (leading dims a multiple of %d, in_features and "
                       "out_features multiples of %d)",
-               cfg->fp8_recipe == FP8_RECIPE_MXFP8 ? "MXFP8" : "FP8", fp8_rows_multiple(cfg),
+               fp8_recipe_label(cfg), fp8_rows_multiple(cfg),
                fp8_dims_multiple(cfg));
 }
 

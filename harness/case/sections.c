@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -594,7 +595,8 @@ void parse_expect_section(parse_ctx *c)
 /* ---- [fp8]: te.Linear under fp8_autocast (FP8-SPEC.md; fp8_linear.h) ---- */
 
 const char *const fp8_format_names[] = {"e4m3", "hybrid"};              /* fp8_format_kind */
-const char *const fp8_recipe_names[] = {"delayed", "current", "mxfp8"}; /* fp8_recipe_kind */
+const char *const fp8_recipe_names[FP8_RECIPE_COUNT] = {"delayed", "current", "mxfp8", "nvfp4",
+                                                        "mxfp4"}; /* fp8_recipe_kind */
 const char *const fp8_amax_algo_names[] = {"max", "most_recent"};       /* fp8_amax_algo */
 
 static void key_fp8_enabled(parse_ctx *c, entry *e)
@@ -611,7 +613,7 @@ static void key_fp8_format(parse_ctx *c, entry *e)
 
 static void key_fp8_recipe(parse_ctx *c, entry *e)
 {
-    int k = parse_choice(c, e, e->value, "recipe", fp8_recipe_names, 3);
+    int k = parse_choice(c, e, e->value, "recipe", fp8_recipe_names, FP8_RECIPE_COUNT);
     if (k >= 0)
         c->cfg->fp8_recipe = (fp8_recipe_kind)k;
 }
@@ -639,6 +641,20 @@ static void key_fp8_margin(parse_ctx *c, entry *e)
         err_at(c, e, "margin = %lld: at most 64 (scale / 2^margin)", (long long)v);
     else if (!e->failed)
         c->cfg->fp8_margin = v;
+}
+
+static void key_fp4_disable_rht(parse_ctx *c, entry *e)
+{
+    parse_bool(c, e, e->value, "disable_rht", &c->cfg->fp4_disable_rht);
+}
+static void key_fp4_disable_sr(parse_ctx *c, entry *e)
+{
+    parse_bool(c, e, e->value, "disable_stochastic_rounding",
+               &c->cfg->fp4_disable_stochastic_rounding);
+}
+static void key_fp4_disable_2d(parse_ctx *c, entry *e)
+{
+    parse_bool(c, e, e->value, "disable_2d_quantization", &c->cfg->fp4_disable_2d_quantization);
 }
 
 /* layers = q, k, v: layers of [model] whose kind runs as te.Linear (layer_def.te_linear),
@@ -682,8 +698,11 @@ void parse_fp8_section(parse_ctx *c)
                                    {"amax_history_len", key_fp8_history},
                                    {"amax_compute_algo", key_fp8_algo},
                                    {"margin", key_fp8_margin},
+                                   {"disable_rht", key_fp4_disable_rht},
+                                   {"disable_stochastic_rounding", key_fp4_disable_sr},
+                                   {"disable_2d_quantization", key_fp4_disable_2d},
                                    {"layers", key_fp8_layers}};
-    parse_keyed(c, SEC_FP8, defs, 7);
+    parse_keyed(c, SEC_FP8, defs, 10);
     entry *where = find_entry(c, SEC_FP8, "recipe");
     where = where ? where : find_entry(c, SEC_FP8, "enabled");
     c->cfg->fp8_line = where ? where->line : 0;
@@ -698,9 +717,36 @@ void parse_fp8_section(parse_ctx *c)
     for (int k = 0; k < 3 && recipe != FP8_RECIPE_DELAYED; k++) {
         entry *e = find_entry(c, SEC_FP8, delayed_only[k]);
         if (e && !e->failed)
-            err_at(c, e, "%s applies to recipe = delayed only (%s)", delayed_only[k],
-                   recipe == FP8_RECIPE_CURRENT
-                       ? "current scaling takes each tensor's own amax"
-                       : "mxfp8 takes each block's scale from the block's amax");
+            err_at(c, e, "%s applies to recipe = delayed only (%s%s)", delayed_only[k],
+                   recipe == FP8_RECIPE_CURRENT ? "current scaling takes each tensor's own amax"
+                                                : fp8_recipe_names[recipe],
+                   recipe == FP8_RECIPE_CURRENT ? ""
+                                                : " takes each block's scale from the block's amax");
     }
+    /* NVFP4BlockScaling's switches (transformer_engine/common/recipe/__init__.py), their
+     * defaults from TE's NVTE_NVFP4_DISABLE_* variables; the float8 format means nothing to
+     * the 4-bit recipes, whose values are all E2M1 */
+    static const struct {
+        const char *key, *env;
+        size_t off;
+    } nv_only[] = {
+        {"disable_rht", "NVTE_NVFP4_DISABLE_RHT", offsetof(case_config, fp4_disable_rht)},
+        {"disable_stochastic_rounding", "NVTE_NVFP4_DISABLE_STOCHASTIC_ROUNDING",
+         offsetof(case_config, fp4_disable_stochastic_rounding)},
+        {"disable_2d_quantization", "NVTE_NVFP4_DISABLE_2D_QUANTIZATION",
+         offsetof(case_config, fp4_disable_2d_quantization)},
+    };
+    for (int k = 0; k < 3; k++) {
+        entry *e = find_entry(c, SEC_FP8, nv_only[k].key);
+        const char *env = getenv(nv_only[k].env);
+        if (e && !e->failed && recipe != FP8_RECIPE_NVFP4)
+            err_at(c, e, "%s applies to recipe = nvfp4 only (TE's NVFP4BlockScaling)",
+                   nv_only[k].key);
+        else if (!e && recipe == FP8_RECIPE_NVFP4 && env && strcmp(env, "1") == 0)
+            *(bool *)((char *)c->cfg + nv_only[k].off) = true;
+    }
+    entry *fe = find_entry(c, SEC_FP8, "format");
+    if (fe && !fe->failed && FP8_RECIPE_IS_FP4(recipe))
+        err_at(c, fe, "format applies to the float8 recipes; %s quantizes every operand to "
+                      "float4_e2m1fn", fp8_recipe_names[recipe]);
 }

@@ -87,12 +87,18 @@ typedef enum schedule_kind { SCHEDULE_CONSTANT = 0, SCHEDULE_COSINE } schedule_k
 typedef enum expect_kind { EXPECT_DTYPE = 0, EXPECT_ERROR, EXPECT_SATURATED } expect_kind;
 /* [fp8] format: e4m3 everywhere, or hybrid (E4M3 forward, E5M2 output gradients) */
 typedef enum fp8_format_kind { FP8_FORMAT_E4M3 = 0, FP8_FORMAT_HYBRID } fp8_format_kind;
-/* [fp8] recipe: delayed and current scaling, and MXFP8 on the CPU only (fp8_linear.h) */
+/* [fp8] recipe: delayed and current scaling, and MXFP8, NVFP4 and MXFP4 on the CPU only
+ * (fp8_linear.h; the 4-bit ones docs/FP4.md) */
 typedef enum fp8_recipe_kind {
     FP8_RECIPE_DELAYED = 0,
     FP8_RECIPE_CURRENT,
-    FP8_RECIPE_MXFP8
+    FP8_RECIPE_MXFP8,
+    FP8_RECIPE_NVFP4,
+    FP8_RECIPE_MXFP4
 } fp8_recipe_kind;
+#define FP8_RECIPE_COUNT 5
+/* NVFP4 and MXFP4: values in float4_e2m1fn */
+#define FP8_RECIPE_IS_FP4(r) ((r) == FP8_RECIPE_NVFP4 || (r) == FP8_RECIPE_MXFP4)
 
 typedef struct init_spec {
     char tensor[CASE_NAME_MAX]; /* "fc1.weight" */
@@ -182,6 +188,9 @@ typedef struct case_config {
     int64_t fp8_amax_history_len;      /* delayed: default 1024 */
     int fp8_amax_compute_algo;         /* delayed: an fp8_amax_algo (fp8_recipe.h); max */
     int64_t fp8_margin;                /* delayed: default 0 */
+    /* nvfp4: TE's NVFP4BlockScaling switches (default no, or NVTE_NVFP4_DISABLE_RHT,
+     * NVTE_NVFP4_DISABLE_STOCHASTIC_ROUNDING, NVTE_NVFP4_DISABLE_2D_QUANTIZATION = 1) */
+    bool fp4_disable_rht, fp4_disable_stochastic_rounding, fp4_disable_2d_quantization;
     bool fp8_layer[CASE_MAX_LAYERS];   /* by layer index: runs as te.Linear */
     int fp8_line;                      /* [fp8]'s recipe line, else its enabled line (0: --set) */
     /* overrides applied (for naming variants: "<case>+<key>=<value>") */

@@ -13,11 +13,14 @@
 
 /* the row of DTYPE_<N>, named name_ (dtype_name(), and torch.<name_> in PyTorch), whose
  * scalar type PyTorch calls scalar_ (c10::ScalarType) and whose C++ type is cpp_ */
+/* log2 of the smallest normal: exponent field 1, or 0 where field 0 is a number */
+#define FORMAT_MIN_NORMAL_EXP(N) (1 - FORMAT_##N##_BIAS - (FORMAT_##N##_MIN_NORMAL_PATTERN == 0))
 #define FORMAT_ROW(N, name_, scalar_, cpp_)                                                        \
     [DTYPE_##N] = {                                                                                \
         .dt = DTYPE_##N,                                                                           \
         .name = name_,                                                                             \
         .bits = FORMAT_##N##_BITS,                                                                 \
+        .is_signed = FORMAT_##N##_SIGNED,                                                          \
         .exponent_bits = FORMAT_##N##_EXP_BITS,                                                    \
         .mantissa_bits = FORMAT_##N##_MAN_BITS,                                                    \
         .bias = FORMAT_##N##_BIAS,                                                                 \
@@ -32,10 +35,10 @@
         .smallest_normal = FORMAT_##N##_SMALLEST_NORMAL,                                           \
         .smallest_subnormal = FORMAT_##N##_SMALLEST_SUBNORMAL,                                     \
         .epsilon = FORMAT_##N##_EPSILON,                                                           \
-        .min_normal_exp = 1 - FORMAT_##N##_BIAS,                                                   \
-        .min_subnormal_exp = 1 - FORMAT_##N##_BIAS - FORMAT_##N##_MAN_BITS,                        \
-        .zero_exp = -FORMAT_##N##_BIAS - FORMAT_##N##_MAN_BITS,                                    \
-        .zero_bin_max = -FORMAT_##N##_BIAS - FORMAT_##N##_MAN_BITS - 1,                            \
+        .min_normal_exp = FORMAT_MIN_NORMAL_EXP(N),                                                \
+        .min_subnormal_exp = FORMAT_MIN_NORMAL_EXP(N) - FORMAT_##N##_MAN_BITS,                     \
+        .zero_exp = FORMAT_MIN_NORMAL_EXP(N) - FORMAT_##N##_MAN_BITS - 1,                          \
+        .zero_bin_max = FORMAT_MIN_NORMAL_EXP(N) - FORMAT_##N##_MAN_BITS - 2,                      \
         .cublas = FORMAT_STR(FORMAT_##N##_CUBLAS),                                                 \
         .cudnn = FORMAT_STR(FORMAT_##N##_CUDNN),                                                   \
         .torch = "torch." name_,                                                                   \
@@ -51,6 +54,9 @@ static const format_info formats[DTYPE_COUNT] = {
     FORMAT_ROW(BFLOAT16, "bfloat16", "BFloat16", "c10::BFloat16"),
     FORMAT_ROW(FLOAT8_E4M3FN, "float8_e4m3fn", "Float8_e4m3fn", "c10::Float8_e4m3fn"),
     FORMAT_ROW(FLOAT8_E5M2, "float8_e5m2", "Float8_e5m2", "c10::Float8_e5m2"),
+    /* PyTorch has no unpacked float4 scalar type: its names are the packed pair's */
+    FORMAT_ROW(FLOAT4_E2M1FN, "float4_e2m1fn", "Float4_e2m1fn_x2", "c10::Float4_e2m1fn_x2"),
+    FORMAT_ROW(FLOAT8_E8M0FNU, "float8_e8m0fnu", "Float8_e8m0fnu", "c10::Float8_e8m0fnu"),
 };
 
 const format_info *format_of(dtype dt)
@@ -78,6 +84,7 @@ static const struct field {
 } fields[] = {
     {"name", FIELD_TEXT, offsetof(format_info, name)},
     {"bits", FIELD_INT, offsetof(format_info, bits)},
+    {"is_signed", FIELD_BOOL, offsetof(format_info, is_signed)},
     {"exponent_bits", FIELD_INT, offsetof(format_info, exponent_bits)},
     {"mantissa_bits", FIELD_INT, offsetof(format_info, mantissa_bits)},
     {"bias", FIELD_INT, offsetof(format_info, bias)},
@@ -112,6 +119,8 @@ static const char *nan_name(format_nan n)
         return "ieee";
     case FORMAT_NAN_ALL_ONES:
         return "all_ones";
+    case FORMAT_NAN_NONE:
+        return "none";
     }
     return "?";
 }
@@ -135,7 +144,7 @@ static void field_text(const format_info *f, int k, bool json, char *buf, size_t
         snprintf(buf, len, "%s%s%s", q, nan_name(*(const format_nan *)p), q);
         return;
     case FIELD_PATTERN:
-        snprintf(buf, len, "%s0x%0*x%s", q, f->bits / 4, *(const uint32_t *)p, q);
+        snprintf(buf, len, "%s0x%0*x%s", q, (f->bits + 3) / 4, *(const uint32_t *)p, q);
         return;
     case FIELD_LIMIT:
         if (json)

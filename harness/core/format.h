@@ -10,7 +10,8 @@
  *
  * Adding a format:
  *  - a DTYPE_ value in dtype.h, and its aliases in dtype.c's dtype_parse;
- *  - the macro block below: BITS, EXP_BITS, MAN_BITS, BIAS, HAS_INF, NAN (a format_nan),
+ *  - the macro block below: BITS, SIGNED (1 with a sign bit), EXP_BITS, MAN_BITS, BIAS,
+ *    HAS_INF, NAN (a format_nan),
  *    NAN_PATTERN (the NaN a conversion of float32's default NaN stores), INF_PATTERN
  *    (+inf; 0 when HAS_INF is 0), MAX_PATTERN (largest finite), MIN_NORMAL_PATTERN,
  *    MAG_MASK (every bit but the sign), LARGEST, SMALLEST_NORMAL, SMALLEST_SUBNORMAL,
@@ -42,11 +43,13 @@
 /* which bit patterns are NaN */
 typedef enum format_nan {
     FORMAT_NAN_IEEE,     /* exponent all ones, mantissa non-zero (either sign) */
-    FORMAT_NAN_ALL_ONES, /* exponent and mantissa all ones only (float8_e4m3fn) */
+    FORMAT_NAN_ALL_ONES, /* exponent and mantissa all ones only (float8_e4m3fn, float8_e8m0fnu) */
+    FORMAT_NAN_NONE,     /* every pattern a number (float4_e2m1fn); a NaN converts to a number */
 } format_nan;
 
 /* float32: IEEE binary32 */
 #define FORMAT_FLOAT32_BITS 32
+#define FORMAT_FLOAT32_SIGNED 1
 #define FORMAT_FLOAT32_EXP_BITS 8
 #define FORMAT_FLOAT32_MAN_BITS 23
 #define FORMAT_FLOAT32_BIAS 127
@@ -66,6 +69,7 @@ typedef enum format_nan {
 
 /* float16: IEEE binary16 */
 #define FORMAT_FLOAT16_BITS 16
+#define FORMAT_FLOAT16_SIGNED 1
 #define FORMAT_FLOAT16_EXP_BITS 5
 #define FORMAT_FLOAT16_MAN_BITS 10
 #define FORMAT_FLOAT16_BIAS 15
@@ -85,6 +89,7 @@ typedef enum format_nan {
 
 /* bfloat16: the top 16 bits of a float32 */
 #define FORMAT_BFLOAT16_BITS 16
+#define FORMAT_BFLOAT16_SIGNED 1
 #define FORMAT_BFLOAT16_EXP_BITS 8
 #define FORMAT_BFLOAT16_MAN_BITS 7
 #define FORMAT_BFLOAT16_BIAS 127
@@ -105,6 +110,7 @@ typedef enum format_nan {
 /* float8_e4m3fn: OCP FP8 E4M3 (c10::Float8_e4m3fn): no infinity, S.1111.111 its only NaN,
  * S.1111.000 to S.1111.110 numbers up to 448 */
 #define FORMAT_FLOAT8_E4M3FN_BITS 8
+#define FORMAT_FLOAT8_E4M3FN_SIGNED 1
 #define FORMAT_FLOAT8_E4M3FN_EXP_BITS 4
 #define FORMAT_FLOAT8_E4M3FN_MAN_BITS 3
 #define FORMAT_FLOAT8_E4M3FN_BIAS 7
@@ -128,6 +134,7 @@ typedef enum format_nan {
 
 /* float8_e5m2: the top byte of a float16 (c10::Float8_e5m2): infinities, IEEE NaNs */
 #define FORMAT_FLOAT8_E5M2_BITS 8
+#define FORMAT_FLOAT8_E5M2_SIGNED 1
 #define FORMAT_FLOAT8_E5M2_EXP_BITS 5
 #define FORMAT_FLOAT8_E5M2_MAN_BITS 2
 #define FORMAT_FLOAT8_E5M2_BIAS 15
@@ -149,10 +156,68 @@ typedef enum format_nan {
  * to the even inf) becomes inf (c10/util/Float8_e5m2.h) */
 #define FORMAT_FLOAT8_E5M2_OVERFLOW_ABOVE 0x476fffffu
 
+/* float4_e2m1fn: OCP MX FP4 E2M1 (ml_dtypes.float4_e2m1fn; PyTorch has only the packed
+ * torch.float4_e2m1fn_x2): S.EE.M, bias 1, values 0, 0.5, 1, 1.5, 2, 3, 4, 6, no infinity
+ * and no NaN. Stored one value a byte in the low four bits, as ml_dtypes stores it. The
+ * conversion from float32 is Transformer Engine's `cvt.rn.satfinite.e2m1x2.f32`: round to
+ * nearest even, |x| beyond 6 (and +-inf) saturates to +-6; a NaN, which E2M1 cannot hold,
+ * becomes +6 (NAN_PATTERN: the pattern a NaN stores; ml_dtypes stores 0x8, -0, instead), and
+ * the counting store counts it as nan (harness/ops/cpu/round.c). */
+#define FORMAT_FLOAT4_E2M1FN_BITS 4
+#define FORMAT_FLOAT4_E2M1FN_SIGNED 1
+#define FORMAT_FLOAT4_E2M1FN_EXP_BITS 2
+#define FORMAT_FLOAT4_E2M1FN_MAN_BITS 1
+#define FORMAT_FLOAT4_E2M1FN_BIAS 1
+#define FORMAT_FLOAT4_E2M1FN_HAS_INF 0
+#define FORMAT_FLOAT4_E2M1FN_NAN FORMAT_NAN_NONE
+#define FORMAT_FLOAT4_E2M1FN_NAN_PATTERN 0x7u
+#define FORMAT_FLOAT4_E2M1FN_INF_PATTERN 0x0u
+#define FORMAT_FLOAT4_E2M1FN_MAX_PATTERN 0x7u
+#define FORMAT_FLOAT4_E2M1FN_MIN_NORMAL_PATTERN 0x2u
+#define FORMAT_FLOAT4_E2M1FN_MAG_MASK 0x7u
+#define FORMAT_FLOAT4_E2M1FN_LARGEST 0x1.8p2f
+#define FORMAT_FLOAT4_E2M1FN_SMALLEST_NORMAL 0x1p0f
+#define FORMAT_FLOAT4_E2M1FN_SMALLEST_SUBNORMAL 0x1p-1f
+#define FORMAT_FLOAT4_E2M1FN_EPSILON 0x1p-1f
+#define FORMAT_FLOAT4_E2M1FN_CUBLAS CUDA_R_4F_E2M1
+#define FORMAT_FLOAT4_E2M1FN_CUDNN CUDNN_DATA_FP4_E2M1
+/* |x| from 7 up (7 is the midpoint between 6 and 8, a tie to the even 8) saturates to 6;
+ * below it round to nearest even reaches at most 6 */
+#define FORMAT_FLOAT4_E2M1FN_OVERFLOW_ABOVE 0x40dfffffu
+
+/* float8_e8m0fnu: OCP MX E8M0 scale (c10::Float8_e8m0fnu, ml_dtypes.float8_e8m0fnu): eight
+ * exponent bits, no sign, no mantissa, bias 127: 2^-127 (pattern 0x00) to 2^127 (0xfe), 0xff
+ * the only NaN, no zero, no infinity. Exponent field 0 is a number, 2^-127, not a subnormal:
+ * the smallest normal and the smallest subnormal are both 2^-127. The conversion from float32
+ * is c10's (c10/util/Float8_e8m0fnu-inl.h, fp8e8m0_from_fp32_value): the sign ignored, the
+ * significand rounded to 1 or 2 by guard, round and sticky bits with the implicit bit as the
+ * last kept one, so that a tie (1.5 * 2^e) rounds up to 2^(e+1); 0 and float32 subnormals
+ * below 1.5 * 2^-127 give 2^-127; inf, NaN and values from 1.5 * 2^127 up give NaN.
+ * ml_dtypes agrees but for 0 and negative values, which it makes NaN. */
+#define FORMAT_FLOAT8_E8M0FNU_BITS 8
+#define FORMAT_FLOAT8_E8M0FNU_SIGNED 0
+#define FORMAT_FLOAT8_E8M0FNU_EXP_BITS 8
+#define FORMAT_FLOAT8_E8M0FNU_MAN_BITS 0
+#define FORMAT_FLOAT8_E8M0FNU_BIAS 127
+#define FORMAT_FLOAT8_E8M0FNU_HAS_INF 0
+#define FORMAT_FLOAT8_E8M0FNU_NAN FORMAT_NAN_ALL_ONES
+#define FORMAT_FLOAT8_E8M0FNU_NAN_PATTERN 0xffu
+#define FORMAT_FLOAT8_E8M0FNU_INF_PATTERN 0x00u
+#define FORMAT_FLOAT8_E8M0FNU_MAX_PATTERN 0xfeu
+#define FORMAT_FLOAT8_E8M0FNU_MIN_NORMAL_PATTERN 0x00u
+#define FORMAT_FLOAT8_E8M0FNU_MAG_MASK 0xffu
+#define FORMAT_FLOAT8_E8M0FNU_LARGEST 0x1p127f
+#define FORMAT_FLOAT8_E8M0FNU_SMALLEST_NORMAL 0x1p-127f
+#define FORMAT_FLOAT8_E8M0FNU_SMALLEST_SUBNORMAL 0x1p-127f
+#define FORMAT_FLOAT8_E8M0FNU_EPSILON 0x1p0f
+#define FORMAT_FLOAT8_E8M0FNU_CUBLAS CUDA_R_8F_UE8M0
+#define FORMAT_FLOAT8_E8M0FNU_CUDNN CUDNN_DATA_FP8_E8M0
+
 typedef struct format_info {
     dtype dt;
     const char *name; /* PyTorch's name without "torch.": dtype_name() */
-    int bits;         /* storage */
+    int bits;         /* the encoding's width (storage: dtype_size, whole bytes) */
+    bool is_signed;   /* a sign bit (all but float8_e8m0fnu) */
     int exponent_bits, mantissa_bits, bias;
     bool has_inf;
     format_nan nan;
@@ -162,11 +227,14 @@ typedef struct format_info {
     uint32_t min_normal_pattern; /* the smallest normal value */
     uint32_t magnitude_mask;     /* every bit but the sign */
     float largest, smallest_normal, smallest_subnormal, epsilon;
-    int min_normal_exp;    /* log2 of smallest_normal: 1 - bias */
-    int min_subnormal_exp; /* log2 of smallest_subnormal: 1 - bias - mantissa_bits */
+    /* log2 of smallest_normal: 1 - bias, or -bias where exponent field 0 is a number
+     * (float8_e8m0fnu, min_normal_pattern 0) */
+    int min_normal_exp;
+    int min_subnormal_exp; /* log2 of smallest_subnormal: min_normal_exp - mantissa_bits */
     /* |x| <= 2^zero_exp (half the smallest subnormal) rounds to zero, 2^zero_exp itself a
      * tie to the even zero; hist.csv's bins k <= zero_exp - 1 (2^k <= |x| < 2^(k+1)) hold
-     * only values that round to zero */
+     * only values that round to zero (float8_e8m0fnu has no zero: nothing rounds to it,
+     * and zero_exp is only the exponent below its range) */
     int zero_exp;
     int zero_bin_max;                   /* zero_exp - 1 */
     const char *cublas, *cudnn, *torch; /* "CUDA_R_16F", "CUDNN_DATA_HALF", "torch.float16" */

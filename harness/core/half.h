@@ -190,6 +190,54 @@ static inline AMP_HD float float_from_e4m3fn(uint8_t b)
 static inline AMP_HD float float_from_e5m2(uint8_t b) { return float_from_half((uint16_t)(b << 8)); }
 
 /*
+ * float32 to float4_e2m1fn (format.h): fp8_from_float's rounding with 1 mantissa bit and bias
+ * 1 (round to nearest even, subnormal 0.5 kept), |x| from 7 up and +-inf saturated to +-6
+ * as cvt.rn.satfinite does, the sign moved to bit 3; a NaN stores NAN_PATTERN (+6).
+ */
+static inline AMP_HD uint8_t e2m1_from_float(float f)
+{
+    if ((float_bits(f) & 0x7fffffffu) > 0x7f800000u)
+        return FORMAT_FLOAT4_E2M1FN_NAN_PATTERN;
+    uint8_t b = fp8_from_float(f, FORMAT_FLOAT4_E2M1FN_MAN_BITS, FORMAT_FLOAT4_E2M1FN_BIAS,
+                               FORMAT_FLOAT4_E2M1FN_OVERFLOW_ABOVE,
+                               FORMAT_FLOAT4_E2M1FN_MAX_PATTERN, FORMAT_FLOAT4_E2M1FN_MAX_PATTERN);
+    return (uint8_t)((b & FORMAT_FLOAT4_E2M1FN_MAG_MASK) | ((b >> 4) & 0x8u));
+}
+
+/* float4_e2m1fn's eight magnitudes: 0, 0.5 (the subnormal), then 1.M * 2^(E - 1) */
+static inline AMP_HD float float_from_e2m1(uint8_t b)
+{
+    uint32_t e = (b >> 1) & 0x3u, m = b & 0x1u;
+    float v = e == 0 ? (float)m * FORMAT_FLOAT4_E2M1FN_SMALLEST_SUBNORMAL
+                     : bits_float(((e + 126u) << 23) | (m << 22));
+    return (b & 0x8u) ? -v : v;
+}
+
+/*
+ * float32 to float8_e8m0fnu as c10/util/Float8_e8m0fnu-inl.h's fp8e8m0_from_fp32_value
+ * (format.h): the biased exponent field of |x| kept, plus one when the guard bit (bit 22) is
+ * set and the round or sticky bits (21..0) are, or when the implicit bit (the field non-zero)
+ * is: round to nearest with the tie 1.5 * 2^e going up to 2^(e+1). inf and NaN give NaN, and
+ * so does rounding up from field 254.
+ */
+static inline AMP_HD uint8_t e8m0_from_float(float f)
+{
+    uint32_t x = float_bits(f), e = (x >> 23) & 0xffu;
+    if (e == 0xffu)
+        return FORMAT_FLOAT8_E8M0FNU_NAN_PATTERN;
+    uint32_t guard = (x >> 22) & 1u, rest = (x & 0x3fffffu) != 0, lsb = e != 0;
+    return (uint8_t)(e + (guard & (rest | lsb)));
+}
+
+/* 2^(b - 127); 0xff NaN; 0x00 is 2^-127, a float32 subnormal */
+static inline AMP_HD float float_from_e8m0(uint8_t b)
+{
+    if (b == FORMAT_FLOAT8_E8M0FNU_NAN_PATTERN)
+        return bits_float(0x7fc00000u);
+    return bits_float(b ? (uint32_t)b << 23 : 0x00400000u);
+}
+
+/*
  * float_from_half(half_from_float(x)) without a branch, so that loops over it vectorise:
  * x plus and minus a power of two c whose float32 ulp is float16's ulp at x's magnitude
  * (2^-24 below 2^-14, else 2^(e-10)), so that float32's own round to nearest even rounds
@@ -208,7 +256,7 @@ static inline AMP_HD float half_round(float x)
 }
 
 /* ---- the per-element codecs: one branch per number format (see the top of the file) ---- */
-static_assert(DTYPE_COUNT == 6, "a new dtype: give round_to, load_as_float and store_from_float "
+static_assert(DTYPE_COUNT == 8, "a new dtype: give round_to, load_as_float and store_from_float "
                                 "its branch, then count it here");
 
 /* The value a float32 `x` becomes when stored in dt and read back (dt float32: x itself). */
@@ -224,6 +272,10 @@ static inline AMP_HD float round_to(float x, dtype dt)
         return float_from_e4m3fn(e4m3fn_from_float(x));
     if (dt == DTYPE_FLOAT8_E5M2)
         return float_from_e5m2(e5m2_from_float(x));
+    if (dt == DTYPE_FLOAT4_E2M1FN)
+        return float_from_e2m1(e2m1_from_float(x));
+    if (dt == DTYPE_FLOAT8_E8M0FNU)
+        return float_from_e8m0(e8m0_from_float(x));
     return not_a_format("round_to", dt);
 }
 
@@ -241,6 +293,10 @@ static inline AMP_HD float float_from_pattern(uint32_t p, dtype dt)
         return float_from_e4m3fn((uint8_t)p);
     case DTYPE_FLOAT8_E5M2:
         return float_from_e5m2((uint8_t)p);
+    case DTYPE_FLOAT4_E2M1FN:
+        return float_from_e2m1((uint8_t)p);
+    case DTYPE_FLOAT8_E8M0FNU:
+        return float_from_e8m0((uint8_t)p);
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;
@@ -261,6 +317,10 @@ static inline AMP_HD float load_as_float(const void *p, dtype dt, int64_t i)
         return float_from_e4m3fn(((const uint8_t *)p)[i]);
     if (dt == DTYPE_FLOAT8_E5M2)
         return float_from_e5m2(((const uint8_t *)p)[i]);
+    if (dt == DTYPE_FLOAT4_E2M1FN)
+        return float_from_e2m1(((const uint8_t *)p)[i]);
+    if (dt == DTYPE_FLOAT8_E8M0FNU)
+        return float_from_e8m0(((const uint8_t *)p)[i]);
     return not_a_format("load_as_float", dt);
 }
 
@@ -290,6 +350,16 @@ static inline AMP_HD float store_from_float(void *p, dtype dt, int64_t i, float 
         uint8_t b = e5m2_from_float(x);
         ((uint8_t *)p)[i] = b;
         return float_from_e5m2(b);
+    }
+    if (dt == DTYPE_FLOAT4_E2M1FN) {
+        uint8_t b = e2m1_from_float(x);
+        ((uint8_t *)p)[i] = b;
+        return float_from_e2m1(b);
+    }
+    if (dt == DTYPE_FLOAT8_E8M0FNU) {
+        uint8_t b = e8m0_from_float(x);
+        ((uint8_t *)p)[i] = b;
+        return float_from_e8m0(b);
     }
     return not_a_format("store_from_float", dt);
 }
@@ -350,6 +420,10 @@ static inline AMP_HD float dtype_min_normal(dtype dt)
         return FORMAT_FLOAT8_E4M3FN_SMALLEST_NORMAL;
     case DTYPE_FLOAT8_E5M2:
         return FORMAT_FLOAT8_E5M2_SMALLEST_NORMAL;
+    case DTYPE_FLOAT4_E2M1FN:
+        return FORMAT_FLOAT4_E2M1FN_SMALLEST_NORMAL;
+    case DTYPE_FLOAT8_E8M0FNU:
+        return FORMAT_FLOAT8_E8M0FNU_SMALLEST_NORMAL;
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;

@@ -24,6 +24,17 @@ const char *fp8_refusal(const case_config *cfg, const backend *be, char *buf, si
 {
     if (!cfg->fp8)
         return NULL;
+    if (FP8_RECIPE_IS_FP4(cfg->fp8_recipe)) {
+        if (backend_supports(be, BACKEND_OP_fp4_block_quantize, DTYPE_FLOAT4_E2M1FN) &&
+            backend_supports(be, BACKEND_OP_fp4_block_gemm, DTYPE_FLOAT4_E2M1FN))
+            return NULL;
+        snprintf(buf, len,
+                 "recipe = %s on the %s backend (%s): NVFP4 and MXFP4 run on the CPU only in "
+                 "ampscope (cuBLASLt's FP4 GEMMs need sm_100)\n---> HINT: run the case with "
+                 "--device cpu",
+                 cfg->fp8_recipe == FP8_RECIPE_NVFP4 ? "nvfp4" : "mxfp4", be->name, be->device);
+        return buf;
+    }
     if (cfg->fp8_recipe == FP8_RECIPE_MXFP8) {
         if (backend_supports(be, BACKEND_OP_fp8_block_quantize, DTYPE_FLOAT8_E4M3FN) &&
             backend_supports(be, BACKEND_OP_fp8_block_gemm, DTYPE_FLOAT8_E4M3FN))
@@ -130,6 +141,23 @@ static void keep_row(run *r, const char *what, const char *suffix, dtype format,
                             .underflow = underflow};
 }
 
+/* q, a quantized copy of x, observed in role with st's counts of its rounding */
+static void observe_copy(run *r, tensor *x, tensor *q, tensor_role role, round_stats *st)
+{
+    const tensor *src = x;
+    tensor_why(q, DTYPE_REASON_FP8, "te.Linear", &src, 1);
+    observe_tensor(r->obs, q, role, r->counting ? st : NULL);
+}
+
+/* the largest of n scale bytes (E8M0: the block holding the amax has it) */
+static uint8_t largest_byte(const uint8_t *b, int64_t n)
+{
+    uint8_t top = 0;
+    for (int64_t i = 0; i < n; i++)
+        top = b[i] > top ? b[i] : top;
+    return top;
+}
+
 /* q (and qt, when not NULL) = float8(x * scale), the scale from d's state (delayed: x's amax
  * recorded) or from x's own amax (current); q observed in role, one row of fp8.csv named
  * `what`. Returns the scale inverse the GEMMs take: 1 / scale in float32, as TE stores it. */
@@ -150,9 +178,7 @@ static float quantize(run *r, fp8_delayed *d, tensor *x, tensor *q, tensor *qt, 
     round_stats_init(&st);
     int64_t saturated = 0;
     run_check(r, be->fp8_quantize(be, x, scale, true, q, qt, &saturated, &st));
-    const tensor *src = x;
-    tensor_why(q, DTYPE_REASON_FP8, "te.Linear", &src, 1);
-    observe_tensor(r->obs, q, role, r->counting ? &st : NULL);
+    observe_copy(r, x, q, role, &st);
     keep_row(r, what, "", q->dtype, amax, scale, saturated, st.counts.underflow);
     return 1.0f / scale;
 }
@@ -178,15 +204,75 @@ static uint8_t *quantize_mx(run *r, tensor *x, bool colwise, tensor *q, const ch
         free(e8m0);
         run_check(r, -1);
     }
-    const tensor *src = x;
-    tensor_why(q, DTYPE_REASON_FP8, "te.Linear", &src, 1);
-    observe_tensor(r->obs, q, role, r->counting ? &st : NULL);
-    uint8_t top = 0;
-    for (int64_t i = 0; i < blocks; i++)
-        top = e8m0[i] > top ? e8m0[i] : top;
-    keep_row(r, what, colwise ? ".colwise" : "", q->dtype, amax, fp8_e8m0_multiplier(top),
+    observe_copy(r, x, q, role, &st);
+    keep_row(r, what, colwise ? ".colwise" : "", q->dtype, amax,
+             fp8_e8m0_multiplier(largest_byte(e8m0, blocks)),
              saturated, st.counts.underflow);
     return e8m0;
+}
+
+/* the 4-bit operands of a layer, for their seeds */
+typedef enum fp4_operand { FP4_INPUT, FP4_WEIGHT, FP4_GRAD } fp4_operand;
+
+/* how operand op's row-wise or column-wise copy is quantized under the case's 4-bit recipe
+ * (fp8_linear.h), its seed from the case's, the step, the layer and the copy */
+static fp4_quant_opts fp4_opts(const run *r, int layer, fp4_operand op, bool colwise)
+{
+    const case_config *cfg = r->cfg;
+    bool nv = cfg->fp8_recipe == FP8_RECIPE_NVFP4;
+    uint64_t k = (((uint64_t)r->obs->step * CASE_MAX_LAYERS + (uint64_t)layer) * 3 + op) * 2 +
+                 colwise;
+    return (fp4_quant_opts){
+        .recipe = nv ? FP4_NVFP4 : FP4_MXFP4,
+        .colwise = colwise,
+        .block_2d = nv && op == FP4_WEIGHT && !cfg->fp4_disable_2d_quantization,
+        .rht = nv && colwise && op != FP4_WEIGHT && !cfg->fp4_disable_rht,
+        .stochastic = nv && op == FP4_GRAD && !cfg->fp4_disable_stochastic_rounding,
+        .seed = cfg->seed * 0x9e3779b97f4a7c15ull + k * 0xbf58476d1ce4e5b9ull,
+    };
+}
+
+/* NVFP4 and MXFP4: q = x's copy quantized as o says (fp4_block_quantize), its block scales
+ * (calloc'd here: the counting backend leaves them; the caller frees) and *s_enc; q observed
+ * in role, one row of fp8.csv named `what` (".colwise" added for that copy) */
+static uint8_t *quantize_fp4(run *r, tensor *x, const fp4_quant_opts *o, tensor *q,
+                             const char *what, tensor_role role, float *s_enc)
+{
+    backend *be = r->be;
+    uint8_t *scales = calloc((size_t)(x->numel / FP4_NV_BLOCK), 1);
+    if (!scales)
+        run_fail(r, "out of host memory for %s's block scales", what);
+    round_stats st;
+    round_stats_init(&st);
+    fp4_quant_stats out = {.s_enc = 1.0f};
+    if (be->fp4_block_quantize(be, x, o, q, scales, &out, &st)) {
+        free(scales);
+        run_check(r, -1);
+    }
+    observe_copy(r, x, q, role, &st);
+    keep_row(r, what, o->colwise ? ".colwise" : "", q->dtype, out.amax,
+             o->recipe == FP4_NVFP4 ? out.s_enc
+                                    : fp4_mx_multiplier(largest_byte(scales, out.blocks)),
+             out.saturated,
+             st.counts.underflow);
+    *s_enc = out.s_enc;
+    return scales;
+}
+
+/* a forward operand's two 4-bit copies: q row-wise (its scales returned, its S_enc in
+ * *s_enc), and qt, when not NULL, column-wise, whose scales, options and S_enc replace the
+ * layer state's (*col_scales, *col_opts, *col_s_enc) for the backward */
+static uint8_t *quantize_fp4_copies(run *r, int layer, fp4_operand op, tensor *x, tensor *q,
+                                    tensor *qt, const char *what, float *s_enc,
+                                    uint8_t **col_scales, fp4_quant_opts *col_opts,
+                                    float *col_s_enc)
+{
+    fp4_quant_opts o = fp4_opts(r, layer, op, false);
+    uint8_t *scales = quantize_fp4(r, x, &o, q, what, ROLE_CAST, s_enc);
+    free(*col_scales);
+    *col_opts = fp4_opts(r, layer, op, true);
+    *col_scales = qt ? quantize_fp4(r, x, col_opts, qt, what, ROLE_CAST, col_s_enc) : NULL;
+    return scales;
 }
 
 /* "<name>@<dtype>" */
@@ -201,6 +287,28 @@ static tensor *matrix(run *r, const char *name, dtype dt, int64_t rows, int64_t 
 {
     int64_t shape[2] = {rows, cols};
     return run_tensor(r, name, dt, 2, shape, cat);
+}
+
+/* a backward GEMM's quantized operand: its block scales (MXFP8, NVFP4, MXFP4), how it was
+ * quantized and its S_enc (4-bit), its scale inverse (per-tensor float8) */
+typedef struct gemm_operand {
+    tensor *q;
+    const uint8_t *scales;
+    const fp4_quant_opts *opts;
+    float s_enc, scale_inv;
+} gemm_operand;
+
+/* y = a . b^T under the case's recipe, as the backward's GEMMs run it (no bias) */
+static int backward_gemm(run *r, gemm_operand a, gemm_operand b, tensor *y, round_stats *st)
+{
+    backend *be = r->be;
+    fp8_recipe_kind k = r->cfg->fp8_recipe;
+    if (FP8_RECIPE_IS_FP4(k))
+        return be->fp4_block_gemm(be, a.q, a.scales, a.opts, a.s_enc, b.q, b.scales, b.opts,
+                                  b.s_enc, NULL, y, st);
+    if (k == FP8_RECIPE_MXFP8)
+        return be->fp8_block_gemm(be, a.q, a.scales, b.q, b.scales, NULL, y, st);
+    return be->fp8_gemm(be, a.q, b.q, a.scale_inv, b.scale_inv, NULL, false, y, st);
 }
 
 static void fp8_linear_backward(run *r, node *n)
@@ -219,8 +327,9 @@ static void fp8_linear_backward(run *r, node *n)
         node_give_grad(r, n, 2, db, stp);
     }
     bool dgrad = node_needs_grad(n, 0), wgrad = node_needs_grad(n, 1);
-    bool mx = cfg->fp8_recipe == FP8_RECIPE_MXFP8;
-    dtype gdt = grad_dtype(cfg);
+    bool fp4 = FP8_RECIPE_IS_FP4(cfg->fp8_recipe);
+    bool mx = cfg->fp8_recipe == FP8_RECIPE_MXFP8 || fp4; /* column-wise copies */
+    dtype gdt = fp4 ? DTYPE_FLOAT4_E2M1FN : grad_dtype(cfg);
     char name[TENSOR_NAME_MAX + 32], what[TENSOR_NAME_MAX];
     snprintf(what, sizeof what, "%s.out.grad", l->name);
     copy_name(name, sizeof name, what, gdt);
@@ -229,7 +338,13 @@ static void fp8_linear_backward(run *r, node *n)
     tensor *dyt = wgrad ? matrix(r, name, gdt, out, rows, MEM_GRADS) : NULL;
     float g_inv = 0.0f;
     uint8_t *g_e8m0 = NULL, *gt_e8m0 = NULL; /* MXFP8: dyq's and dyt's block scales */
-    if (mx) {
+    fp4_quant_opts go = fp4_opts(r, n->index, FP4_GRAD, false);
+    fp4_quant_opts gto = fp4_opts(r, n->index, FP4_GRAD, true);
+    float g_senc = 1.0f, gt_senc = 1.0f;
+    if (fp4) {
+        g_e8m0 = quantize_fp4(r, dy, &go, dyq, what, ROLE_GRAD_CAST, &g_senc);
+        gt_e8m0 = dyt ? quantize_fp4(r, dy, &gto, dyt, what, ROLE_GRAD_CAST, &gt_senc) : NULL;
+    } else if (mx) {
         g_e8m0 = quantize_mx(r, dy, false, dyq, what, ROLE_GRAD_CAST);
         gt_e8m0 = dyt ? quantize_mx(r, dy, true, dyt, what, ROLE_GRAD_CAST) : NULL;
     } else {
@@ -238,10 +353,11 @@ static void fp8_linear_backward(run *r, node *n)
     if (dgrad) { /* dx [M, I] = dyq [M, O] . wt [I, O]^T */
         tensor *dx = node_grad_tensor(r, n, 0);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, mx ? be->fp8_block_gemm(be, dyq, g_e8m0, wt, s->weight_colwise_e8m0, NULL,
-                                             dx, stp)
-                        : be->fp8_gemm(be, dyq, wt, g_inv, s->weight_scale_inv, NULL, false, dx,
-                                       stp));
+        run_check(r, backward_gemm(r, (gemm_operand){dyq, g_e8m0, &go, g_senc, g_inv},
+                                   (gemm_operand){wt, s->weight_colwise_e8m0,
+                                                  &s->weight_colwise_opts,
+                                                  s->weight_colwise_s_enc, s->weight_scale_inv},
+                                   dx, stp));
         node_give_grad(r, n, 0, dx, stp);
     }
     free(g_e8m0);
@@ -255,10 +371,11 @@ static void fp8_linear_backward(run *r, node *n)
         tensor *dw = same ? node_grad_tensor(r, n, 1)
                           : run_tensor_like(r, &n->in[1], name, dy->dtype, MEM_GRADS);
         round_stats *stp = run_stats(r, &st);
-        run_check(r, mx ? be->fp8_block_gemm(be, dyt, gt_e8m0, xt, s->input_colwise_e8m0, NULL,
-                                             dw, stp)
-                        : be->fp8_gemm(be, dyt, xt, g_inv, s->input_scale_inv, NULL, false, dw,
-                                       stp));
+        run_check(r, backward_gemm(r, (gemm_operand){dyt, gt_e8m0, &gto, gt_senc, g_inv},
+                                   (gemm_operand){xt, s->input_colwise_e8m0,
+                                                  &s->input_colwise_opts,
+                                                  s->input_colwise_s_enc, s->input_scale_inv},
+                                   dw, stp));
         if (same) {
             node_give_grad(r, n, 1, dw, stp);
         } else { /* the GEMM's output in its activation dtype, dy's */
@@ -283,8 +400,12 @@ tensor *fp8_linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, te
     tensor *ba = b ? autocast_arg(r, ac, b) : NULL;
     int64_t in = l->in, out = l->out, rows = xa->numel / in;
     char name[TENSOR_NAME_MAX + 32], what[TENSOR_NAME_MAX];
-    dtype e4m3 = DTYPE_FLOAT8_E4M3FN;
-    bool mx = r->cfg->fp8_recipe == FP8_RECIPE_MXFP8;
+    bool fp4 = FP8_RECIPE_IS_FP4(r->cfg->fp8_recipe);
+    dtype e4m3 = fp4 ? DTYPE_FLOAT4_E2M1FN : DTYPE_FLOAT8_E4M3FN; /* every forward copy's */
+    bool mx = r->cfg->fp8_recipe == FP8_RECIPE_MXFP8 || fp4; /* column-wise copies */
+    int li = (int)(l - r->cfg->layers);
+    fp4_quant_opts xo = fp4_opts(r, li, FP4_INPUT, false), wo = fp4_opts(r, li, FP4_WEIGHT, false);
+    float x_senc = 1.0f, w_senc = 1.0f;
     const char *t_suffix = mx ? ".colwise" : ".t";
     /* the input: rowwise for this GEMM, its transpose for wgrad (weights require grad) */
     snprintf(what, sizeof what, "%s.input", l->name);
@@ -293,7 +414,11 @@ tensor *fp8_linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, te
     strcat(name, t_suffix);
     tensor *xt = w->requires_grad ? matrix(r, name, e4m3, in, rows, MEM_ACTIVATIONS) : NULL;
     uint8_t *x_e8m0 = NULL, *w_e8m0 = NULL; /* MXFP8: xq's and wq's block scales */
-    if (mx) { /* the column-wise copies' scales stay for the backward */
+    if (fp4) { /* the column-wise copies' scales stay for the backward */
+        x_e8m0 = quantize_fp4_copies(r, li, FP4_INPUT, xa, xq, xt, what, &x_senc,
+                                     &s->input_colwise_e8m0, &s->input_colwise_opts,
+                                     &s->input_colwise_s_enc);
+    } else if (mx) { /* the column-wise copies' scales stay for the backward */
         x_e8m0 = quantize_mx(r, xa, false, xq, what, ROLE_CAST);
         free(s->input_colwise_e8m0);
         s->input_colwise_e8m0 = xt ? quantize_mx(r, xa, true, xt, what, ROLE_CAST) : NULL;
@@ -306,7 +431,11 @@ tensor *fp8_linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, te
     tensor *wq = run_tensor_like(r, w, name, e4m3, MEM_AUTOCAST_CACHE);
     strcat(name, t_suffix);
     tensor *wt = xa->requires_grad ? matrix(r, name, e4m3, in, out, MEM_AUTOCAST_CACHE) : NULL;
-    if (mx) {
+    if (fp4) {
+        w_e8m0 = quantize_fp4_copies(r, li, FP4_WEIGHT, w, wq, wt, what, &w_senc,
+                                     &s->weight_colwise_e8m0, &s->weight_colwise_opts,
+                                     &s->weight_colwise_s_enc);
+    } else if (mx) {
         w_e8m0 = quantize_mx(r, w, false, wq, what, ROLE_CAST);
         free(s->weight_colwise_e8m0);
         s->weight_colwise_e8m0 = wt ? quantize_mx(r, w, true, wt, what, ROLE_CAST) : NULL;
@@ -323,9 +452,11 @@ tensor *fp8_linear_forward(run *r, const layer_spec *l, tensor *x, tensor *w, te
     autocast_why(r, y, ac, operands, 2);
     round_stats st;
     round_stats *stp = run_stats(r, &st);
-    run_check(r, mx ? be->fp8_block_gemm(be, xq, x_e8m0, wq, w_e8m0, ba, y, stp)
-                    : be->fp8_gemm(be, xq, wq, s->input_scale_inv, s->weight_scale_inv, ba, true,
-                                   y, stp));
+    run_check(r, fp4  ? be->fp4_block_gemm(be, xq, x_e8m0, &xo, x_senc, wq, w_e8m0, &wo, w_senc,
+                                           ba, y, stp)
+                 : mx ? be->fp8_block_gemm(be, xq, x_e8m0, wq, w_e8m0, ba, y, stp)
+                      : be->fp8_gemm(be, xq, wq, s->input_scale_inv, s->weight_scale_inv, ba,
+                                     true, y, stp));
     free(x_e8m0);
     free(w_e8m0);
     tensor *args[3] = {xa, w, ba};

@@ -41,12 +41,22 @@
  * applies the block scales (no scale_inv). fp8.csv has a row per copy ("L.input",
  * "L.input.colwise", ...): amax the tensor's max |x|, scale the multiplier of the block that
  * holds it (2^-(e - 127) for the copy's largest E8M0 e: its smallest block multiplier).
+ *
+ * NVFP4 and MXFP4 (recipe = nvfp4 | mxfp4, the CPU only; docs/FP4.md) run as MXFP8 does, every
+ * copy float4_e2m1fn ("L.input@float4_e2m1fn", "...colwise") through fp4_block_quantize and
+ * fp4_block_gemm: under NVFP4 (TE's NVFP4BlockScaling) the weight's copies in 16x16 tiles
+ * (disable_2d_quantization: 1x16), the column-wise copies of the input and the output
+ * gradient through the RHT (disable_rht), both copies of the output gradient rounded
+ * stochastically (disable_stochastic_rounding), each from its own seed (the case's seed, the
+ * step, the layer, the operand, the copy). fp8.csv's scale: NVFP4's S_enc; MXFP4's
+ * multiplier of the block holding the amax.
  */
 #ifndef AMPSCOPE_FP8_LINEAR_H
 #define AMPSCOPE_FP8_LINEAR_H
 
 #include <stdio.h>
 
+#include "ops/fp4_recipe.h"
 #include "ops/fp8_recipe.h"
 #include "autograd/run.h"
 
@@ -55,8 +65,12 @@
 typedef struct fp8_layer_state {
     fp8_delayed input, weight, grad;
     float input_scale_inv, weight_scale_inv;
-    /* MXFP8: the E8M0 block scales of the last forward's column-wise copies (host memory) */
+    /* MXFP8: the E8M0 block scales of the last forward's column-wise copies (host memory);
+     * NVFP4 and MXFP4: those copies' block scales (E4M3 or E8M0), with how each copy was
+     * quantized and its per-tensor S_enc (1 under MXFP4) */
     uint8_t *input_colwise_e8m0, *weight_colwise_e8m0;
+    fp4_quant_opts input_colwise_opts, weight_colwise_opts;
+    float input_colwise_s_enc, weight_colwise_s_enc;
 } fp8_layer_state;
 
 typedef struct fp8_state {

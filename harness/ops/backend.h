@@ -45,6 +45,7 @@
 #include "core/memory.h"
 #include "core/stats.h"
 #include "tensor.h"
+#include "fp4_recipe.h"
 #include "optim_math.h"
 #include "pointwise.h"
 #include "reduce.h"
@@ -372,7 +373,24 @@ typedef void *(*backend_values_fn)(void *ctx);
      * float32's normal range (its float32 product would not be exact) or an operand's value     \
      * times its block's scale leaves float32's range */                                        \
     X(fp8_block_gemm, (backend *be, const tensor *a, const uint8_t *a_e8m0, const tensor *b,     \
-                       const uint8_t *b_e8m0, const tensor *bias, tensor *y, round_stats *st))
+                       const uint8_t *b_e8m0, const tensor *bias, tensor *y, round_stats *st))   \
+    /* ---- NVFP4 and MXFP4 (cpu/fp4_block.c; the CPU only: the CUDA backend leaves it out) ---- */ \
+    /* x viewed as [rows, cols] (cols its last dim), or its transpose when opts->colwise: q =    \
+     * float4_e2m1fn of each value times its block's multiplier, blocks of 16 (NVFP4; 16x16     \
+     * tiles under block_2d, each 16 first times TE's RHT matrix under rht) or 32 (MXFP4) along  \
+     * the view's last dim (a multiple of the block), by fp4_recipe.h's rules, rounded to       \
+     * nearest or stochastically from opts->seed; scales (host memory) one byte a block (E4M3   \
+     * or E8M0), row-major; q has the view's shape; *out what it did; st counts q */            \
+    X(fp4_block_quantize, (backend *be, const tensor *x, const fp4_quant_opts *opts, tensor *q,  \
+                           uint8_t *scales, fp4_quant_stats *out, round_stats *st))            \
+    /* y[M,N] = round(alpha sum_k A[m,k] B[n,k] (+ bias[n])): A = a's E2M1 values times their  \
+     * block scales (a_scales laid out as fp4_block_quantize with a_opts wrote them), B        \
+     * likewise, TN (K the last dim of both), alpha = (1 / a_s_enc) (1 / b_s_enc) (NVFP4's     \
+     * per-tensor decode scales; pass 1 under MXFP4), float32 products and sums */            \
+    X(fp4_block_gemm, (backend *be, const tensor *a, const uint8_t *a_scales,                    \
+                       const fp4_quant_opts *a_opts, float a_s_enc, const tensor *b,             \
+                       const uint8_t *b_scales, const fp4_quant_opts *b_opts, float b_s_enc,     \
+                       const tensor *bias, tensor *y, round_stats *st))
 
 /* BACKEND_OP_cast, ...: an op, as backend_supports() is asked about it */
 typedef enum backend_op {
@@ -411,7 +429,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 14
+#define BACKEND_ABI_VERSION 15
 
 #ifdef __cplusplus
 extern "C" {

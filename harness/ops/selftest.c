@@ -212,22 +212,25 @@ static pair make_target(selftest *c, int64_t rows, int64_t classes)
 }
 
 /* ---- comparison ---- */
-/* the stored bits of element i (the formats of format.h's table are 32, 16 or 8 bits wide) */
+/* the stored bits of element i (the formats of format.h's table are 32, 16 or 8 bits wide, or
+ * 4 stored a byte a value) */
 static uint32_t elem_bits(const void *buf, dtype dt, int64_t i)
 {
     int bits = format_of(dt)->bits;
     if (bits == 32)
         return ((const uint32_t *)buf)[i];
-    if (bits == 8)
+    if (bits <= 8)
         return ((const uint8_t *)buf)[i];
     return ((const uint16_t *)buf)[i];
 }
 
 /* NaN: the magnitude's pattern above +inf's (the IEEE formats of the table), or the one NaN
- * pattern of a format without infinities (float8_e4m3fn's S.1111.111) */
+ * pattern of a format without infinities (float8_e4m3fn's S.1111.111); none in float4_e2m1fn */
 static bool is_nan_bits(uint32_t b, dtype dt)
 {
     const format_info *f = format_of(dt);
+    if (f->nan == FORMAT_NAN_NONE)
+        return false;
     if (!f->has_inf)
         return (b & f->magnitude_mask) == f->nan_pattern;
     return (b & f->magnitude_mask) > f->inf_pattern;
@@ -271,6 +274,10 @@ static uint32_t dtype_bits(float v, dtype dt)
         return e4m3fn_from_float(v);
     case DTYPE_FLOAT8_E5M2:
         return e5m2_from_float(v);
+    case DTYPE_FLOAT4_E2M1FN:
+        return e2m1_from_float(v);
+    case DTYPE_FLOAT8_E8M0FNU:
+        return e8m0_from_float(v);
     case DTYPE_INT64:
     case DTYPE_COUNT:
         break;
@@ -1946,6 +1953,66 @@ static void check_fp8_block(selftest *c, round_stats *st)
     }
 }
 
+/* NVFP4's and MXFP4's block quantization (row-wise, column-wise with the RHT, 2D tiles,
+ * stochastic rounding) and its scales, and the block GEMM, exact: "SKIP" where the device
+ * under test runs no FP4 */
+static void check_fp4_block(selftest *c, round_stats *st)
+{
+    if (!backend_supports(c->s[1].be, BACKEND_OP_fp4_block_quantize, DTYPE_FLOAT4_E2M1FN)) {
+        fprintf(c->out, "SKIP fp4_block_quantize, fp4_block_gemm (the %s backend runs no FP4)\n",
+                c->s[1].be->name);
+        return;
+    }
+    const int64_t M = 32, K = 64, as[2] = {M, K};
+    const fp4_quant_opts opts[4] = {{.recipe = FP4_NVFP4},
+                                    {.recipe = FP4_NVFP4, .colwise = true, .rht = true},
+                                    {.recipe = FP4_NVFP4, .block_2d = true, .stochastic = true,
+                                     .seed = 7},
+                                    {.recipe = FP4_MXFP4, .colwise = true}};
+    for (int k = 0; k < 4; k++) {
+        const int64_t qs[2] = {opts[k].colwise ? K : M, opts[k].colwise ? M : K};
+        pair x = make_random(c, "x", DTYPE_BFLOAT16, 2, as, GEN_NORMAL, 8.0f);
+        pair q = make(c, "q", DTYPE_FLOAT4_E2M1FN, 2, qs, NULL);
+        uint8_t sc[2][M * K / 16];
+        fp4_quant_stats out[2];
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i,
+                  c->s[i].be->fp4_block_quantize(c->s[i].be, x.t[i], &opts[k], q.t[i], sc[i],
+                                                 &out[i], &st[i]));
+        if (ready(c) && (memcmp(sc[0], sc[1], (size_t)out[0].blocks) != 0 ||
+                         out[0].blocks != out[1].blocks))
+            differ(c, "the blocks' scales differ");
+        if (ready(c) && out[0].saturated != out[1].saturated)
+            differ(c, "saturated %lld vs %lld", (long long)out[0].saturated,
+                   (long long)out[1].saturated);
+        compare(c, "q", q, st, EXACT);
+        report(c, "fp4_block_quantize", "%s%s%s%s%s", opts[k].recipe == FP4_NVFP4 ? "NVFP4" : "MXFP4",
+               opts[k].colwise ? ", column-wise" : "", opts[k].rht ? ", RHT" : "",
+               opts[k].block_2d ? ", 16x16" : "", opts[k].stochastic ? ", stochastic" : "");
+    }
+    const int64_t N = 16, bs[2] = {N, K}, ys[2] = {M, N};
+    const fp4_quant_opts wo = {.recipe = FP4_NVFP4, .block_2d = true};
+    pair x = make_random(c, "x", DTYPE_BFLOAT16, 2, as, GEN_NORMAL, 1.0f);
+    pair w = make_random(c, "w", DTYPE_FLOAT32, 2, bs, GEN_NORMAL, 1.0f);
+    pair xq = make(c, "xq", DTYPE_FLOAT4_E2M1FN, 2, as, NULL);
+    pair wq = make(c, "wq", DTYPE_FLOAT4_E2M1FN, 2, bs, NULL);
+    pair y = make(c, "y", DTYPE_BFLOAT16, 2, ys, NULL);
+    uint8_t xs[M * K / 16], ws[N * K / 16];
+    stats_init2(st);
+    for (int i = 0; ready(c) && i < 2; i++) {
+        backend *be = c->s[i].be;
+        fp4_quant_stats xo, wso;
+        op_rc(c, i, be->fp4_block_quantize(be, x.t[i], &opts[0], xq.t[i], xs, &xo, NULL));
+        op_rc(c, i, be->fp4_block_quantize(be, w.t[i], &wo, wq.t[i], ws, &wso, NULL));
+        op_rc(c, i,
+              be->fp4_block_gemm(be, xq.t[i], xs, &opts[0], xo.s_enc, wq.t[i], ws, &wo,
+                                 wso.s_enc, NULL, y.t[i], &st[i]));
+    }
+    compare(c, "y", y, st, EXACT);
+    report(c, "fp4_block_gemm", "NVFP4 x 16x16 NVFP4 -> bfloat16");
+}
+
 /* max |dut - ref| / max |ref| over y's elements (float32 outputs) */
 static double largest_relative(selftest *c, pair y)
 {
@@ -2076,6 +2143,7 @@ int selftest_run(backend *ref, backend *dut, FILE *out)
     check_fp8_quantize(c);
     check_fp8_gemm(c, st);
     check_fp8_block(c, st);
+    check_fp4_block(c, st);
     for (int i = 1; i >= 0; i--)
         bes[i]->account = c->s[i].saved_account;
     fprintf(out, "selftest: %d passed, %d failed\n", c->passed, c->failed);

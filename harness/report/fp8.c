@@ -299,7 +299,7 @@ static saturation saturation_of(const fp8_summary *s, const fp8_operand *op)
     double scale = (double)op->worst_scale;
     saturation x = {.cause = SATURATION_UNKNOWN};
     /* MXFP8: the scale is one block's, not the scale of every value (fp8_linear.h) */
-    if (!fmt || !(scale > 0) || s->recipe == FP8_REPORT_MXFP8)
+    if (!fmt || !(scale > 0) || s->recipe >= FP8_REPORT_MXFP8)
         return x;
     x.largest = fmt->largest;
     x.fits = fmt->largest / scale;
@@ -394,7 +394,7 @@ static void put_underflow(FILE *f, const fp8_summary *s)
         return;
     }
     const format_info *fmt = format_of(most->format);
-    bool mx = s->recipe == FP8_REPORT_MXFP8;
+    bool mx = s->recipe >= FP8_REPORT_MXFP8; /* block scales */
     char under_scale[32];
     g9(most->under_scale, under_scale);
     fprintf(f, " %lld value%s underflowed to zero over the steps; most in ",
@@ -517,6 +517,25 @@ static void put_scales(FILE *f, const fp8_summary *s)
                 s->recipe_inferred ? ", inferred from fp8.csv's column-wise copies" : "",
                 s->n_colwise);
         return;
+    case FP8_REPORT_NVFP4:
+        fprintf(f,
+                " Recipe: NVFP4 block scaling (CPU only; Transformer Engine's NVFP4BlockScaling, "
+                "docs/FP4.md). Every operand is float4_e2m1fn; 16 consecutive values along the "
+                "reduction dim (16x16 tiles of the weight) share one E4M3 scale, under a "
+                "float32 per-tensor scale S_enc = 448 * 6 / amax (the scale column); the "
+                "column-wise copies of the input and the output gradient (%d copies) pass "
+                "through TE's random Hadamard transform first, and the gradients round "
+                "stochastically. A block whose E4M3 scale underflows reads as zeros.",
+                s->n_colwise);
+        return;
+    case FP8_REPORT_MXFP4:
+        fprintf(f,
+                " Recipe: MXFP4 (CPU only; the OCP MX rule, torchao's FLOOR, docs/FP4.md). "
+                "Every operand is float4_e2m1fn; 32 consecutive values along the reduction "
+                "dim share one E8M0 scale 2^(floor(log2 amax) - 2), which leaves the block's "
+                "amax between 4 and 8 times it: values from 6 times it up saturate. The scale "
+                "column is the multiplier of the block that holds the tensor's amax.");
+        return;
     }
 }
 
@@ -528,14 +547,15 @@ void fp8_summary_put(FILE *f, const fp8_summary *s)
     int operands = s->n_ops - s->n_colwise;
     fputs("## Float8\n\n", f);
     fprintf(f,
-            "%d GEMM operand%s of %d layer%s ran in float8 as Transformer Engine's `te.Linear` "
+            "%d GEMM operand%s of %d layer%s ran in %s as Transformer Engine's `te.Linear` "
             "under `fp8_autocast` does (fp8.csv: one row per quantization, %d step%s from "
             "step %lld to %lld). Saturated: values the saturating cast clamped to ± the "
             "format's largest finite value; underflow: non-zero values that became zero "
             "(fp8.csv); subnormal: values of the quantized copy `L.<operand>@<format>` below "
             "the smallest normal (tensors.csv, the observed steps). Percentages are of the "
             "values quantized in the rows counted.",
-            operands, operands == 1 ? "" : "s", layers, layers == 1 ? "" : "s", s->n_steps,
+            operands, operands == 1 ? "" : "s", layers, layers == 1 ? "" : "s",
+            s->recipe >= FP8_REPORT_NVFP4 ? "float4_e2m1fn" : "float8", s->n_steps,
             s->n_steps == 1 ? "" : "s", (long long)s->first_step, (long long)s->last_step);
     put_scales(f, s);
     fputs("\n\n", f);
@@ -593,6 +613,10 @@ static fp8_report_recipe recipe_of(const record_config *cfg)
         return FP8_REPORT_CURRENT;
     case FP8_RECIPE_MXFP8:
         return FP8_REPORT_MXFP8;
+    case FP8_RECIPE_NVFP4:
+        return FP8_REPORT_NVFP4;
+    case FP8_RECIPE_MXFP4:
+        return FP8_REPORT_MXFP4;
     }
     return FP8_REPORT_PER_TENSOR; /* not an fp8_recipe_kind: the section says no recipe */
 }

@@ -36,7 +36,9 @@ typedef enum fp8_report_recipe {
     FP8_REPORT_PER_TENSOR = 0, /* delayed or current scaling, which fp8.csv does not tell */
     FP8_REPORT_DELAYED,
     FP8_REPORT_CURRENT,
-    FP8_REPORT_MXFP8
+    FP8_REPORT_MXFP8,
+    FP8_REPORT_NVFP4,
+    FP8_REPORT_MXFP4
 } fp8_report_recipe;
 
 /* a te.Linear's GEMM operands, in the order the report lists a layer's */

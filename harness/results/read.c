@@ -425,7 +425,7 @@ static int config_row(row_ctx *c, run_record *rec)
     g->clip_grad_value = f64_or(c, CONFIG_COL_CLIP_GRAD_VALUE, 0);
     g->clip_before_unscale = yes(c, CONFIG_COL_CLIP_BEFORE_UNSCALE);
     const char *fp8 = text(c, CONFIG_COL_FP8);
-    g->fp8_recipe = index_of(fp8_recipe_names, 3, fp8);
+    g->fp8_recipe = index_of(fp8_recipe_names, FP8_RECIPE_COUNT, fp8);
     g->fp8 = g->fp8_recipe >= 0;
     if (!g->fp8 && fp8[0] && strcmp(fp8, "off"))
         bad(c, CONFIG_COL_FP8);

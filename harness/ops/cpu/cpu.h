@@ -46,6 +46,11 @@ static inline bool cpu_has_f16c(void)
  * benchmark compare the levels) */
 void cpu_store_at(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t off, int64_t n,
                   round_stats *st);
+/* the counts and histogram of a store already made: pre[0..n) rounded into dst[off..] of dt
+ * (a format narrower than float32) by the caller's own rule (fp4_block.c's stochastic
+ * rounding), classified as cpu_store classifies its own */
+void cpu_count(const float *pre, const void *dst, dtype dt, int64_t off, int64_t n,
+               round_stats *st);
 
 /* v[i] = round_to(v[i], dt) for i < n: the value a store into dt would keep, uncounted */
 void cpu_round(float *v, int64_t n, dtype dt);

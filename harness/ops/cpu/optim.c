@@ -87,6 +87,8 @@ static inline __attribute__((always_inline)) void update_body(const optim_config
         return;
     case DTYPE_FLOAT8_E4M3FN: /* never a parameter's dtype: the case parser refuses it */
     case DTYPE_FLOAT8_E5M2:
+    case DTYPE_FLOAT4_E2M1FN:
+    case DTYPE_FLOAT8_E8M0FNU:
     case DTYPE_INT64:
     case DTYPE_COUNT:
         not_a_format("optimizer step", dt);

@@ -55,6 +55,8 @@ void cpu_round(float *v, int64_t n, dtype dt)
         return;
     case DTYPE_FLOAT8_E4M3FN:
     case DTYPE_FLOAT8_E5M2:
+    case DTYPE_FLOAT4_E2M1FN:
+    case DTYPE_FLOAT8_E8M0FNU:
         for (int64_t i = 0; i < n; i++)
             v[i] = round_to(v[i], dt);
         return;
@@ -128,6 +130,8 @@ static void store_values(cpu_isa isa, const float *pre, void *dst, dtype dt, int
         return;
     case DTYPE_FLOAT8_E4M3FN:
     case DTYPE_FLOAT8_E5M2:
+    case DTYPE_FLOAT4_E2M1FN:
+    case DTYPE_FLOAT8_E8M0FNU:
         for (int64_t i = 0; i < n; i++)
             store_from_float(dst, dt, off + i, pre[i]);
         return;
@@ -300,6 +304,42 @@ static inline __attribute__((always_inline)) void count_lanes8(const float *pre,
             c->nan += nan;
             c->pmax = !nan && p > c->pmax ? p : c->pmax;
         }
+    }
+}
+
+/*
+ * The counts of a float4_e2m1fn or float8_e8m0fnu store (a byte a value, read from dst), one
+ * value at a time: their patterns do not order as count_lanes8's. float4_e2m1fn: the sign is
+ * bit 3; a finite |pre| above 6 saturated (overflow) and a NaN stored +6 (nan), neither
+ * taking part in amax. float8_e8m0fnu: no zero (pattern 0 is 2^-127, its least value) and no
+ * subnormal; a finite pre stored as the NaN overflowed. Its zeros are pre's zeros here, so
+ * that tally's underflow (zeros - pre_zeros) is 0; tally then reports no zeros.
+ */
+static inline __attribute__((always_inline)) void count_bytes(const float *pre, const void *dst,
+                                                              dtype dt, int64_t off, int n,
+                                                              bit_counts *c, uint8_t *restrict ex)
+{
+    const format_info *f = format_of(dt);
+    const uint8_t *b = (const uint8_t *)dst + off;
+    bool e2m1 = dt == DTYPE_FLOAT4_E2M1FN;
+    uint32_t big = float_bits(f->largest);
+    for (int i = 0; i < n; i++) {
+        uint32_t a = float_bits(pre[i]) & 0x7fffffffu, p = b[i] & f->magnitude_mask;
+        ex[i] = (uint8_t)(a >> 23);
+        c->pre_zeros += a == 0;
+        bool nan = e2m1 ? a > 0x7f800000u : p == f->nan_pattern;
+        c->nan += nan;
+        c->overflow += (e2m1 ? a > big : nan) && a < 0x7f800000u;
+        if (e2m1) {
+            c->zeros += p == 0;
+            c->subnormal += p != 0 && p < f->min_normal_pattern;
+        } else {
+            c->zeros += a == 0;
+        }
+        if (nan || (e2m1 && (p == 0 || a > big)))
+            continue;
+        c->pmax = p > c->pmax ? p : c->pmax;
+        c->pmin = p < c->pmin ? p : c->pmin;
     }
 }
 
@@ -587,6 +627,10 @@ static inline __attribute__((always_inline)) void count_chunk(const float *pre, 
         count_lanes8(pre, dst, off, n, f->has_inf, f->has_inf ? f->inf_pattern : f->nan_pattern,
                      f->min_normal_pattern, c, ex);
         break;
+    case DTYPE_FLOAT4_E2M1FN:
+    case DTYPE_FLOAT8_E8M0FNU:
+        count_bytes(pre, dst, dt, off, n, c, ex);
+        break;
     case DTYPE_INT64:
     case DTYPE_COUNT:
         not_a_format("count_chunk", dt);
@@ -716,6 +760,8 @@ static void tally(count_chunk_fn count, const float *pre, void *dst, dtype dt, i
                       float_from_pattern(b.pmax, dt),
                       b.pmin == UINT32_MAX ? bits_float(0x7f800000u)
                                            : float_from_pattern(b.pmin, dt)};
+    if (dt == DTYPE_FLOAT8_E8M0FNU)
+        c.zeros = 0; /* count_bytes: no zero is stored */
     round_counts_merge(&st->counts, &c);
     /* Byte 0 holds zeros (counted above) and float32 subnormals, byte 255 inf and NaN: when
      * there are any of the latter, they are binned one by one. */
@@ -738,6 +784,14 @@ void cpu_store_at(cpu_isa isa, const float *pre, void *dst, dtype dt, int64_t of
         store_values(isa, pre, dst, dt, off, n);
     for (int64_t k = 0; st && k < n; k += CPU_CHUNK)
         tally(isa_levels[isa].fn, pre + k, dst, dt, off + k,
+              (int)(n - k < CPU_CHUNK ? n - k : CPU_CHUNK), st);
+}
+
+void cpu_count(const float *pre, const void *dst, dtype dt, int64_t off, int64_t n,
+               round_stats *st)
+{
+    for (int64_t k = 0; k < n; k += CPU_CHUNK)
+        tally(isa_levels[cpu_isa_best()].fn, pre + k, (void *)dst, dt, off + k,
               (int)(n - k < CPU_CHUNK ? n - k : CPU_CHUNK), st);
 }
 
