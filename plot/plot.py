@@ -63,8 +63,10 @@ DTYPE_COLORS = {"float16": "tab:orange", "bfloat16": "tab:green", "float32": "ta
 # the formats whose limits the gradient histogram marks, with the colour and style of their
 # lines; float16's rounds-to-zero band and subnormal range are shaded
 MARKED = {"float16": ("black", "-"), "bfloat16": ("tab:green", "--")}
-# the float8 formats (fp8.csv's format column, the copies' dtype) and their lines' colours
-FP8_MARKED = {"float8_e4m3fn": "tab:purple", "float8_e5m2": "tab:brown"}
+# the float8 and float4 formats (fp8.csv's format column, the copies' dtype) and their
+# lines' colours
+FP8_MARKED = {"float8_e4m3fn": "tab:purple", "float8_e5m2": "tab:brown",
+              "float4_e2m1fn": "tab:pink"}
 # memory.csv categories that add up to the total (memory.h; workspace is not in the total)
 STACKED = ("params", "grads", "master_params", "optimizer_state", "activations",
            "autocast_cache", "inputs")
@@ -146,7 +148,7 @@ def hist_series(case_dir):
     if step is None:
         return None
     dtypes = {r["tensor"]: r["dtype"] for r in rows
-              if int(r["step"]) == step and is_backward_grad(r) and r["dtype"] not in FP8_MARKED}
+              if int(r["step"]) == step and is_backward_grad(r) and r["dtype"] in DTYPE_ORDER}
     bins = {d: {} for d in DTYPE_ORDER if d in dtypes.values()}
     special = {d: dict.fromkeys(SPECIAL_BINS, 0) for d in bins}
     for h in read_csv(os.path.join(case_dir, "hist.csv")):
@@ -423,8 +425,8 @@ def draw_loss_scale(case, case_dir, series):
 
 def draw_fp8_hist(case, case_dir, series, fp8_ranges):
     """One panel per quantized copy, three a row: per bin a bar for each observed step side by
-    side (log counts; exact zeros hatched at the left, inf and NaN at the right), both float8
-    formats' limits as vertical lines, the copy's own format's saturating and rounds-to-zero
+    side (log counts; exact zeros hatched at the left, inf and NaN at the right), the float8
+    and float4 formats' limits as vertical lines, the copy's own format's saturating and rounds-to-zero
     regions shaded."""
     cols = 3
     rows = (len(series) + cols - 1) // cols
