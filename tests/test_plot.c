@@ -198,7 +198,7 @@ static void expect_steps(const char *out, const char *name, bool scaled, lines *
 }
 
 /* "limits DTYPE SUBNORMAL NORMAL MAX ZERO": log2 of the limits plot.py marks, from the table;
- * "fp8_limits ..." the same for the float8 formats */
+ * "fp8_limits ..." the same for the quantized copies' formats (float8 and float4) */
 static void expect_limits(lines *want)
 {
     static const struct {
@@ -207,7 +207,8 @@ static void expect_limits(lines *want)
     } marked[] = {{DTYPE_FLOAT16, "limits"},
                   {DTYPE_BFLOAT16, "limits"},
                   {DTYPE_FLOAT8_E4M3FN, "fp8_limits"},
-                  {DTYPE_FLOAT8_E5M2, "fp8_limits"}};
+                  {DTYPE_FLOAT8_E5M2, "fp8_limits"},
+                  {DTYPE_FLOAT4_E2M1FN, "fp8_limits"}};
     for (size_t i = 0; i < sizeof marked / sizeof marked[0]; i++) {
         const format_info *f = format_of(marked[i].dt);
         cr_assert_not_null(f);
