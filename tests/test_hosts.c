@@ -53,7 +53,8 @@ Test(hosts, two_hosts_equal_one_host_and_an_unreachable_host_is_named, .timeout 
     make_temp_dir(one, sizeof one); /* the launcher's /tmp: no host sees it */
     make_temp_dir(two, sizeof two);
     const char *bin = getenv("AMPSCOPE") ? getenv("AMPSCOPE") : "bin/ampscope";
-    snprintf(args, sizeof args, "%s run %s --device cpu --quiet --out %s 2>&1", bin, path, one);
+    snprintf(args, sizeof args, NO_LEAK_CHECK " %s run %s --device cpu --quiet --out %s 2>&1",
+             bin, path, one);
     cr_assert_eq(run_command(args, out, sizeof out), 0, "one host: %s", out);
 
     /* Open MPI over the namespaces: the agent, TCP on the bridge's addresses */
@@ -66,7 +67,8 @@ Test(hosts, two_hosts_equal_one_host_and_an_unreachable_host_is_named, .timeout 
     setenv("OMPI_MCA_oob_tcp_if_include", "10.231.0.0/24", 1);
     setenv("OMPI_MCA_btl_tcp_if_include", "10.231.0.0/24", 1);
     setenv("OMPI_MCA_btl", "self,vader,tcp", 1);
-    snprintf(args, sizeof args, "%s run %s --device cpu --quiet --out %s --hostfile %s 2>&1",
+    snprintf(args, sizeof args,
+             NO_LEAK_CHECK " %s run %s --device cpu --quiet --out %s --hostfile %s 2>&1",
              bin, path, two, hostfile);
     cr_assert_eq(run_command(args, out, sizeof out), 0, "two hosts: %s", out);
     static const char *const files[] = {"tensors.csv", "hist.csv",      "steps.csv",
@@ -86,7 +88,8 @@ Test(hosts, two_hosts_equal_one_host_and_an_unreachable_host_is_named, .timeout 
     cr_expect_not_null(csv_find(&c, "rank", "3", "step", "1", NULL, NULL));
     csv_free(&c);
 
-    snprintf(args, sizeof args, "%s run %s --device cpu --quiet --out %s --hostfile %s 2>&1",
+    snprintf(args, sizeof args,
+             NO_LEAK_CHECK " %s run %s --device cpu --quiet --out %s --hostfile %s 2>&1",
              bin, path, two, bad);
     cr_expect_eq(run_command(args, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "four: Open MPI could not start its daemon on a host of ") != NULL &&
