@@ -1,8 +1,9 @@
 /*
  * shape.cu: the shape ops' copies on the GPU (twins of harness/ops/cpu/shape.c):
- * narrow_copy (a slice), narrow_place (a slice's gradient, a constant pad) and cat. Each
- * output value is loaded as float32 from where ops/shape.h says and stored through the
- * counted store (launch_store): a copy within one dtype, or a widening cast, exact.
+ * narrow_copy (a slice), narrow_place (a slice's gradient, a constant pad), cat and
+ * strided_copy (permute, expand, repeat_interleave). Each output value is loaded as float32
+ * from where ops/shape.h says and stored through the counted store (launch_store): a copy
+ * within one dtype, or a widening cast, exact.
  */
 #include "cuda.cuh"
 #include "ops/shape.h"
@@ -58,5 +59,19 @@ int cuda_cat(backend *be, const tensor *const *x, int n, int d, tensor *y, round
     for (int k = 0; k < n; k++)
         op.x[k] = x[k]->data, op.dt[k] = x[k]->dtype;
     launch_store(be, op, y, st);
+    return 0;
+}
+
+struct strided_op {
+    const void *x;
+    dtype dt;
+    strided_geom g;
+    __device__ float operator()(int64_t i) const { return load_as_float(x, dt, strided_src(&g, i)); }
+};
+
+int cuda_strided_copy(backend *be, const tensor *x, const strided_geom *g, tensor *y,
+                      round_stats *st)
+{
+    launch_store(be, strided_op{x->data, x->dtype, *g}, y, st);
     return 0;
 }

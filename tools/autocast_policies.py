@@ -66,6 +66,10 @@ RECIPES = {
     "constant_pad_nd": lambda t, dt: torch.ops.aten.constant_pad_nd(t((2, 3), dt), [1, 2], 0.5),
     "flatten.using_ints": lambda t, dt: torch.ops.aten.flatten.using_ints(t((2, 3, 4), dt), 1),
     "transpose.int": lambda t, dt: torch.ops.aten.transpose.int(t((2, 3), dt), 0, 1),
+    "permute": lambda t, dt: torch.ops.aten.permute(t((2, 3, 4), dt), [0, 2, 1]),
+    "expand": lambda t, dt: torch.ops.aten.expand(t((2, 1, 3), dt), [2, 4, 3]),
+    "repeat_interleave.self_int": lambda t, dt: torch.ops.aten.repeat_interleave.self_int(
+        t((2, 3), dt), 2, 1),
     "view": lambda t, dt: torch.ops.aten.view(t((2, 3), dt), [6]),
     # x.to(dt): returns x itself (no AutocastCUDA kernel, so the input's dtype is kept)
     "to.dtype": lambda t, dt: torch.ops.aten.to.dtype(t((4, 8), dt), dt),

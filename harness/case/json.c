@@ -106,6 +106,10 @@ static void json_layer(FILE *f, const case_config *cfg, const layer_spec *l)
         case KIND_OPT_DIMS:
             json_dims(f, o->name, *(const int64_t *)field);
             break;
+        case KIND_OPT_INTS:
+            fprintf(f, ", \"%s\": ", o->name);
+            json_shape(f, ((const int_list *)field)->n, ((const int_list *)field)->v);
+            break;
         case KIND_OPT_REFUSED:
             break;
         }

@@ -243,6 +243,9 @@ void kind_option_defaults(const kind_opt *opts, int n, void *base)
         case KIND_OPT_DIMS:
             *(int64_t *)field = 0;
             break;
+        case KIND_OPT_INTS:
+            ((int_list *)field)->n = 0;
+            break;
         case KIND_OPT_REFUSED:
             break;
         }
@@ -259,6 +262,8 @@ bool kind_option_names(parse_ctx *c, entry *e, const words *t, int first, const 
 }
 
 static bool parse_dims(parse_ctx *c, entry *e, const char *s, const char *what, int64_t *out);
+static bool parse_ints(parse_ctx *c, entry *e, const char *s, const char *what, int64_t min,
+                       int_list *out);
 
 bool kind_option_values(parse_ctx *c, entry *e, const char *owner, const kind_opt *opts, int n,
                         const char *const *vals, void *base)
@@ -293,6 +298,9 @@ bool kind_option_values(parse_ctx *c, entry *e, const char *owner, const kind_op
             break;
         case KIND_OPT_DIMS:
             ok = parse_dims(c, e, vals[i], o->name, (int64_t *)field) && ok;
+            break;
+        case KIND_OPT_INTS:
+            ok = parse_ints(c, e, vals[i], o->name, o->min, (int_list *)field) && ok;
             break;
         case KIND_OPT_REFUSED:
             err_at(c, e, "%s", o->refusal);
@@ -331,6 +339,33 @@ static bool parse_dims(parse_ctx *c, entry *e, const char *s, const char *what, 
         p = end + 1;
     }
     *out = mask;
+    return true;
+}
+
+/* `dims=0,2,1,3`, `sizes=-1,4,-1`: integers >= min into a list, in order, one per dim of
+ * the whole tensor */
+static bool parse_ints(parse_ctx *c, entry *e, const char *s, const char *what, int64_t min,
+                       int_list *out)
+{
+    int_list l = {0, {0}};
+    for (const char *p = s;;) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < min || (*end && *end != ',') ||
+            l.n == LAYER_MAX_RANK + 1) {
+            err_at(c, e,
+                   "bad value '%s' for %s: expected integers V1,V2,... (at least %lld), one "
+                   "per dim of the whole tensor (at most %d)",
+                   s, what, (long long)min, LAYER_MAX_RANK + 1);
+            return false;
+        }
+        l.v[l.n++] = v;
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    *out = l;
     return true;
 }
 

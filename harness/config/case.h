@@ -30,6 +30,13 @@
 #define LAYER_MAX_INPUTS 4 /* inputs of one layer (sdpa's q, k, v and attn_mask) */
 #define LAYER_INPUT (-1)   /* in layer_spec.inputs: the model's input (`from=input`) */
 
+/* A list of integers as a line writes it, the whole tensor's (`dims=0,2,1,3`,
+ * `sizes=-1,4,-1,-1`): a KIND_OPT_INTS option's value (layers/layer.h) */
+typedef struct int_list {
+    int n; /* 0: none given */
+    int64_t v[LAYER_MAX_RANK + 1];
+} int_list;
+
 /* One [model] line. The kind's definition (layers/layer.h) says which of the fields below
  * its numbers and options fill, and their defaults. */
 typedef struct layer_spec {
@@ -45,6 +52,7 @@ typedef struct layer_spec {
     double opt_real[LAYER_SPEC_SLOTS];
     int opt_choice[LAYER_SPEC_SLOTS];
     bool opt_bool[LAYER_SPEC_SLOTS];
+    int_list opt_list; /* permute's dims, expand's sizes */
     /* the graph: the layers whose outputs it reads, in its forward's order (indices into
      * case_config.layers, all before it, or LAYER_INPUT): the previous layer's output unless
      * the line names them (`from=NAME`, or a multi-input kind's positional names) */

@@ -48,6 +48,9 @@ typedef enum layer_kind {
     LAYER_PAD,
     LAYER_SELECT,
     LAYER_STACK,
+    LAYER_PERMUTE,
+    LAYER_EXPAND,
+    LAYER_REPEAT_INTERLEAVE,
     /* tensors without a batch dim (constant.c, parameter.c) */
     LAYER_CONSTANT,
     LAYER_PARAMETER,

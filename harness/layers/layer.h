@@ -58,6 +58,8 @@ typedef enum kind_opt_type {
     KIND_OPT_CHOICE, /* an int: the index of the value in choices */
     KIND_OPT_DIMS,   /* dims of the whole tensor, D or D1,D2,... (negative from the end), as
                       * a mask in an int64_t (kind_dims_mask); 0: none given */
+    KIND_OPT_INTS,   /* integers D1,D2,... >= min, one per dim of the whole tensor (at most
+                      * LAYER_MAX_RANK + 1), in order, into an int_list (config/case.h) */
     KIND_OPT_REFUSED /* accepted by PyTorch, not by the harness: any value is refused */
 } kind_opt_type;
 
@@ -264,6 +266,8 @@ extern const layer_def to_def;
 /* shape ops (shape.c) */
 extern const layer_def slice_def, cat_def, unsqueeze_def, squeeze_def, pad_def, select_def,
     stack_def;
+/* strided copies: permute.c, expand.c (expand and repeat_interleave) */
+extern const layer_def permute_def, expand_def, repeat_interleave_def;
 /* tensors without a batch dim: constant.c, parameter.c */
 extern const layer_def constant_def, parameter_def;
 /* views and copies of other shapes */
@@ -337,6 +341,8 @@ tensor *view_layer(run *r, const layer_spec *l, tensor *x, int ndim, const int64
                    const char *op);
 /* A view of base with another name and shape, or the run ends */
 tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape);
+/* "[2, -1, 3]": v[0..n) as PyTorch prints a list of sizes or dims (expand.c) */
+void list_text(const int64_t *v, int n, char *buf, size_t len);
 /* PyTorch's names of a dtype in its error texts (linear.c) */
 const char *scalar_type_name(dtype dt);      /* "Half" */
 const char *type_meta_name(dtype dt);        /* "c10::Half" */

@@ -45,6 +45,9 @@ static const layer_def *const layer_defs[] = {
     [LAYER_PAD] = &pad_def,
     [LAYER_SELECT] = &select_def,
     [LAYER_STACK] = &stack_def,
+    [LAYER_PERMUTE] = &permute_def,
+    [LAYER_EXPAND] = &expand_def,
+    [LAYER_REPEAT_INTERLEAVE] = &repeat_interleave_def,
     /* tensors without a batch dim */
     [LAYER_CONSTANT] = &constant_def,
     [LAYER_PARAMETER] = &parameter_def,

@@ -30,8 +30,8 @@
  * refuses one whose BACKEND_ABI_VERSION or sizeof(struct backend) differs from the
  * binary's, before anything in it runs. Bump BACKEND_ABI_VERSION with every change to
  * struct backend or to a type its functions take (tensor, round_stats, conv2d_geom,
- * sdpa_geom, norm_geom, pw_op, rd_op, op_params, optim_*, mem_account, backend_values_fn): a
- * field or op added, removed, reordered, retyped or given another meaning. The size catches
+ * sdpa_geom, norm_geom, strided_geom, pw_op, rd_op, op_params, optim_*, mem_account,
+ * backend_values_fn): a field or op added, removed, reordered, retyped or given another meaning. The size catches
  * only some of these; the version all. The rows a library was built with (pw_op's and rd_op's
  * values) are checked by their names (BACKEND_ROWS_SYMBOL), so that adding a row needs no
  * bump.
@@ -130,6 +130,17 @@ typedef void *(*backend_values_fn)(void *ctx);
     X(void, close, (backend *be))
 
 #define BACKEND_CAT_MAX 4 /* the inputs of one cat */
+
+/* A strided view of a tensor x read out in row-major order: y's element at multi-index
+ * (i_0, ..., i_{ndim-1}) of `size` is x's element sum_k i_k * stride[k] (a stride of 0
+ * repeats a value: expand; permuted strides: permute). The copy `.contiguous()` makes of
+ * such a view in PyTorch. Up to TENSOR_MAX_DIMS + 1 dims: repeat_interleave's view of
+ * x.unsqueeze(d + 1).expand(...) has one more than x. */
+#define STRIDED_MAX_DIMS (TENSOR_MAX_DIMS + 1)
+typedef struct strided_geom {
+    int ndim;
+    int64_t size[STRIDED_MAX_DIMS], stride[STRIDED_MAX_DIMS];
+} strided_geom;
 
 /* X(name, parameters): the ops. Each returns 0, or non-zero with a message in be->err. */
 #define BACKEND_OPS(X)                                                                           \
@@ -341,6 +352,10 @@ typedef void *(*backend_values_fn)(void *ctx);
     /* y = torch.cat(x[0..n), d): the inputs' values one after another along d (n up to         \
      * BACKEND_CAT_MAX; every dim but d agrees with y's) */                                      \
     X(cat, (backend *be, const tensor *const *x, int n, int d, tensor *y, round_stats *st))     \
+    /* y = the strided view g of x, copied: permute, expand and repeat_interleave (g's sizes'   \
+     * product is y's numel; y's shape may be any of that numel) */                            \
+    X(strided_copy, (backend *be, const tensor *x, const strided_geom *g, tensor *y,            \
+                     round_stats *st))                                                          \
     /* ---- float8 (cpu/fp8.c, kernels/fp8.cu): te.Linear under fp8_autocast ---- */             \
     /* *amax = max |x| over x's values, NaNs ignored and 0 for none, as Transformer Engine's     \
      * amax kernels take fmaxf(fabsf(v), amax) from 0 (transformer_engine/common/recipe/        \
@@ -429,7 +444,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 15
+#define BACKEND_ABI_VERSION 16
 
 #ifdef __cplusplus
 extern "C" {

@@ -705,8 +705,8 @@ static void check_graph_ops(selftest *c, round_stats *st)
 
 /* the shape ops: a strided slice of the last dim, its placement back among zeros (a slice's
  * gradient) and a pad with a fill value along a middle dim, a cat of three inputs of three
- * dtypes into float32 (cat's type promotion); report() frees the tensors, so each check
- * makes its own */
+ * dtypes into float32 (cat's type promotion), a strided copy (permute and expand);
+ * report() frees the tensors, so each check makes its own */
 static void check_shape_ops(selftest *c, round_stats *st)
 {
     const int64_t xs[3] = {3, 5, 17}, ys[3] = {3, 5, 6}, ps[3] = {3, 9, 17};
@@ -748,6 +748,20 @@ static void check_shape_ops(selftest *c, round_stats *st)
     }
     compare(c, "y", y, st, EXACT);
     report(c, "cat", "float16, bfloat16 and float32 along the last dim into float32");
+    /* a strided copy: x [3, 1, 5] permuted to [5, 3] and expanded along a new middle dim of
+     * 4 (stride 0), in each dtype */
+    const int64_t gx[3] = {3, 1, 5}, gy[3] = {5, 4, 3};
+    const strided_geom g = {3, {5, 4, 3}, {1, 0, 5}};
+    for (int a = 0; a < 3; a++) {
+        dtype dt = float_dtypes[a];
+        pair x = make_random(c, "x", dt, 3, gx, GEN_WIDE, 1.0f);
+        pair e = make(c, "y", dt, 3, gy, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i, c->s[i].be->strided_copy(c->s[i].be, x.t[i], &g, e.t[i], &st[i]));
+        compare(c, "y", e, st, EXACT);
+        report(c, "strided_copy", "%s, permuted and expanded", dtype_name(dt));
+    }
 }
 
 typedef struct linear_case {

@@ -2,7 +2,8 @@
  * shape.h: where each value of a shape op's output comes from, shared by the CPU
  * (cpu/shape.c) and the CUDA kernels (kernels/shape.cu), so that both backends index alike.
  * A tensor is seen along one dim d as [outer, n, inner] (inner: the product of the dims after
- * d); element i of the output is at position p = i / inner % n along d.
+ * d); element i of the output is at position p = i / inner % n along d. A strided copy
+ * (permute, expand, repeat_interleave) reads its strided_geom instead.
  */
 #ifndef AMPSCOPE_SHAPE_H
 #define AMPSCOPE_SHAPE_H
@@ -69,6 +70,24 @@ static AMP_HD inline int64_t cat_src(const cat_geom *g, int64_t i, int *which)
         p -= g->len[w++];
     *which = w;
     return (o * g->len[w] + p) * g->inner + k;
+}
+
+/* the strides of a contiguous tensor of `shape` */
+static inline void contiguous_strides(int ndim, const int64_t *shape, int64_t *stride)
+{
+    for (int64_t k = ndim - 1, s = 1; k >= 0; s *= shape[k], k--)
+        stride[k] = s;
+}
+
+/* strided_copy: the index in x of y's element i (backend.h's strided_geom) */
+static AMP_HD inline int64_t strided_src(const strided_geom *g, int64_t i)
+{
+    int64_t src = 0;
+    for (int k = g->ndim - 1; k >= 0; k--) {
+        src += i % g->size[k] * g->stride[k];
+        i /= g->size[k];
+    }
+    return src;
 }
 
 #endif

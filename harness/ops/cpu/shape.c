@@ -1,6 +1,7 @@
 /*
  * shape.c: the shape ops' copies on the CPU (twins of kernels/shape.cu): narrow_copy (a
- * slice), narrow_place (a slice's gradient, a constant pad) and cat. Each output value is
+ * slice), narrow_place (a slice's gradient, a constant pad), cat and strided_copy (permute,
+ * expand, repeat_interleave). Each output value is
  * loaded as float32 from where ops/shape.h says and stored through the counting store: a
  * copy within one dtype, or a widening cast (cat's type promotion), exact either way.
  */
@@ -70,5 +71,29 @@ int cpu_cat(backend *be, const tensor *const *x, int n, int d, tensor *y, round_
     }
     cat_ctx c = {x, y, cat_geom_of(x, n, d, y)};
     cpu_parallel_chunks(y->numel, cat_chunk, &c, st);
+    return 0;
+}
+
+typedef struct strided_ctx {
+    const tensor *x;
+    tensor *y;
+    const strided_geom *g;
+} strided_ctx;
+
+static void strided_chunk(void *p, int64_t off, int64_t n, round_stats *st)
+{
+    const strided_ctx *c = p;
+    float buf[CPU_CHUNK];
+    for (int64_t i = 0; i < n; i++)
+        buf[i] = load_as_float(c->x->data, c->x->dtype, strided_src(c->g, off + i));
+    cpu_store(buf, c->y->data, c->y->dtype, off, n, st);
+}
+
+int cpu_strided_copy(backend *be, const tensor *x, const strided_geom *g, tensor *y,
+                     round_stats *st)
+{
+    (void)be;
+    strided_ctx c = {x, y, g};
+    cpu_parallel_chunks(y->numel, strided_chunk, &c, st);
     return 0;
 }
