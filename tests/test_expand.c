@@ -137,6 +137,11 @@ Test(expand, permute_backward_matches_finite_differences)
     layer_spec m = {.name = "p", .kind = LAYER_PERMUTE, .opt_list = {4, {0, -1, 1, -2}}};
     index_rule w = {RULE_PERMUTE, 4, 4, {2, 3, 4, 5}, {2, 5, 3, 4}, {0, 3, 1, 2}, 0, 0};
     check_fd(&m, &w, &g);
+    /* an input without a batch dim permutes all its dims: [3, 4, 2] by dims=2,0,1 */
+    layer_spec n = {.name = "p", .kind = LAYER_PERMUTE, .opt_list = {3, {2, 0, 1}},
+                    .whole_inputs = 1};
+    index_rule v = {RULE_PERMUTE, 3, 3, {3, 4, 2}, {2, 3, 4}, {2, 0, 1}, 0, 0};
+    check_fd(&n, &v, &g);
 }
 
 Test(expand, expand_backward_matches_finite_differences)
