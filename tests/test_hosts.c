@@ -7,7 +7,10 @@
  * files equal the one-host run's of the same case (timings aside: same_run_file), field by
  * field; a host that cannot be reached is the harness's message naming it, exit 2.
  * Skipped, saying why, where the namespaces cannot be made (not root, no iproute2) and where
- * ampscope was built without MPI.
+ * ampscope was built without MPI. Each test run makes hosts of its own (a network number
+ * from its pid, AMPSCOPE_HOSTS_NET), so runs at the same time on one machine do not remove
+ * each other's; each mpirun is under `timeout`, so hosts that vanish make a failure, not a
+ * hang.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -18,6 +21,8 @@
 #include "helpers.h"
 
 #define HOSTS_SH "tests/fixtures/hosts/hosts.sh"
+/* a two-host run takes seconds; one whose daemons lost their hosts would wait for ever */
+#define TIMEOUT "timeout -k 5 60"
 
 static void hosts_down(void) { system(HOSTS_SH " down >/dev/null 2>&1"); }
 
@@ -37,18 +42,25 @@ Test(hosts, two_hosts_equal_one_host_and_an_unreachable_host_is_named, .timeout 
 #endif
     if (geteuid() != 0)
         cr_skip_test("making network namespaces needs root");
+    int net = 1 + (int)(getpid() % 250);
+    char num[8];
+    snprintf(num, sizeof num, "%d", net);
+    setenv("AMPSCOPE_HOSTS_NET", num, 1);
     char why[2048];
     int rc = run_command(HOSTS_SH " up 2>&1", why, sizeof why);
     if (rc != 0)
         cr_skip_test("no hosts made of network namespaces here: %s", why);
 
-    char dir[256], path[512], hostfile[512], bad[512], args[2048], out[8192];
+    char dir[256], path[512], hostfile[512], bad[512], args[2048], out[8192], text[128];
     snprintf(dir, sizeof dir, "build/test-hosts-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
     write_file(dir, "four.case", four_ranks, path, sizeof path);
-    write_file(dir, "hostfile", "10.231.0.1 slots=2\n10.231.0.2 slots=2\n", hostfile,
-               sizeof hostfile);
-    write_file(dir, "unreachable", "10.231.0.1 slots=2\n10.231.0.9 slots=2\n", bad, sizeof bad);
+    snprintf(text, sizeof text, "10.231.%d.1 slots=2\n10.231.%d.2 slots=2\n", net, net);
+    write_file(dir, "hostfile", text, hostfile, sizeof hostfile);
+    char unreachable[32];
+    snprintf(unreachable, sizeof unreachable, "10.231.%d.9", net);
+    snprintf(text, sizeof text, "10.231.%d.1 slots=2\n%s slots=2\n", net, unreachable);
+    write_file(dir, "unreachable", text, bad, sizeof bad);
     char one[256], two[256];
     make_temp_dir(one, sizeof one); /* the launcher's /tmp: no host sees it */
     make_temp_dir(two, sizeof two);
@@ -64,11 +76,13 @@ Test(hosts, two_hosts_equal_one_host_and_an_unreachable_host_is_named, .timeout 
     setenv("OMPI_MCA_plm_rsh_agent", agent, 1);
     setenv("OMPI_MCA_plm_rsh_no_tree_spawn", "1", 1);
     setenv("OMPI_MCA_routed", "direct", 1);
-    setenv("OMPI_MCA_oob_tcp_if_include", "10.231.0.0/24", 1);
-    setenv("OMPI_MCA_btl_tcp_if_include", "10.231.0.0/24", 1);
+    char subnet[32];
+    snprintf(subnet, sizeof subnet, "10.231.%d.0/24", net);
+    setenv("OMPI_MCA_oob_tcp_if_include", subnet, 1);
+    setenv("OMPI_MCA_btl_tcp_if_include", subnet, 1);
     setenv("OMPI_MCA_btl", "self,vader,tcp", 1);
     snprintf(args, sizeof args,
-             NO_LEAK_CHECK " %s run %s --device cpu --quiet --out %s --hostfile %s 2>&1",
+             NO_LEAK_CHECK " " TIMEOUT " %s run %s --device cpu --quiet --out %s --hostfile %s 2>&1",
              bin, path, two, hostfile);
     cr_assert_eq(run_command(args, out, sizeof out), 0, "two hosts: %s", out);
     static const char *const files[] = {"tensors.csv", "hist.csv",      "steps.csv",
@@ -89,11 +103,11 @@ Test(hosts, two_hosts_equal_one_host_and_an_unreachable_host_is_named, .timeout 
     csv_free(&c);
 
     snprintf(args, sizeof args,
-             NO_LEAK_CHECK " %s run %s --device cpu --quiet --out %s --hostfile %s 2>&1",
+             NO_LEAK_CHECK " " TIMEOUT " %s run %s --device cpu --quiet --out %s --hostfile %s 2>&1",
              bin, path, two, bad);
     cr_expect_eq(run_command(args, out, sizeof out), 2, "%s", out);
     cr_expect(strstr(out, "four: Open MPI could not start its daemon on a host of ") != NULL &&
-                  strstr(out, "10.231.0.9") != NULL,
+                  strstr(out, unreachable) != NULL,
               "%s", out);
     rm_rf(one);
     rm_rf(two);
