@@ -12,8 +12,10 @@
  *    (repeat_kv, then reshape) and 6, add and mul of a 5-d tensor with a 1-d and a 3-d one
  *    and of two 6-d ones, sum and mean over middle dims of 5 and 6 dims (three kept and
  *    three reduced groups), softmax over the last dim of a 5-d tensor and over a middle one;
- *  - a whole run of tests/cases/small-vit-qkv-5d-autocast.case: its rows in tensors.csv
- *    print the 5-d shapes worked out by hand, and its [expect] dtypes hold;
+ *  - whole runs of tests/cases/small-vit-qkv-5d-autocast.case under autocast float16,
+ *    bfloat16 and off: each forward tensor's dtype and 5-d shape in tensors.csv against
+ *    PyTorch's CUDA autocast dispatcher (tests/references/rank6.csv,
+ *    tools/rank6_references.py), and the case's [expect] (its gradients' dtypes);
  *  - tests/bad-cases/150-154 refuse 7 dims (test_cli checks their messages).
  */
 #include <criterion/criterion.h>
@@ -30,6 +32,7 @@
 #define MAXN 1024
 #define MAXX 2 /* leaves of a chain */
 #define CASE "tests/cases/small-vit-qkv-5d-autocast.case"
+#define REFERENCE "tests/references/rank6.csv"
 
 /* ---- indices ---- */
 
@@ -461,45 +464,58 @@ Test(rank6, softmax_of_5_dims_matches_finite_differences)
 
 /* ---- a whole run ---- */
 
-/* The case's rows in tensors.csv: each forward tensor of 5 dims with the shape worked out by
- * hand from the model's lines (batch 2, shape 3x8), and the [expect] dtypes held. */
-Test(rank6, a_run_of_a_5_d_chain_prints_its_shapes, .timeout = 60)
+/* The case run under autocast float16 (its own), bfloat16 and off: every forward tensor's
+ * dtype and shape in step 0 of its tensors.csv against PyTorch's CUDA autocast dispatcher on
+ * fake tensors (tests/references/rank6.csv, tools/rank6_references.py), the shapes of 5
+ * dims printed as "2x3x3x2x4"; under float16 the case's [expect] (gradient dtypes) holds and
+ * ke's gradient has ke's 5-d shape. */
+Test(rank6, a_run_of_a_5_d_chain_has_pytorch_s_dtypes_and_shapes, .timeout = 60)
 {
     static const struct {
-        const char *tensor, *shape;
-    } want[] = {
-        {"r5.out", "2x3x3x2x4"}, /* [B, N, 3, H, D] */
-        {"p.out", "2x3x2x3x4"},  /* permute dims=0,2,3,1,4: [B, 3, H, N, D] */
-        {"k.out", "2x2x3x4"},    /* select dim=1 index=1 */
-        {"ku.out", "2x2x1x3x4"}, /* unsqueeze dim=2 */
-        {"ke.out", "2x2x3x3x4"}, /* expand sizes=-1,-1,3,-1,-1 */
-        {"sm.out", "2x2x3x3x4"}, /* softmax dim=-1 */
-        {"g.out", "2x2x3x3x4"},  /* mul by w [3, 1, 4] */
-        {"a.out", "2x2x3x3x4"},  /* add c [4] */
-        {"m.out", "2x2x3x4"},    /* mean dim=2 */
-    };
-    char out[64];
-    make_temp_dir(out, sizeof out);
-    case_result res;
-    run_case_file(CASE, out, &res, NULL);
-    cr_assert(res.ok, "%s", res.error);
-    cr_expect(res.passed && res.expect_total > 0, "%d/%d held\n%s", res.expect_passed,
-              res.expect_total, res.failures);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%.200s/tensors.csv", out, res.name);
-    csv t;
-    cr_assert(csv_read(path, &t), "cannot read %s", path);
-    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
-        char **row = csv_find(&t, "step", "0", "tensor", want[k].tensor, NULL, NULL);
-        cr_expect_not_null(row, "no row of %s", want[k].tensor);
-        if (row)
-            cr_expect_str_eq(row[csv_col(&t, "shape")], want[k].shape, "%s", want[k].tensor);
+        const char *config, *set;
+    } runs[] = {{"float16", NULL},
+                {"bfloat16", "precision.autocast=bfloat16"},
+                {"off", "precision.autocast=off"}};
+    csv ref;
+    cr_assert(csv_read(REFERENCE, &ref), "cannot read %s", REFERENCE);
+    int c_cfg = csv_col(&ref, "config"), c_t = csv_col(&ref, "tensor"),
+        c_dt = csv_col(&ref, "dtype"), c_sh = csv_col(&ref, "shape");
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        char out[64];
+        make_temp_dir(out, sizeof out);
+        case_result res;
+        run_case_file_set(CASE, &runs[k].set, runs[k].set ? 1 : 0, out, &res, NULL);
+        cr_assert(res.ok, "%s: %s", runs[k].config, res.error);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%.200s/tensors.csv", out, res.name);
+        csv t;
+        cr_assert(csv_read(path, &t), "cannot read %s", path);
+        int checked = 0;
+        for (int i = 0; i < ref.n_rows; i++) {
+            char **f = ref.rows[i];
+            if (strcmp(f[c_cfg], runs[k].config) != 0)
+                continue;
+            char **row = csv_find(&t, "step", "0", "tensor", f[c_t], NULL, NULL);
+            cr_expect_not_null(row, "%s: no row of %s", runs[k].config, f[c_t]);
+            if (!row)
+                continue;
+            cr_expect_str_eq(row[csv_col(&t, "dtype")], f[c_dt], "%s: %s's dtype",
+                             runs[k].config, f[c_t]);
+            cr_expect_str_eq(row[csv_col(&t, "shape")], f[c_sh], "%s: %s's shape",
+                             runs[k].config, f[c_t]);
+            checked++;
+        }
+        cr_expect_geq(checked, 13, "%s: %d rows of the reference", runs[k].config, checked);
+        if (!runs[k].set) {
+            cr_expect(res.passed && res.expect_total > 0, "%d/%d held\n%s", res.expect_passed,
+                      res.expect_total, res.failures);
+            char **row = csv_find(&t, "step", "0", "tensor", "ke.out.grad", NULL, NULL);
+            cr_expect_not_null(row, "no row of ke.out.grad");
+            if (row)
+                cr_expect_str_eq(row[csv_col(&t, "shape")], "2x2x3x3x4");
+        }
+        csv_free(&t);
+        rm_rf(out);
     }
-    /* the gradients have their tensors' shapes */
-    char **row = csv_find(&t, "step", "0", "tensor", "ke.out.grad", NULL, NULL);
-    cr_expect_not_null(row, "no row of ke.out.grad");
-    if (row)
-        cr_expect_str_eq(row[csv_col(&t, "shape")], "2x2x3x3x4");
-    csv_free(&t);
-    rm_rf(out);
+    csv_free(&ref);
 }
