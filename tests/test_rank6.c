@@ -11,7 +11,8 @@
  *    op: permute of 5 dims (ViT's (2, 0, 3, 1, 4), then select of dim 0) and 6, expand of 5
  *    (repeat_kv, then reshape) and 6, add and mul of a 5-d tensor with a 1-d and a 3-d one
  *    and of two 6-d ones, sum and mean over middle dims of 5 and 6 dims (three kept and
- *    three reduced groups), softmax over the last dim of a 5-d tensor and over a middle one;
+ *    three reduced groups), softmax over the last dim of a 5-d tensor and over a middle one,
+ *    transpose, slice, pad, cat, squeeze, select, unsqueeze, stack and flatten of 6 dims;
  *  - whole runs of tests/cases/small-vit-qkv-5d-autocast.case under autocast float16,
  *    bfloat16 and off: each forward tensor's dtype and 5-d shape in tensors.csv against
  *    PyTorch's CUDA autocast dispatcher (tests/references/rank6.csv,
@@ -69,7 +70,7 @@ typedef struct chain {
     int xnd[MAXX];
     int64_t xs[MAXX][TENSOR_MAX_DIMS];
     int n_layers;
-    layer_spec l[3]; /* l[0] reads the leaves, each next one its predecessor's output */
+    layer_spec l[4]; /* l[0] reads the leaves, each next one its predecessor's output */
     int ynd;
     int64_t ys[TENSOR_MAX_DIMS];
     reference_fn ref;
@@ -460,6 +461,94 @@ Test(rank6, softmax_of_5_dims_matches_finite_differences)
                    1e-5};
         check_chain(&c, 51 + (uint64_t)k);
     }
+}
+
+/* ---- the other shape kinds ---- */
+
+/* x [2, 3, 2, 2, 2, 4]: transpose(1, -1) [2, 4, 2, 2, 2, 3], [:, :, 1:] [2, 4, 1, 2, 2, 3],
+ * F.pad(., (1, 2), value=0.5) [2, 4, 1, 2, 2, 6]: y[a, b, 0, d, e, f] = x[a, f - 1, 1, d, e, b]
+ * for 1 <= f <= 3, else 0.5 */
+static const int64_t t6_x[6] = {2, 3, 2, 2, 2, 4}, t6_y[6] = {2, 4, 1, 2, 2, 6};
+static void transpose_slice_pad(const double *const *x, double *y)
+{
+    int64_t yi[6];
+    for (int64_t i = 0; i < count(6, t6_y); i++) {
+        unravel(6, t6_y, i, yi);
+        const int64_t xi[6] = {yi[0], yi[5] - 1, 1, yi[3], yi[4], yi[1]};
+        y[i] = yi[5] >= 1 && yi[5] <= 3 ? x[0][ravel(6, t6_x, xi)] : 0.5;
+    }
+}
+
+/* x [2, 1, 2, 3, 1, 2] and w [2, 1, 2, 1, 1, 2]: cat dim=3 [2, 1, 2, 4, 1, 2], squeeze(1),
+ * select(3, 0) [2, 2, 4, 2], unsqueeze(1) [2, 1, 2, 4, 2]:
+ * y[a, 0, c, d, f] = d < 3 ? x[a, 0, c, d, 0, f] : w[a, 0, c, d - 3, 0, f] */
+static const int64_t c6_x[6] = {2, 1, 2, 3, 1, 2}, c6_w[6] = {2, 1, 2, 1, 1, 2},
+                     c6_y[5] = {2, 1, 2, 4, 2};
+static void cat_squeeze_select_unsqueeze(const double *const *x, double *y)
+{
+    int64_t yi[5];
+    for (int64_t i = 0; i < count(5, c6_y); i++) {
+        unravel(5, c6_y, i, yi);
+        const int64_t xi[6] = {yi[0], 0, yi[2], yi[3], 0, yi[4]},
+                      wi[6] = {yi[0], 0, yi[2], yi[3] - 3, 0, yi[4]};
+        y[i] = yi[3] < 3 ? x[0][ravel(6, c6_x, xi)] : x[1][ravel(6, c6_w, wi)];
+    }
+}
+
+/* x and w [2, 2, 1, 2, 3]: stack dim=2 [2, 2, 2, 1, 2, 3], flatten(2, 4) [2, 2, 4, 3]:
+ * y[a, b, 2 * s + e, f] = (s ? w : x)[a, b, 0, e, f] */
+static const int64_t s6_x[5] = {2, 2, 1, 2, 3}, s6_y[4] = {2, 2, 4, 3};
+static void stack_flatten(const double *const *x, double *y)
+{
+    int64_t yi[4];
+    for (int64_t i = 0; i < count(4, s6_y); i++) {
+        unravel(4, s6_y, i, yi);
+        const int64_t xi[5] = {yi[0], yi[1], 0, yi[2] % 2, yi[3]};
+        y[i] = x[yi[2] / 2][ravel(5, s6_x, xi)];
+    }
+}
+
+Test(rank6, shape_kinds_of_6_dims_match_finite_differences)
+{
+    chain t = {"transpose(1, -1), slice dim=2 start=1, pad (1, 2) of 6 dims",
+               1,
+               {6},
+               {{2, 3, 2, 2, 2, 4}},
+               3,
+               {{.name = "t", .kind = LAYER_TRANSPOSE, .opt_int = {1, -1}},
+                {.name = "s", .kind = LAYER_SLICE, .opt_int = {2, 1, INT64_MAX, 1}},
+                {.name = "p", .kind = LAYER_PAD, .opt_int = {1, 2}, .opt_real = {0.5}}},
+               6,
+               {2, 4, 1, 2, 2, 6},
+               transpose_slice_pad,
+               1e-6};
+    check_chain(&t, 61);
+    chain c = {"cat dim=3, squeeze(1), select(3, 0), unsqueeze(1) of 6 dims",
+               2,
+               {6, 6},
+               {{2, 1, 2, 3, 1, 2}, {2, 1, 2, 1, 1, 2}},
+               4,
+               {{.name = "c", .kind = LAYER_CAT, .n_inputs = 2, .opt_int = {3}},
+                {.name = "q", .kind = LAYER_SQUEEZE, .opt_int = {1}},
+                {.name = "s", .kind = LAYER_SELECT, .opt_int = {3, 0}},
+                {.name = "u", .kind = LAYER_UNSQUEEZE, .opt_int = {1}}},
+               5,
+               {2, 1, 2, 4, 2},
+               cat_squeeze_select_unsqueeze,
+               1e-6};
+    check_chain(&c, 62);
+    chain s = {"stack dim=2 into 6 dims, flatten(2, 4)",
+               2,
+               {5, 5},
+               {{2, 2, 1, 2, 3}, {2, 2, 1, 2, 3}},
+               2,
+               {{.name = "st", .kind = LAYER_STACK, .n_inputs = 2, .opt_int = {2}},
+                {.name = "f", .kind = LAYER_FLATTEN, .opt_int = {2, 4}}},
+               4,
+               {2, 2, 4, 3},
+               stack_flatten,
+               1e-6};
+    check_chain(&s, 63);
 }
 
 /* ---- a whole run ---- */
