@@ -172,8 +172,8 @@ Test(observe_rows, shapes_as_tensor_shape_str_writes_them)
     check_rows_of("c", &st, false, 0, NULL, false); /* "scalar" */
     int64_t one[] = {7};
     check_rows_of("c", &st, false, 1, one, false);
-    /* four dims, the most a tensor has */
-    int64_t big[TENSOR_MAX_DIMS] = {1234567, 89012, 3456, 7};
+    /* six dims, the most a tensor has */
+    int64_t big[TENSOR_MAX_DIMS] = {1234567, 89012, 3456, 7, 3, 5};
     check_rows_of("c", &st, false, TENSOR_MAX_DIMS, big, false);
     char name[300]; /* hist rows over several of the writer's buffers */
     memset(name, 'n', sizeof name - 1);

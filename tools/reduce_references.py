@@ -87,7 +87,12 @@ def var_backward(x, dims, dy, correction, dt):
 KIND_CASES = [("sum", [2, 3, 4], [-1], False, None), ("sum", [2, 3, 4], [1, 2], True, None),
               ("mean", [2, 3, 4], [-1], True, None), ("mean", [2, 5, 6], [1], False, None),
               ("amax", [2, 3, 4], [-2], True, None), ("amax", [2, 4, 3], [2], False, None),
-              ("var", [2, 3, 4], [-1], True, 1.0), ("var", [2, 5, 6], [1, 2], False, 0.0)]
+              ("var", [2, 3, 4], [-1], True, 1.0), ("var", [2, 5, 6], [1, 2], False, 0.0),
+              # tensors of 5 and 6 dims (TENSOR_MAX_DIMS): a middle dim, and three kept and
+              # three reduced groups; appended, so that the rows above keep their values
+              ("sum", [2, 3, 4, 2, 3], [2], False, None),
+              ("mean", [2, 3, 4, 2, 3], [-3], True, None),
+              ("sum", [2, 3, 2, 2, 2, 3], [1, 3, 5], False, None)]
 
 
 def kinds():

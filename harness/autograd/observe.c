@@ -23,7 +23,7 @@ void observe_begin_pass(observer *o, pass_kind p) { o->pass = p; }
 static void keep_row(observer *o, const tensor *t, tensor_role role, const round_stats *st)
 {
     run_record *rec = o->rec;
-    char shape[96]; /* "64x16000" or "scalar", cut at 95 characters */
+    char shape[TENSOR_SHAPE_TEXT_MAX]; /* "64x16000" or "scalar" */
     tensor_shape_str(t, shape, sizeof shape);
     record_tensor *row = record_add_tensor(rec);
     if (!row)

@@ -387,7 +387,7 @@ static void check_files(parse_ctx *c)
     }
     /* a data file holds every micro-batch of every rank: accumulate x world_size x batch
      * samples (model_file_rows says which rows each takes) */
-    int64_t shape[4] = {cfg->batch * (cfg->accumulate > 1 ? cfg->accumulate : 1) *
+    int64_t shape[TENSOR_MAX_DIMS] = {cfg->batch * (cfg->accumulate > 1 ? cfg->accumulate : 1) *
                         (cfg->world_size > 1 ? cfg->world_size : 1)};
     entry *ie = find_entry(c, SEC_DATA, "input");
     if (cfg->input == INPUT_FILE && ie && !ie->failed) {

@@ -160,8 +160,13 @@ static bool parse_source_words(parse_ctx *c, entry *e, words *t, layer_spec *l,
             return false;
     } else {
         if (n < 1 || n > LAYER_MAX_RANK) {
-            err_at(c, e, "bad value '%s' for layer %s: expected %s and 1 to %d sizes, then options",
-                   e->value, e->key, d->name, LAYER_MAX_RANK);
+            err_at(c, e,
+                   "bad value '%s' for layer %s: expected %s and 1 to %d sizes, then options "
+                   "(%s %d dims)",
+                   e->value, e->key, d->name, LAYER_MAX_RANK,
+                   d->words == KIND_WORDS_SHAPE ? "a sample's: with the batch dim at most"
+                                                : "a tensor without a batch dim: at most",
+                   d->words == KIND_WORDS_SHAPE ? TENSOR_MAX_DIMS : LAYER_MAX_RANK);
             return false;
         }
         bool infer = d->words == KIND_WORDS_SHAPE; /* -1: the size the others leave */

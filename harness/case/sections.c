@@ -160,9 +160,11 @@ static void key_shape(parse_ctx *c, entry *e)
         const char *x = strchr(p, 'x');
         size_t len = x ? (size_t)(x - p) : strlen(p);
         char part[64];
-        if (n == 3 || len == 0 || len >= sizeof part) {
-            err_at(c, e, "bad value '%s' for shape: expected 1 to 3 sizes like 1024 or 3x32x32",
-                   e->value);
+        if (n == LAYER_MAX_RANK || len == 0 || len >= sizeof part) {
+            err_at(c, e,
+                   "bad value '%s' for shape: expected 1 to %d sizes like 1024 or 3x32x32 (a "
+                   "sample's: a tensor has at most %d dims with the batch dim)",
+                   e->value, LAYER_MAX_RANK, TENSOR_MAX_DIMS);
             return;
         }
         memcpy(part, p, len);

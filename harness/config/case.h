@@ -14,6 +14,7 @@
 #include "core/dtype.h"
 #include "kinds.h"
 #include "ops/optim_math.h"
+#include "ops/tensor.h"
 
 #define CASE_NAME_MAX 128
 #define CASE_PATH_MAX 1024
@@ -26,7 +27,9 @@
 #define LAYER_NAME_MAX 64
 #define LAYER_SPEC_SLOTS 4 /* option slots of each type in a layer_spec */
 
-#define LAYER_MAX_RANK 3   /* dims of a per-sample shape (the batch dim excluded) */
+/* dims of a per-sample shape (the batch dim excluded), and of a tensor without a batch dim (a
+ * constant's, a parameter's) */
+#define LAYER_MAX_RANK (TENSOR_MAX_DIMS - 1)
 #define LAYER_MAX_INPUTS 4 /* inputs of one layer (sdpa's q, k, v and attn_mask) */
 #define LAYER_INPUT (-1)   /* in layer_spec.inputs: the model's input (`from=input`) */
 

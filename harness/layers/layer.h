@@ -166,7 +166,7 @@ typedef enum param_init {
 typedef struct layer_param {
     const char *name; /* "weight": the tensor is "<layer>.weight" */
     int ndim;
-    int64_t shape[4];
+    int64_t shape[TENSOR_MAX_DIMS];
     param_init init;
     /* PARAM_INIT_UNIFORM_FAN_IN: the fan in; PARAM_INIT_NORMAL: the row zeroed
      * (padding_idx), -1 for none (one field, so the kinds' initializers stay positional) */

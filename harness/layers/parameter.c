@@ -1,5 +1,5 @@
 /*
- * parameter.c: `NAME = parameter D0 [D1 [D2]] init=ones|zeros|normal|trunc_normal [std=S]
+ * parameter.c: `NAME = parameter D0 [D1 ... D4] init=ones|zeros|normal|trunc_normal [std=S]
  * [mean=M]`: an nn.Parameter of that shape, without a batch dim (RMSNorm's weight, ViT's
  * class token [1, 1, 768] and position table [1, 197, 768], a layer scale's gamma [768]):
  * in model.parameters() in the order of the lines, with a .grad, optimizer state, and the
@@ -60,7 +60,7 @@ static const autocast_op parameter_autocast[] = {
 
 const layer_def parameter_def = {
     .name = "parameter",
-    .signature = "D0 [D1 [D2]]",
+    .signature = "D0 [D1 ... D4]",
     .opts = parameter_opts,
     .n_opts = COUNT_OF(parameter_opts),
     .input_shape = no_input_shape,

@@ -1,5 +1,5 @@
 /*
- * reshape.c: `NAME = reshape D1 [D2 [D3]] [from=X]`: x.reshape(B, D1, D2, ...), the sizes of
+ * reshape.c: `NAME = reshape D1 [D2 ... D5] [from=X]`: x.reshape(B, D1, D2, ...), the sizes of
  * a sample (the batch dim stays), one of them -1 for the size the others leave
  * (aten/src/ATen/InferSize.h, infer_size_impl: at most one -1, and the product must be the
  * input's numel). The harness's tensors are contiguous, so it is always a view, as
@@ -73,7 +73,7 @@ static const autocast_op reshape_autocast[] = {
 
 const layer_def reshape_def = {
     .name = "reshape",
-    .signature = "D1 [D2 [D3]]",
+    .signature = "D1 [D2 ... D5]",
     .input_shape = no_input_shape,
     .shape = reshape_shape,
     .params = no_params,

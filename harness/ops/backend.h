@@ -444,7 +444,7 @@ typedef struct backend_abi {
     int32_t version;     /* BACKEND_ABI_VERSION of its sources */
     int64_t table_bytes; /* sizeof(struct backend) there */
 } backend_abi;
-#define BACKEND_ABI_VERSION 16
+#define BACKEND_ABI_VERSION 17
 
 #ifdef __cplusplus
 extern "C" {

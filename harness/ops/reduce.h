@@ -108,15 +108,19 @@ extern const rd_row rd_rows[RD_OP_COUNT];
 
 /* ---- x viewed for a reduction over the dims of a mask ---- */
 
+/* the groups of one class an rd_view can have: kept and reduced groups alternate, so
+ * TENSOR_MAX_DIMS dims make at most half of them, rounded up, of each */
+#define RD_MAX_GROUPS ((TENSOR_MAX_DIMS + 1) / 2)
+
 /* x's dims of size > 1, adjacent ones of one class merged: the kept groups give an output's
- * index o (row-major, their outer first), the reduced groups a value's index j; at most two
- * of each in TENSOR_MAX_DIMS dims. Element (o, j) of x is at
+ * index o (row-major, their outer first), the reduced groups a value's index j; at most
+ * RD_MAX_GROUPS of each. Element (o, j) of x is at
  * sum_k digit_k(o) * kstride[k] + sum_k digit_k(j) * rstride[k]. */
 typedef struct rd_view {
     int64_t n_out, R;
     int nk, nr;
-    int64_t kdim[2], kstride[2];
-    int64_t rdim[2], rstride[2];
+    int64_t kdim[RD_MAX_GROUPS], kstride[RD_MAX_GROUPS];
+    int64_t rdim[RD_MAX_GROUPS], rstride[RD_MAX_GROUPS];
     bool inner_reduced; /* x's innermost dim of size > 1 is reduced (or none is kept) */
     int spans;          /* G */
     int64_t span;       /* L */

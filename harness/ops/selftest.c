@@ -478,6 +478,10 @@ static const struct pw_pattern {
     {"[3, 5, 4, 4] with [5, 1, 1]", {4, 3, 4}, {{3, 5, 4, 4}, {5, 1, 1}, {3, 1, 4, 4}}},
     {"[4, 1, 6] with [5, 1]", {3, 2, 1}, {{4, 1, 6}, {5, 1}, {6}}},
     {"[7, 9] with a scalar", {2, 0, 2}, {{7, 9}, {0}, {7, 9}}},
+    {"[2, 3, 4, 2, 5] with [4, 1, 5] and [5]", {5, 3, 1}, {{2, 3, 4, 2, 5}, {4, 1, 5}, {5}}},
+    {"[2, 1, 3, 2, 2, 5] with [3, 3, 1, 2, 1]",
+     {6, 5, 6},
+     {{2, 1, 3, 2, 2, 5}, {3, 3, 1, 2, 1}, {1, 3, 1, 1, 2, 5}}},
 };
 /* the operands' dtypes (a row of arity 1 uses the first three) */
 static const dtype pw_dtypes[][PW_MAX_ARITY] = {
@@ -703,6 +707,22 @@ static void check_graph_ops(selftest *c, round_stats *st)
     }
 }
 
+/* the strided copy g of x [xnd, xs] into y [ynd, ys], in each dtype */
+static void check_strided_copy(selftest *c, round_stats *st, int xnd, const int64_t *xs, int ynd,
+                               const int64_t *ys, const strided_geom *g, const char *what)
+{
+    for (int a = 0; a < 3; a++) {
+        dtype dt = float_dtypes[a];
+        pair x = make_random(c, "x", dt, xnd, xs, GEN_WIDE, 1.0f);
+        pair e = make(c, "y", dt, ynd, ys, NULL);
+        stats_init2(st);
+        for (int i = 0; ready(c) && i < 2; i++)
+            op_rc(c, i, c->s[i].be->strided_copy(c->s[i].be, x.t[i], g, e.t[i], &st[i]));
+        compare(c, "y", e, st, EXACT);
+        report(c, "strided_copy", "%s, %s", dtype_name(dt), what);
+    }
+}
+
 /* the shape ops: a strided slice of the last dim, its placement back among zeros (a slice's
  * gradient) and a pad with a fill value along a middle dim, a cat of three inputs of three
  * dtypes into float32 (cat's type promotion), a strided copy (permute and expand);
@@ -749,19 +769,16 @@ static void check_shape_ops(selftest *c, round_stats *st)
     compare(c, "y", y, st, EXACT);
     report(c, "cat", "float16, bfloat16 and float32 along the last dim into float32");
     /* a strided copy: x [3, 1, 5] permuted to [5, 3] and expanded along a new middle dim of
-     * 4 (stride 0), in each dtype */
+     * 4 (stride 0) */
     const int64_t gx[3] = {3, 1, 5}, gy[3] = {5, 4, 3};
     const strided_geom g = {3, {5, 4, 3}, {1, 0, 5}};
-    for (int a = 0; a < 3; a++) {
-        dtype dt = float_dtypes[a];
-        pair x = make_random(c, "x", dt, 3, gx, GEN_WIDE, 1.0f);
-        pair e = make(c, "y", dt, 3, gy, NULL);
-        stats_init2(st);
-        for (int i = 0; ready(c) && i < 2; i++)
-            op_rc(c, i, c->s[i].be->strided_copy(c->s[i].be, x.t[i], &g, e.t[i], &st[i]));
-        compare(c, "y", e, st, EXACT);
-        report(c, "strided_copy", "%s, permuted and expanded", dtype_name(dt));
-    }
+    check_strided_copy(c, st, 3, gx, 3, gy, &g, "permuted and expanded");
+    /* STRIDED_MAX_DIMS dims: x [2, 3, 1, 4, 5, 2] read as x.permute(2, 0, 3, 1, 5, 4)
+     * [1, 2, 4, 3, 2, 5] with a dim of 3 expanded from the size-1 one and a new dim of 2
+     * inserted before the last (stride 0) */
+    const int64_t hx[6] = {2, 3, 1, 4, 5, 2}, hy[6] = {3, 2, 4, 3, 2, 10};
+    const strided_geom h = {7, {3, 2, 4, 3, 2, 2, 5}, {0, 120, 10, 40, 1, 0, 2}};
+    check_strided_copy(c, st, 6, hx, 6, hy, &h, "7 strided dims of a 6-d x");
 }
 
 typedef struct linear_case {
@@ -841,6 +858,11 @@ static const struct rd_pattern {
     {2, {20000, 33}, 1u << 0, "[20000, 33] over dim 0 (three spans, a tile's edge)"},
     {4, {2, 3, 4, 5}, 1u << 1 | 1u << 3, "[2, 3, 4, 5] over dims 1, 3"},
     {3, {5, 1, 3}, 1u << 1, "[5, 1, 3] over dim 1, of size 1"},
+    {5, {2, 3, 4, 5, 6}, 1u << 2, "[2, 3, 4, 5, 6] over dim 2, a middle one"},
+    {6,
+     {2, 3, 4, 5, 2, 3},
+     1u << 1 | 1u << 3 | 1u << 5,
+     "[2, 3, 4, 5, 2, 3] over dims 1, 3, 5 (three kept and three reduced groups)"},
 };
 
 /* every row in every dtype at every pattern, exactly: both backends add in reduce.h's order */

@@ -2,7 +2,9 @@
  * tensor.h: a tensor is a named, typed, shaped buffer in a backend's memory, owned by a
  * tensor_pool that frees whatever is left when a run ends (also when it ends in an error).
  *
- * Shapes: row-major, at most 4 dims. Letters used in comments across the harness:
+ * Shapes: row-major, at most TENSOR_MAX_DIMS = 6 dims (the batch dim and up to 5 of a sample:
+ * timm's ViT attention reshapes its qkv to [B, N, 3, H, D], HF Llama's repeat_kv expands to
+ * [B, KVH, n_rep, T, D]). Letters used in comments across the harness:
  *   B batch, I in_features, O out_features, C channels, H height, W width, K kernel size.
  * Names are the ones PyTorch users read: "fc1.weight", "fc1.weight@float16" (a cast copy),
  * "fc1.out", "fc1.weight@float16.grad".
@@ -18,7 +20,9 @@
 #include "dtype_reason.h"
 
 #define TENSOR_NAME_MAX 160
-#define TENSOR_MAX_DIMS 4
+#define TENSOR_MAX_DIMS 6
+/* the longest text tensor_shape_str writes, its '\0' included: 19 digits and an 'x' a dim */
+#define TENSOR_SHAPE_TEXT_MAX (TENSOR_MAX_DIMS * 20)
 
 struct backend;
 

@@ -326,7 +326,7 @@ void model_init(run *r, model *m)
                 m->params[m->n_params++] = p;
         }
     }
-    int64_t shape[4] = {cfg->batch};
+    int64_t shape[TENSOR_MAX_DIMS] = {cfg->batch};
     for (int i = 0; i < cfg->sample_ndim; i++)
         shape[i + 1] = cfg->sample_shape[i];
     int ndim = cfg->sample_ndim + 1;
