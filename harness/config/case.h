@@ -56,6 +56,9 @@ typedef struct layer_spec {
     unsigned scalar_operands;
     double scalar;
     int tied; /* weight=LAYER.weight: the layer whose weight it shares; -1: its own */
+    /* params=PREFIX, any kind with parameters: its tensors are PREFIX.weight, PREFIX.bias, ...
+     * (a module's state_dict names) instead of NAME.weight; "" when not given */
+    char params_prefix[CASE_NAME_MAX];
     /* autocast=no, any kind: its ops run as under torch.autocast(device_type, enabled=False),
      * in the dtypes their inputs have (train/model.c) */
     bool autocast_disabled;
@@ -148,6 +151,9 @@ typedef struct case_config {
     dtype autocast_dtype;
     bool loss_in_autocast; /* default yes */
     bool master_weights;   /* default no; only with half params */
+    /* export_params = DTYPE (an imported case: ampscope import): params must be it */
+    bool exported;
+    dtype export_params;
     /* [scaler]: no section = no scaler */
     bool scaler;
     double init_scale, growth_factor, backoff_factor; /* 65536, 2.0, 0.5 */
