@@ -5,7 +5,10 @@
  * script NAME.py it was imported from) run everywhere, without torch, against PyTorch's
  * answers for the same script (tools/import_reference.py, committed in
  * tests/references/import/): the float32 loss and every element of every parameter's .grad,
- * under its state_dict name, within 1e-4 relative to the tensor's largest magnitude; and,
+ * under its state_dict name, within 1e-4 relative to the tensor's largest magnitude, or, for
+ * a gradient that cancels (a BatchNorm weight's ahead of another BatchNorm: values 1e-5 of
+ * the others'), within twice PyTorch's own float32 error (its float32 against its float64
+ * gradient); and,
  * under autocast float16 and bfloat16 (--set precision.autocast=...), the dtype of every
  * node's output (`NODE.out` in tensors.csv) against CUDA autocast's dispatch of the same
  * exported graph on fake CUDA tensors.
@@ -77,6 +80,7 @@ static void compare_values(const char *ref_path, const char *dump, const char *s
     cr_assert(csv_read(ref_path, &ref), "no reference %s", ref_path);
     cr_assert(csv_read(steps_path, &steps), "no %s", steps_path);
     int ct = csv_col(&ref, "tensor"), ci = csv_col(&ref, "index"), cv = csv_col(&ref, "value");
+    int c64 = csv_col(&ref, "float64");
     *err = (errors){0};
     double want_loss = NAN;
     for (int r = 0; r < ref.n_rows;) {
@@ -92,21 +96,27 @@ static void compare_values(const char *ref_path, const char *dump, const char *s
         cr_assert_eq(npy_read(path, &a, NULL, msg, sizeof msg), 0, "%s: %s", name, msg);
         cr_assert_eq(a.dt, DTYPE_FLOAT32, "%s is not float32", name);
         const float *got = a.data;
-        double maxref = 0, maxdiff = 0;
+        double maxref = 0, maxdiff = 0, noise = 0;
         int start = r;
         for (; r < ref.n_rows && strcmp(ref.rows[r][ct], name) == 0; r++) {
             int64_t i = atoll(ref.rows[r][ci]);
             cr_assert(i < a.numel, "%s has %lld values, the reference more", name,
                       (long long)a.numel);
-            double want = atof(ref.rows[r][cv]);
+            double want = atof(ref.rows[r][cv]), exact = atof(ref.rows[r][c64]);
             maxref = fmax(maxref, fabs(want));
             maxdiff = fmax(maxdiff, fabs((double)got[i] - want));
+            noise = fmax(noise, fabs(want - exact));
         }
         cr_expect_eq(r - start, a.numel, "%s: %d reference values for %lld", name, r - start,
                      (long long)a.numel);
         double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
-        cr_expect(rel < 1e-4, "%s: largest difference %g relative to its largest value %g",
-                  name, maxdiff, maxref);
+        /* within 1e-4 of the largest value, or (a gradient that cancels, whose float32 value
+         * PyTorch itself knows only to its distance from the float64 one) within twice that
+         * distance */
+        cr_expect(rel < 1e-4 || maxdiff <= 1e-4 * maxref + 2 * noise,
+                  "%s: largest difference %g relative to its largest value %g; PyTorch's "
+                  "float32 is %g from its float64",
+                  name, maxdiff, maxref, noise);
         err->grads = fmax(err->grads, rel);
         err->n_tensors++;
         npy_free(&a);
@@ -190,6 +200,14 @@ Test(import, committed_mlp_residual_against_pytorch)
     check_imported("tests/imports/mlp_residual.case", "mlp_residual",
                    "tests/references/import/mlp_residual-values.csv",
                    "tests/references/import/mlp_residual-dtypes-%s.csv");
+}
+
+/* depthwise-separable convolutions with BatchNorm in training mode: conv2d groups=C */
+Test(import, committed_dw_cnn_against_pytorch)
+{
+    check_imported("tests/imports/dw_cnn.case", "dw_cnn",
+                   "tests/references/import/dw_cnn-values.csv",
+                   "tests/references/import/dw_cnn-dtypes-%s.csv");
 }
 
 /* the grads are named after the module's state_dict: no layer-named parameter is left */

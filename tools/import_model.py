@@ -643,6 +643,8 @@ class Graph:
         if len(prefixes) > 1 or not names_ok or "" in prefixes:
             fail(f"{n.name}: its parameters {', '.join(v.fqn for v in fqns.values())} are no "
                  "one module's weight and bias")
+        if b is None and line.kind in ("linear", "conv2d"):
+            line.opts["bias"] = "no"
         line.params = prefixes.pop() if prefixes else None
         line.owned = [(k, v) for k, v in fqns.items()
                       if not (k == first and wv.fqn in self.owner)]

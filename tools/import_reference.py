@@ -10,7 +10,8 @@ as the harness computes LOSS (cross_entropy: F.cross_entropy(out.view(-1, V), y.
 as the token cases; mse, l1, bce_with_logits: F.mse_loss, F.l1_loss,
 F.binary_cross_entropy_with_logits, their mean), then backward: rows
 `tensor,index,value` for `loss` and every element of every parameter's `.grad`, under the
-parameter's state_dict name (a tied weight once).
+parameter's state_dict name (a tied weight once); and in a column `float64` the same
+computed by the model in float64 (PyTorch's own rounding noise in float32).
 
 dtypes: the dtype CUDA autocast gives every node of the exported graph, without a GPU
 (AMP_FACTS.md): torch.export.export of the model as the importer exports it, then its
@@ -56,19 +57,32 @@ def first_tensor(out):
     return None
 
 
-def values(mod, dtype, w):
+def run(mod, dtype):
+    """the loss and the gradients by state_dict name, computed in dtype"""
     model = mod.model().to(dtype)
     inputs = tuple(t.to(dtype) if t.is_floating_point() else t for t in mod.inputs())
     target = mod.target()
+    if target.is_floating_point():
+        target = target.to(dtype)
     out = first_tensor(model(*inputs))
     loss = loss_of(mod.LOSS, out, target)
     loss.backward()
-    w.write("tensor,index,value\n")
-    w.write(f"loss,0,{loss.item():.9g}\n")
-    for name, p in model.named_parameters():  # a tied weight once, under its first name
-        g = p.grad.detach().float().reshape(-1)
-        for i, v in enumerate(g.tolist()):
-            w.write(f"{name}.grad,{i},{v:.9g}\n")
+    # a tied weight once, under its first name
+    return loss.item(), [(n, p.grad.detach().double().reshape(-1).tolist())
+                         for n, p in model.named_parameters()]
+
+
+def values(mod, dtype, w):
+    """the values in dtype, and beside them the same computed in float64: their difference is
+    how far the dtype's own rounding moves each value (a gradient that cancels, as a
+    BatchNorm weight's ahead of another BatchNorm, is known only that well)"""
+    loss, grads = run(mod, dtype)
+    loss64, grads64 = run(mod, torch.float64)
+    w.write("tensor,index,value,float64\n")
+    w.write(f"loss,0,{loss:.9g},{loss64:.17g}\n")
+    for (name, g), (_, g64) in zip(grads, grads64):
+        for i, (v, v64) in enumerate(zip(g, g64)):
+            w.write(f"{name}.grad,{i},{v:.9g},{v64:.17g}\n")
 
 
 def dtypes(mod, dtype, autocast, w):
