@@ -7,8 +7,8 @@
  * tests/references/import/): the float32 loss and every element of every parameter's .grad,
  * under its state_dict name, within 1e-4 relative to the tensor's largest magnitude, or, for
  * a gradient that cancels (a BatchNorm weight's ahead of another BatchNorm: values 1e-5 of
- * the others'), within twice PyTorch's own float32 error (its float32 against its float64
- * gradient); and,
+ * the others'), within four times PyTorch's own float32 error (its float32 against its
+ * float64 gradient); and,
  * under autocast float16 and bfloat16 (--set precision.autocast=...), the dtype of every
  * node's output (`NODE.out` in tensors.csv) against CUDA autocast's dispatch of the same
  * exported graph on fake CUDA tensors.
@@ -111,9 +111,11 @@ static void compare_values(const char *ref_path, const char *dump, const char *s
                      (long long)a.numel);
         double rel = maxref > 0 ? maxdiff / maxref : maxdiff;
         /* within 1e-4 of the largest value, or (a gradient that cancels, whose float32 value
-         * PyTorch itself knows only to its distance from the float64 one) within twice that
-         * distance */
-        cr_expect(rel < 1e-4 || maxdiff <= 1e-4 * maxref + 2 * noise,
+         * PyTorch itself knows only to its distance from the float64 one) within four times
+         * that distance: two float32 sums in different orders each lie about that far from
+         * the float64 value, so they differ by up to twice it, and the largest of a tensor's
+         * elements by somewhat more */
+        cr_expect(rel < 1e-4 || maxdiff <= 1e-4 * maxref + 4 * noise,
                   "%s: largest difference %g relative to its largest value %g; PyTorch's "
                   "float32 is %g from its float64",
                   name, maxdiff, maxref, noise);
@@ -208,6 +210,16 @@ Test(import, committed_dw_cnn_against_pytorch)
     check_imported("tests/imports/dw_cnn.case", "dw_cnn",
                    "tests/references/import/dw_cnn-values.csv",
                    "tests/references/import/dw_cnn-dtypes-%s.csv");
+}
+
+/* HF transformers' Llama (kv heads = heads): embedding, the hand-written RMSNorm with its
+ * .to(float32) casts, rotary tables folded into constants, the causal bool mask as an additive
+ * constant, sdpa, SwiGLU, a residual stream; cross_entropy over [B, T, V] logits */
+Test(import, committed_llama_mha_against_pytorch)
+{
+    check_imported("tests/imports/llama_mha.case", "llama_mha",
+                   "tests/references/import/llama_mha-values.csv",
+                   "tests/references/import/llama_mha-dtypes-%s.csv");
 }
 
 /* the grads are named after the module's state_dict: no layer-named parameter is left */
@@ -336,31 +348,40 @@ Test(import, says_when_torch_cannot_be_imported)
     cr_expect(strstr(out, "cannot import torch") != NULL, "got: %s", out);
 }
 
-/* the committed import is what the importer writes today, and its references what PyTorch
- * computes: import and compute both afresh and check them the same way */
-Test(import_live, mlp_residual_round_trip, .timeout = 300)
+/* tests/imports/NAME.py imported afresh, its references computed by the installed PyTorch,
+ * and the case checked against them as the committed ones are */
+static void live_round_trip(const char *name)
 {
     NEED_LIVE();
-    char dir[256], args[1024], out[8192], cmd[2048], ref[600], path[600], fmt[1200];
+    char dir[256], args[1024], out[16384], cmd[2048], ref[600], path[600], fmt[1200];
     make_temp_dir(dir, sizeof dir);
-    snprintf(args, sizeof args, "tests/imports/mlp_residual.py --out %s", dir);
+    snprintf(args, sizeof args, "tests/imports/%s.py --out %s", name, dir);
     cr_assert_eq(import_cli(torch_python(), args, out, sizeof out), 0, "%s", out);
     snprintf(ref, sizeof ref, "%s/values.csv", dir);
-    snprintf(cmd, sizeof cmd, "%s tools/import_reference.py values tests/imports/mlp_residual.py "
-             "> %s", torch_python(), ref);
+    snprintf(cmd, sizeof cmd, "%s tools/import_reference.py values tests/imports/%s.py > %s",
+             torch_python(), name, ref);
     cr_assert_eq(run_command(cmd, out, sizeof out), 0, "%s", out);
     for (int k = 0; k < 2; k++) {
         const char *dt = k ? "bfloat16" : "float16";
-        snprintf(cmd, sizeof cmd, "%s tools/import_reference.py dtypes "
-                 "tests/imports/mlp_residual.py --autocast %s > %s/dtypes-%s.csv",
-                 torch_python(), dt, dir, dt);
+        snprintf(cmd, sizeof cmd, "%s tools/import_reference.py dtypes tests/imports/%s.py "
+                 "--autocast %s > %s/dtypes-%s.csv 2>/dev/null",
+                 torch_python(), name, dt, dir, dt);
         cr_assert_eq(run_command(cmd, out, sizeof out), 0, "%s", out);
     }
-    snprintf(path, sizeof path, "%s/mlp_residual.case", dir);
+    snprintf(path, sizeof path, "%s/%s.case", dir, name);
     snprintf(fmt, sizeof fmt, "%s/dtypes-%%s.csv", dir);
-    check_imported(path, "mlp_residual", ref, fmt);
+    check_imported(path, name, ref, fmt);
     rm_rf(dir);
 }
+
+Test(import_live, mlp_residual, .timeout = 300) { live_round_trip("mlp_residual"); }
+Test(import_live, dw_cnn, .timeout = 300) { live_round_trip("dw_cnn"); }
+Test(import_live, llama_mha, .timeout = 300) { live_round_trip("llama_mha"); }
+/* torchvision's mobilenet_v3_small: hard-swish, squeeze-excite, in-place ops, 156 nodes */
+Test(import_live, mobilenet_v3, .timeout = 600) { live_round_trip("mobilenet_v3"); }
+/* grouped-query attention: repeat_kv becomes repeat_interleave, a kind of branch V (runs once
+ * that kind is in the harness) */
+Test(import_live, llama_tiny_gqa, .timeout = 300) { live_round_trip("llama_tiny"); }
 
 /* params=: a module's prefix for a layer's tensors, a `parameter`'s whole name; [init] and
  * the .grad rows take those names (the values read from the files: a hand calculation) */

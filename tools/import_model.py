@@ -73,6 +73,15 @@ class Param:
 # `parameter` line or a folded constant's `constant` line), `g.dim(a, node)` a dim of the
 # whole tensor.
 
+class Pending:
+    """x[:, :, None].expand(..., n, ...) of more dims than a case's tensor has: only the
+    reshape that merges the copies back (HF's repeat_kv) reads it, as
+    x.repeat_interleave(n, dim)"""
+
+    def __init__(self, x, dim, reps=None):
+        self.x, self.dim, self.reps = x, dim, reps
+
+
 class Line:
     def __init__(self, kind, numbers=(), inputs=(), opts=None, params=None, note=None,
                  positional=False):
@@ -250,6 +259,14 @@ def row_t(g, n):
 
 def row_reshape(g, n):
     out = g.out_shape(n)
+    p = g.env.get(n.args[0].name)
+    if isinstance(p, Pending):
+        src = g.shape(p.x)
+        d = p.dim - 1
+        want = src[:d] + [src[d] * (p.reps or 1)] + src[d + 1:]
+        if p.reps is None or out != want:
+            fail(f"{n.name}: a reshape of a {len(src) + 1}-dim tensor: no kind")
+        return Line("repeat_interleave", [], [g.tensor(p.x)], {"repeats": p.reps, "dim": d})
     if g.whole(n):
         fail(f"{n.name}: a view of a tensor without a batch dim: no kind")
     return Line("reshape", [str(s) for s in out[1:]], [g.tensor(n.args[0])])
@@ -317,9 +334,16 @@ def row_sdpa(g, n):
         fail(f"{n.name}: scaled_dot_product_attention with dropout_p={dropout}: no kind")
     ins = [g.tensor(q), g.tensor(k), g.tensor(v)]
     if mask is not None:
-        if g.val(mask).dtype == g.torch.bool:
-            fail(f"{n.name}: a bool attn_mask: write it as an additive float mask")
-        ins.append(g.tensor(mask))
+        mv = g.env.get(mask.name)
+        if isinstance(mv, g.torch.Tensor) and mv.dtype == g.torch.bool:
+            # a bool mask computed at import: sdpa's math path adds 0 where it is True and
+            # -inf where False (attention.cpp convert_boolean_attn_mask)
+            add = g.torch.zeros(mv.shape).masked_fill(~mv, float("-inf"))
+            ins.append(g.constant(mask.name, add, "the bool attn_mask as 0 and -inf"))
+        elif g.val(mask).dtype == g.torch.bool:
+            fail(f"{n.name}: a bool attn_mask computed from activations: no kind")
+        else:
+            ins.append(g.tensor(mask))
     opts = {}
     if causal:
         opts["causal"] = "yes"
@@ -495,6 +519,28 @@ OPS = {
     "aten.avg_pool2d.default": row_pool("avg_pool2d"),
     "aten.adaptive_avg_pool2d.default": row_adaptive_avg_pool2d,
 }
+
+def inplace(row):
+    """an in-place op (relu_, add_, hardswish_: nn.ReLU(inplace=True), `x += y`) as its
+    out-of-place kind, when nothing reads the tensor it overwrites after it"""
+    def wrapped(g, n):
+        x = n.args[0]
+        later = [u.name for u in x.users if u is not n and g.order[u] > g.order[n]]
+        if later:
+            fail(f"{n.name}: {n.target} overwrites {x.name}, which {', '.join(later)} "
+                 "read after it: no kind")
+        return row(g, n)
+    return wrapped
+
+
+for _op, _row in list(OPS.items()):
+    _name, _, _overload = _op[len("aten."):].partition(".")
+    if _row in (row_multi, row_drop) or _name.endswith("_"):
+        continue
+    if _name in ("add", "sub", "mul", "div", "relu", "silu", "gelu", "sigmoid", "tanh",
+                 "hardswish", "hardsigmoid", "hardtanh", "relu6", "dropout", "neg", "exp"):
+        OPS[f"aten.{_name}_.{_overload}"] = inplace(_row)
+
 # Nodes that assert and return nothing
 SKIPPED = {"aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
            "aten.sym_constrain_range_for_size.default"}
@@ -596,6 +642,9 @@ class Graph:
             return name
         if isinstance(v, self.torch.Tensor):
             return self.constant(a.name, v, "computed by PyTorch at import")
+        if isinstance(v, Pending):
+            fail(f"{a.name}: a {len(self.shape(v.x)) + 1}-dim tensor read by another op than "
+                 "the reshape that merges its copies: a case's tensors have at most 4 dims")
         fail(f"{a.name}: a {type(v).__name__} where a tensor is read")
 
     def constant(self, node_name, value, why):
@@ -606,6 +655,9 @@ class Graph:
             fail(f"{node_name}: an {value.dtype} tensor read as a float one "
                  f"({why}): no kind reads integer tensors but embedding")
         v = value.detach()
+        if v.dim() > 3 and v.shape[0] == self.batch and all(
+                t.equal(v[0]) for t in v[1:]):
+            v = v[:1]  # the same for every sample: one broadcast over the batch
         while v.dim() > 3 and v.shape[0] == 1:
             v = v[0]
         if v.dim() > 3 or v.dim() == 0:
@@ -724,6 +776,7 @@ def convert(torch, ep, module, inputs, dtype):
             fail(f"{n.name}: a graph input of kind {s.kind.name}: not supported")
     if case_input is None:
         fail("the forward reads no float tensor and no token ids: nothing for the case's input")
+    g.order = {n: i for i, n in enumerate(ep.graph.nodes)}
     last_block = None
     result = None
     multi = set()
@@ -766,11 +819,21 @@ def convert(torch, ep, module, inputs, dtype):
             multi.add(n.name)
             g.env[n.name] = "multi"
             continue
+        val = n.meta.get("val")
+        if op == "aten.unsqueeze.default" and val.dim() > 4:
+            g.env[n.name] = Pending(n.args[0], n.args[1] % val.dim())
+            continue
+        p = g.env.get(n.args[0].name) if n.args and hasattr(n.args[0], "op") else None
+        if op == "aten.expand.default" and isinstance(p, Pending) and p.reps is None:
+            src = list(g.val(p.x).shape)
+            sizes = list(n.args[1])
+            if all(s in (-1, src[i - (i > p.dim)]) for i, s in enumerate(sizes) if i != p.dim):
+                g.env[n.name] = Pending(p.x, p.dim, sizes[p.dim])
+                continue
         line = row(g, n)
         if line is None:
             g.env[n.name] = g.env[n.args[0].name]
             continue
-        val = n.meta.get("val")
         if not isinstance(val, torch.Tensor):
             fail(f"{n.name}: {op} returns {type(val).__name__}: not a tensor")
         whole = g.whole(n)

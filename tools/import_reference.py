@@ -16,7 +16,8 @@ computed by the model in float64 (PyTorch's own rounding noise in float32).
 dtypes: the dtype CUDA autocast gives every node of the exported graph, without a GPU
 (AMP_FACTS.md): torch.export.export of the model as the importer exports it, then its
 graph module run node by node by a torch.fx.Interpreter on fake CUDA tensors
-(FakeTensorMode) with CUDA autocast switched on at the dispatcher; each call goes through
+(FakeTensorMode; device=cpu arguments and factories made on the CPU moved to cuda) with
+CUDA autocast switched on at the dispatcher; each call goes through
 the AutocastCUDA kernels of aten/src/ATen/autocast_mode.cpp. Rows `node,dtype` for every
 call_function node that returns one tensor (the imported case's `NODE.out`).
 """
@@ -100,9 +101,12 @@ def dtypes(mod, dtype, autocast, w):
                 return None
             if n.op == "call_function":
                 args, kwargs = self.fetch_args_kwargs_from_env(n)
-                kwargs = {k: (torch.device("cuda") if k == "device" else v)
-                          for k, v in kwargs.items()}
+                cuda = torch.device("cuda")
+                args = [cuda if isinstance(a, torch.device) else a for a in args]
+                kwargs = {k: (cuda if k == "device" else v) for k, v in kwargs.items()}
                 r = n.target(*args, **kwargs)
+                if isinstance(r, torch.Tensor) and r.device.type == "cpu":
+                    r = r.to(cuda)  # a factory (arange) export wrote without a device
             else:
                 r = super().run_node(n)
             if n.op == "call_function" and isinstance(r, torch.Tensor):

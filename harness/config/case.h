@@ -18,8 +18,8 @@
 #define CASE_NAME_MAX 128
 #define CASE_PATH_MAX 1024
 #define CASE_TEXT_MAX 512
-#define CASE_MAX_LAYERS 128
-#define CASE_MAX_INITS 128
+#define CASE_MAX_LAYERS 512
+#define CASE_MAX_INITS 512
 #define CASE_MAX_EXPECTS 128
 #define CASE_MAX_OBSERVE 256
 #define CASE_MAX_ACCUMULATE 1024 /* [train] accumulate: micro-batches per step */
