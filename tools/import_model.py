@@ -134,6 +134,9 @@ def row_embedding(g, n):
     w, ids = n.args[0], n.args[1]
     pad = n.args[2] if len(n.args) > 2 else -1
     v, c = g.shape(w)
+    if not (isinstance(g.env.get(ids.name), Layer) and g.env[ids.name].name == "input"):
+        fail(f"{n.name}: an embedding of ids other than the case's input ({ids.name}: token "
+             "types or positions computed at import): the kind reads the input's ids only")
     line = Line("embedding", [v, "->", c], [g.tensor(ids)],
                 {"padding_idx": pad} if pad is not None and pad >= 0 else {})
     g.own_params(line, n, "weight", w, None)
@@ -562,6 +565,8 @@ class Graph:
         self.batch = None
         self.input_node = None
         self.unknown = {}    # aten op -> [count, first module path]
+        self.autocast_found = {}  # file:line -> the `with ...autocast` around some node
+        self.dropped = []    # what the next line's comment says was dropped before it
         self.notes = []
         sd = dict(module.state_dict(keep_vars=True))
         sig = ep.graph_signature
@@ -652,7 +657,7 @@ class Graph:
             return self.const_lines[node_name]
         t = self.torch
         if not value.is_floating_point():
-            fail(f"{node_name}: an {value.dtype} tensor read as a float one "
+            fail(f"{node_name}: a {value.dtype} tensor read as a float one "
                  f"({why}): no kind reads integer tensors but embedding")
         v = value.detach()
         if v.dim() > 3 and v.shape[0] == self.batch and all(
@@ -702,6 +707,7 @@ class Graph:
                       if not (k == first and wv.fqn in self.owner)]
 
     def emit(self, name, line, comment, heading):
+        line.dropped, self.dropped = self.dropped, []
         self.lines.append((name, line, comment, heading))
 
 
@@ -720,6 +726,35 @@ def block_of(n):
         if path and path.split(".")[-1].isdigit():
             return path, (cls.rsplit(".", 1)[-1] if isinstance(cls, str) else "")
     return None
+
+
+def autocast_regions(n, found):
+    """each `with ...autocast...:` of the model's code around a frame of n's stack trace
+    (torch.autocast, HF's maybe_autocast): traced with autocast off, such a region is not in
+    the graph, and under autocast the code would have run otherwise; into found, by place"""
+    import linecache
+    st = n.meta.get("stack_trace") or ""
+    for l in st.splitlines():
+        l = l.strip()
+        if not l.startswith("File \"") or ", line " not in l:
+            continue
+        f = l[6:l.index('"', 6)]
+        if "/torch/" in f:
+            continue
+        ln = int(l.split(", line ")[1].split(",")[0])
+        code = linecache.getline(f, ln)
+        indent = len(code) - len(code.lstrip())
+        for k in range(ln - 1, max(ln - 60, 0), -1):
+            prev = linecache.getline(f, k)
+            if not prev.strip():
+                continue
+            pin = len(prev) - len(prev.lstrip())
+            if pin < indent:
+                if prev.lstrip().startswith("with ") and "autocast" in prev:
+                    found.setdefault(f"{os.path.basename(f)}:{k}", prev.strip())
+                indent = pin
+            if pin == 0:
+                break
 
 
 def source_line(n):
@@ -791,6 +826,7 @@ def convert(torch, ep, module, inputs, dtype):
             fail(f"{n.name}: a {n.op} node ({n.target}): not supported")
         if op in SKIPPED:
             continue
+        autocast_regions(n, g.autocast_found)
         if op == "<built-in function getitem>" or op.endswith("getitem"):
             src = n.args[0]
             if src.name in g.env and not isinstance(g.env[src.name], (Layer,)) and src.name not in multi:
@@ -833,6 +869,9 @@ def convert(torch, ep, module, inputs, dtype):
         line = row(g, n)
         if line is None:
             g.env[n.name] = g.env[n.args[0].name]
+            src = g.env[n.name]
+            g.dropped.append(f"{n.name} ({op}) is its input "
+                             f"{src.name if isinstance(src, Layer) else n.args[0].name}: dropped")
             continue
         if not isinstance(val, torch.Tensor):
             fail(f"{n.name}: {op} returns {type(val).__name__}: not a tensor")
@@ -926,7 +965,12 @@ def case_text(g, name, script, dtype, loss, torch_version):
            f"torch.export's graph (PyTorch {torch_version}), {dtype} parameters.",
            "# One layer per graph node, named after the node; parameters under their "
            "state_dict names (params=).",
-           "[case]", f"name = {name}",
+           ]
+    for place, code in sorted(g.autocast_found.items()):
+        out.append(f"# WARNING: {place} `{code}`: an autocast region in the model's code, "
+                   "traced with autocast off; under autocast it may run otherwise than this "
+                   "graph (set autocast=no on its lines where it disables autocast)")
+    out += ["[case]", f"name = {name}",
            f"description = {os.path.basename(script)} imported: "
            f"{sum(1 for l in g.lines if l[1].kind not in ('constant', 'parameter'))} graph nodes",
            "[model]"]
@@ -934,6 +978,7 @@ def case_text(g, name, script, dtype, loss, torch_version):
     for lname, line, comment, heading in g.lines:
         if heading:
             out.append(f"# {heading}")
+        out += [f"# {d}" for d in line.dropped]
         numbers = [f"{name}/{x}" for x in line.numbers] if line.kind == "constant" else line.numbers
         words = [line.kind] + [str(x) for x in numbers] + opts_text(line, line.inputs)
         out.append(f"{lname.ljust(width)} = {' '.join(words)}  # {comment}")

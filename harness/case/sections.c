@@ -546,6 +546,9 @@ static void parse_init_entry(parse_ctx *c, entry *e)
     char layer[LAYER_NAME_MAX];
     const char *param;
     bool named = c->model_ok && prefixed_param(cfg, e->key);
+    /* a [model] with errors may have lost the params= a key names: its errors come first */
+    if (!named && !c->model_ok && strchr(e->key, '.') != strrchr(e->key, '.'))
+        return;
     if (!named && !parse_init_key(c, e, layer, &param))
         return;
     if (!named && c->model_ok && cfg->n_layers > 0 && !check_init_layer(c, e, layer, param))
