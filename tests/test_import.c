@@ -434,15 +434,15 @@ Test(import_live, dw_cnn, .timeout = 300) { live_round_trip("dw_cnn"); }
 Test(import_live, llama_mha, .timeout = 300) { live_round_trip("llama_mha"); }
 /* torchvision's mobilenet_v3_small: hard-swish, squeeze-excite, in-place ops, 156 nodes */
 Test(import_live, mobilenet_v3, .timeout = 600) { live_round_trip("mobilenet_v3"); }
-/* grouped-query attention: repeat_kv becomes repeat_interleave, a kind of branch V (runs once
- * that kind is in the harness) */
+/* grouped-query attention: repeat_kv becomes repeat_interleave (skipped while the harness
+ * has no such kind) */
 Test(import_live, llama_tiny_gqa, .timeout = 300)
 {
     char out[1 << 16], cmd[512];
     snprintf(cmd, sizeof cmd, "%s ops 2>&1", bin());
     run_command(cmd, out, sizeof out);
     if (!strstr(out, "repeat_interleave"))
-        cr_skip_test("the harness has no repeat_interleave kind yet (branch V adds it)");
+        cr_skip_test("the harness has no repeat_interleave kind yet");
     live_round_trip("llama_tiny");
 }
 

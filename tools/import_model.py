@@ -393,7 +393,7 @@ def row_adaptive_avg_pool2d(g, n):
     return Line("adaptive_avg_pool2d", [1], [g.tensor(n.args[0])])
 
 
-def row_permute(g, n):  # kinds of the permute/expand/repeat_interleave rows: branch V
+def row_permute(g, n):
     x = n.args[0]
     return Line("permute", [], [g.tensor(x)], {"dims": ",".join(str(g.dim(d, x)) for d in n.args[1])})
 
@@ -403,9 +403,8 @@ def row_expand(g, n):
     sizes = list(n.args[1])
     src = g.shape(x)
     lead = len(sizes) - len(src)
-    words = [str(-1 if (i >= lead and s == src[i - lead]) else s) for i, s in enumerate(sizes)]
-    if not g.whole(n) and sizes[0] == g.batch:
-        words[0] = "B"
+    words = [str(-1 if (i >= lead and s in (-1, src[i - lead])) else s)
+             for i, s in enumerate(sizes)]
     return Line("expand", [], [g.tensor(x)], {"sizes": ",".join(words)})
 
 
