@@ -82,6 +82,16 @@ class Pending:
         self.x, self.dim, self.reps = x, dim, reps
 
 
+class Split5:
+    """x.reshape(B, N, S, H, D).permute(2, 0, 3, 1, 4).unbind(0) (timm's and many others'
+    fused qkv), more dims than a case's tensor has: item k is the slice
+    x[..., k*H*D:(k+1)*H*D] viewed as [B, N, H, D] and transposed to [B, H, N, D], the same
+    values, gradients and dtypes in three lines"""
+
+    def __init__(self, x, shape, perm=None):
+        self.x, self.shape, self.perm = x, shape, perm
+
+
 class Line:
     def __init__(self, kind, numbers=(), inputs=(), opts=None, params=None, note=None,
                  positional=False):
@@ -710,6 +720,44 @@ class Graph:
         self.lines.append((name, line, comment, heading))
 
 
+def qkv_split(g, n, op, val):
+    """the nodes of a Split5: the reshape and permute are pending, each item of the unbind
+    three lines; False for any other node"""
+    p = g.env.get(n.args[0].name) if n.args and hasattr(n.args[0], "op") else None
+    if op in ("aten.reshape.default", "aten.view.default") and isinstance(val, g.torch.Tensor) \
+            and val.dim() == 5 and isinstance(p, Layer) and not p.whole:
+        b, t, k, h, d = val.shape
+        if list(g.shape(n.args[0])) == [b, t, k * h * d]:
+            g.env[n.name] = Split5(p, list(val.shape))
+            return True
+    if op == "aten.permute.default" and isinstance(p, Split5) and p.perm is None and \
+            list(n.args[1]) == [2, 0, 3, 1, 4]:
+        g.env[n.name] = Split5(p.x, p.shape, list(n.args[1]))
+        return True
+    if op == "aten.unbind.int" and isinstance(p, Split5) and p.perm and \
+            (n.args[1] if len(n.args) > 1 else 0) == 0:
+        g.env[n.name] = p
+        return True
+    if "getitem" in op and isinstance(p, Split5):
+        b, t, _, h, d = p.shape
+        k = n.args[1]
+        path, _ = module_path(n)
+        src = source_line(n)
+        comment = (path or "(top)") + (f" ({src})" if src else "")
+        sl = g.fresh(n.name + "_slice")
+        g.emit(sl, Line("slice", [], [p.x.name], {"dim": 2, "start": k * h * d,
+                                                   "end": (k + 1) * h * d}), comment, None)
+        vw = g.fresh(n.name + "_view")
+        g.emit(vw, Line("reshape", [t, h, d], [sl]), comment, None)
+        name = g.fresh(n.name)
+        g.emit(name, Line("transpose", [1, 2], [vw]), comment, None)
+        g.env[n.name] = Layer(name, val, False)
+        return True
+    if isinstance(p, Split5):
+        fail(f"{n.name}: {op} of a {len(p.shape)}-dim view: no kind")
+    return False
+
+
 def module_path(n):
     st = n.meta.get("nn_module_stack") or {}
     if not st:
@@ -826,6 +874,8 @@ def convert(torch, ep, module, inputs, dtype):
         if op in SKIPPED:
             continue
         autocast_regions(n, g.autocast_found)
+        if qkv_split(g, n, op, n.meta.get("val")):
+            continue
         if op == "<built-in function getitem>" or op.endswith("getitem"):
             src = n.args[0]
             if src.name in g.env and not isinstance(g.env[src.name], (Layer,)) and src.name not in multi:

@@ -547,7 +547,7 @@ static void parse_init_entry(parse_ctx *c, entry *e)
     const char *param;
     bool named = c->model_ok && prefixed_param(cfg, e->key);
     /* a [model] with errors may have lost the params= a key names: its errors come first */
-    if (!named && !c->model_ok && strchr(e->key, '.') != strrchr(e->key, '.'))
+    if (!named && !c->model_ok && (!strchr(e->key, '.') || strchr(e->key, '.') != strrchr(e->key, '.')))
         return;
     if (!named && !parse_init_key(c, e, layer, &param))
         return;
