@@ -445,6 +445,9 @@ Test(import_live, llama_tiny_gqa, .timeout = 300)
     NEED_KIND("repeat_interleave");
     live_round_trip("llama_tiny");
 }
+/* timm's ViT without a class token: the fused qkv split into three, layer_norm, sdpa, a
+ * position table parameter, a mean-pooled head */
+Test(import_live, vit_avg, .timeout = 300) { live_round_trip("vit_avg"); }
 /* timm's ViT: its fused qkv reshaped to [B, N, 3, H, D] becomes three slice-reshape-transpose
  * lines, the class token an expand of a parameter (skipped while the harness has no expand) */
 Test(import_live, vit_tiny, .timeout = 300)
