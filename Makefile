@@ -323,6 +323,7 @@ conformance: $(TESTS_BIN) $(AMPSCOPE)
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	AMPSCOPE=$(AMPSCOPE) tools/make_references.sh "$$tmp" && \
 	AMPSCOPE_CONFORMANCE_DIR="$$tmp" $(TESTS_BIN) --filter 'conformance/*' && \
+	AMPSCOPE_IMPORT_LIVE=1 $(TESTS_BIN) --filter 'import_live/*' && \
 	if diff -rq "$$tmp" tests/references/conformance >/dev/null; then \
 	    echo "conformance: passed; tests/references/conformance is what this PyTorch makes"; \
 	else \

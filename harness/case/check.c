@@ -372,17 +372,16 @@ static void check_files(parse_ctx *c)
     for (int k = 0; k < cfg->n_inits; k++) {
         const init_spec *in = &cfg->inits[k];
         entry *e = find_entry(c, SEC_INIT, in->tensor);
-        const char *dot = strrchr(in->tensor, '.');
-        for (int i = 0; e && dot && i < cfg->n_layers; i++) {
+        for (int i = 0; e && i < cfg->n_layers; i++) {
             const layer_spec *l = &cfg->layers[i];
-            if (strncmp(in->tensor, l->name, (size_t)(dot - in->tensor)) ||
-                l->name[dot - in->tensor] != '\0')
-                continue;
             layer_param ps[LAYER_MAX_PARAMS];
             int n = layer_def_of(l->kind)->params(l, ps);
-            for (int p = 0; p < n; p++)
-                if (strcmp(ps[p].name, dot + 1) == 0)
+            for (int p = 0; p < n; p++) {
+                char name[CASE_NAME_MAX];
+                layer_param_name(l, &ps[p], name, sizeof name);
+                if (strcmp(name, in->tensor) == 0)
                     check_npy(c, e, in->path, ps[p].ndim, ps[p].shape, 0, "");
+            }
         }
     }
     /* a data file holds every micro-batch of every rank: accumulate x world_size x batch

@@ -188,6 +188,20 @@ static bool parse_source_words(parse_ctx *c, entry *e, words *t, layer_spec *l,
     return kind_option_values(c, e, d->name, d->opts, d->n_opts, vals, l);
 }
 
+/* params=PREFIX: a state_dict prefix, words of [A-Za-z0-9_] joined by dots
+ * (model.layers.0.self_attn.q_proj) */
+static bool check_params_prefix(parse_ctx *c, entry *e, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    bool ok = n > 0 && prefix[0] != '.' && prefix[n - 1] != '.' && !strstr(prefix, "..") &&
+              valid_tensor_name(prefix) && !strchr(prefix, '@');
+    if (!ok)
+        err_at(c, e,
+               "params=%s: expected a state_dict prefix, words of [A-Za-z0-9_] joined by dots",
+               prefix);
+    return ok;
+}
+
 static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, layer_names *ln)
 {
     const char *kinds[LAYER_KIND_COUNT];
@@ -200,6 +214,9 @@ static bool parse_layer_words(parse_ctx *c, entry *e, words *t, layer_spec *l, l
     l->kind = (layer_kind)k;
     l->n_inputs = d->n_inputs > 0 ? d->n_inputs : 1;
     kind_option_defaults(d->opts, d->n_opts, l);
+    if (!take_graph_option(c, e, t, 1, "params", l->params_prefix, sizeof l->params_prefix) ||
+        (*l->params_prefix && !check_params_prefix(c, e, l->params_prefix)))
+        return false;
     if (d->words != KIND_WORDS_SIGNATURE)
         return parse_source_words(c, e, t, l, d, ln);
     char buf[128], *sig[MAX_WORDS];
@@ -423,6 +440,19 @@ static void resolve_graph(parse_ctx *c, const layer_names *names)
     }
 }
 
+/* params= names the tensors of a layer that has some, from its own line (not a constant's
+ * value, named after the layer; not a tied weight, named after its owner) */
+static bool params_prefix_fits(parse_ctx *c, entry *e, const layer_spec *l)
+{
+    const layer_def *d = layer_def_of(l->kind);
+    layer_param ps[LAYER_MAX_PARAMS];
+    if (d->words == KIND_WORDS_PATH || d->params(l, ps) == 0) {
+        err_at(c, e, "params=%s: a %s has no parameters to name", l->params_prefix, d->name);
+        return false;
+    }
+    return true;
+}
+
 void parse_model_section(parse_ctx *c)
 {
     case_config *cfg = c->cfg;
@@ -472,7 +502,10 @@ void parse_model_section(parse_ctx *c)
             c->model_ok = false;
             continue;
         }
-        c->model_ok = parse_layer_words(c, e, &t, l, ln) && c->model_ok;
+        bool ok = parse_layer_words(c, e, &t, l, ln);
+        c->model_ok = ok && c->model_ok;
+        if (ok && *l->params_prefix && !params_prefix_fits(c, e, l))
+            c->model_ok = false;
         free(t.buf);
     }
     if (c->model_ok)

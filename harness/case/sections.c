@@ -262,13 +262,30 @@ static void key_master_weights(parse_ctx *c, entry *e)
     parse_bool(c, e, e->value, "master_weights", &c->cfg->master_weights);
 }
 
+/* export_params: the dtype an imported model's graph was exported with (ampscope import) */
+static void key_export_params(parse_ctx *c, entry *e)
+{
+    c->cfg->exported = parse_dtype(c, e, "export_params", false, &c->cfg->export_params);
+}
+
 void parse_precision_section(parse_ctx *c)
 {
     static const key_def defs[] = {{"params", key_params},
                                    {"autocast", key_autocast},
                                    {"loss_in_autocast", key_loss_in_autocast},
-                                   {"master_weights", key_master_weights}};
-    parse_keyed(c, SEC_PRECISION, defs, 4);
+                                   {"master_weights", key_master_weights},
+                                   {"export_params", key_export_params}};
+    parse_keyed(c, SEC_PRECISION, defs, 5);
+    /* torch.export bakes dtype-dependent Python into the graph (`.to(x.dtype)` becomes
+     * `.to(torch.float32)`): the graph holds for the dtype it was exported with only */
+    entry *e = find_entry(c, SEC_PRECISION, "params");
+    if (c->cfg->exported && c->cfg->params != c->cfg->export_params)
+        err_at(c, e ? e : find_entry(c, SEC_PRECISION, "export_params"),
+               "params = %s, but the graph was exported with %s parameters (export_params): "
+               "an export bakes dtype-dependent code into the graph (.to(x.dtype) becomes "
+               ".to(torch.%s)); import the model again with --params %s",
+               dtype_name(c->cfg->params), dtype_name(c->cfg->export_params),
+               dtype_name(c->cfg->export_params), dtype_name(c->cfg->params));
 }
 
 static void key_enabled(parse_ctx *c, entry *e)
@@ -452,6 +469,13 @@ static bool check_init_layer(parse_ctx *c, entry *e, const char *name, const cha
             err_at(c, e, "layer %s is a %s: it has no parameters", name, d->name);
             return false;
         }
+        if (*l->params_prefix) {
+            char first[CASE_NAME_MAX];
+            layer_param_name(l, &ps[0], first, sizeof first);
+            err_at(c, e, "layer %s names its tensors after params=%s: give %s, ...", name,
+                   l->params_prefix, first);
+            return false;
+        }
         if (l->tied >= 0 && strcmp(param, "weight") == 0) { /* weight=LAYER.weight */
             err_at(c, e, "%s.weight is %s.weight (a tied weight): give %s.weight", name,
                    cfg->layers[l->tied].name, cfg->layers[l->tied].name);
@@ -500,14 +524,36 @@ static bool parse_init_key(parse_ctx *c, entry *e, char *layer, const char **par
     return true;
 }
 
+/* Whether `key` is the name of a parameter or buffer of a layer with params=PREFIX
+ * (model.fc1.weight, bn.running_mean, cls_token) */
+static bool prefixed_param(const case_config *cfg, const char *key)
+{
+    for (int i = 0; i < cfg->n_layers; i++) {
+        const layer_spec *l = &cfg->layers[i];
+        layer_param ps[LAYER_MAX_PARAMS];
+        int n = *l->params_prefix ? layer_def_of(l->kind)->params(l, ps) : 0;
+        for (int k = l->tied >= 0; k < n; k++) {
+            char name[CASE_NAME_MAX];
+            layer_param_name(l, &ps[k], name, sizeof name);
+            if (strcmp(name, key) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
 static void parse_init_entry(parse_ctx *c, entry *e)
 {
     case_config *cfg = c->cfg;
     char layer[LAYER_NAME_MAX];
     const char *param;
-    if (!parse_init_key(c, e, layer, &param))
+    bool named = c->model_ok && prefixed_param(cfg, e->key);
+    /* a [model] with errors may have lost the params= a key names: its errors come first */
+    if (!named && !c->model_ok && (!strchr(e->key, '.') || strchr(e->key, '.') != strrchr(e->key, '.')))
         return;
-    if (c->model_ok && cfg->n_layers > 0 && !check_init_layer(c, e, layer, param))
+    if (!named && !parse_init_key(c, e, layer, &param))
+        return;
+    if (!named && c->model_ok && cfg->n_layers > 0 && !check_init_layer(c, e, layer, param))
         return;
     if (cfg->n_inits == CASE_MAX_INITS) {
         err_at(c, e, "too many [init] keys (at most %d)", CASE_MAX_INITS);

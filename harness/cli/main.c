@@ -10,6 +10,7 @@
  *   ampscope report DIR
  *   ampscope selftest [--device cpu|cuda|auto]
  *   ampscope ops
+ *   ampscope import SCRIPT.py [--out DIR] [--name NAME] [--params float32|float16|bfloat16]
  *   ampscope formats [--json]
  * Exit status: 0 every case passed, 1 a case did not, 2 bad input (case files, options).
  */
@@ -27,6 +28,7 @@
 #include "core/libenv.h"
 #include "layers/fp8_linear.h"
 #include "distributed/distributed.h"
+#include "import.h"
 #include "matrix.h"
 #include "ops.h"
 #include "ops/selftest.h"
@@ -50,6 +52,9 @@ static const char usage[] =
     "       ampscope selftest [--device cuda]   every op on the device against the CPU\n"
     "       ampscope ops [--json]            print every op with its ATen ops and autocast policy\n"
     "       ampscope formats [--json]        print the number formats' table\n"
+    "       ampscope import SCRIPT.py [--out DIR] [--name NAME] [--params DTYPE]\n"
+    "                                        a PyTorch model (SCRIPT's model() and inputs())\n"
+    "                                        as DIR/NAME.case and its .npy files (needs torch)\n"
     "       ampscope --help | --version\n"
     "run options:\n"
     "  --device cpu|cuda|auto   where to run (default auto: CUDA when usable, else CPU)\n"
@@ -655,6 +660,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "ops") == 0)
         return print_listing(argc, argv, ops_print_table, ops_print_json);
+    if (strcmp(argv[1], "import") == 0)
+        return import_exec(argc, argv);
     if (strcmp(argv[1], "formats") == 0)
         return print_listing(argc, argv, format_print_table, format_print_json);
     static const struct {

@@ -19,8 +19,8 @@
 #define CASE_NAME_MAX 128
 #define CASE_PATH_MAX 1024
 #define CASE_TEXT_MAX 512
-#define CASE_MAX_LAYERS 128
-#define CASE_MAX_INITS 128
+#define CASE_MAX_LAYERS 512
+#define CASE_MAX_INITS 512
 #define CASE_MAX_EXPECTS 128
 #define CASE_MAX_OBSERVE 256
 #define CASE_MAX_ACCUMULATE 1024 /* [train] accumulate: micro-batches per step */
@@ -67,6 +67,9 @@ typedef struct layer_spec {
     unsigned scalar_operands;
     double scalar;
     int tied; /* weight=LAYER.weight: the layer whose weight it shares; -1: its own */
+    /* params=PREFIX, any kind with parameters: its tensors are PREFIX.weight, PREFIX.bias, ...
+     * (a module's state_dict names) instead of NAME.weight; "" when not given */
+    char params_prefix[CASE_NAME_MAX];
     /* autocast=no, any kind: its ops run as under torch.autocast(device_type, enabled=False),
      * in the dtypes their inputs have (train/model.c) */
     bool autocast_disabled;
@@ -159,6 +162,9 @@ typedef struct case_config {
     dtype autocast_dtype;
     bool loss_in_autocast; /* default yes */
     bool master_weights;   /* default no; only with half params */
+    /* export_params = DTYPE (an imported case: ampscope import): params must be it */
+    bool exported;
+    dtype export_params;
     /* [scaler]: no section = no scaler */
     bool scaler;
     double init_scale, growth_factor, backoff_factor; /* 65536, 2.0, 0.5 */

@@ -228,6 +228,9 @@ typedef struct layer_def {
      * layer_spec.whole_inputs before its shape rule runs), else the walk refuses them; its
      * output has none when none of its inputs has one */
     bool whole_inputs;
+    /* its one tensor is the layer's value itself (a `parameter`, a `constant`): with
+     * params=NAME it is named NAME, not NAME.weight (a state_dict name such as cls_token) */
+    bool named_by_params;
 } layer_def;
 
 enum { KIND_WORDS_SIGNATURE = 0, KIND_WORDS_DIMS, KIND_WORDS_PATH, KIND_WORDS_SHAPE };
@@ -279,6 +282,10 @@ extern const loss_def bce_with_logits_def, l1_def;
 /* ---- the registry ---- */
 
 const layer_def *layer_def_of(layer_kind k);
+/* The name of layer l's parameter or buffer p into buf: "<layer>.<p>" (fc1.weight), or
+ * with params=PREFIX "PREFIX.<p>" (model.fc1.weight), or PREFIX itself for a kind
+ * named_by_params (cls_token) */
+void layer_param_name(const layer_spec *l, const layer_param *p, char *buf, size_t len);
 const loss_def *loss_def_of(loss_kind k);
 /* The kind a case file calls name ("linear", "mse"), or -1 */
 int layer_kind_of_name(const char *name);

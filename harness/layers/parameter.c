@@ -71,4 +71,5 @@ const layer_def parameter_def = {
     .forward = forward_param_itself,
     .describe = parameter_describe,
     .words = KIND_WORDS_DIMS,
+    .named_by_params = true,
 };

@@ -81,6 +81,16 @@ const layer_def *layer_def_of(layer_kind k) { return layer_defs[k]; }
 
 const loss_def *loss_def_of(loss_kind k) { return loss_defs[k]; }
 
+void layer_param_name(const layer_spec *l, const layer_param *p, char *buf, size_t len)
+{
+    if (!*l->params_prefix)
+        snprintf(buf, len, "%s.%s", l->name, p->name);
+    else if (layer_defs[l->kind]->named_by_params)
+        snprintf(buf, len, "%s", l->params_prefix);
+    else
+        snprintf(buf, len, "%s.%s", l->params_prefix, p->name);
+}
+
 int layer_kind_of_name(const char *name)
 {
     for (int k = 0; k < LAYER_KIND_COUNT; k++)

@@ -165,11 +165,11 @@ static void *param_values(void *ctx)
 }
 
 /* a parameter, or a buffer (no gradient: not a leaf autograd tracks) */
-static tensor *make_param(run *r, uint64_t stream, const layer_spec *l, const char *what,
-                          int ndim, const int64_t *shape, const layer_param *lp, double bound)
+static tensor *make_param(run *r, uint64_t stream, const layer_spec *l, int ndim,
+                          const int64_t *shape, const layer_param *lp, double bound)
 {
     char name[TENSOR_NAME_MAX];
-    snprintf(name, sizeof name, "%s.%s", l->name, what);
+    layer_param_name(l, lp, name, sizeof name);
     bool buffer = param_is_buffer(lp);
     /* a constant keeps its file's dtype unless module.half() or .bfloat16() casts it */
     dtype dt = lp->init == PARAM_BUFFER_FILE && r->cfg->params == DTYPE_FLOAT32 ? l->file_dtype
@@ -319,7 +319,7 @@ void model_init(run *r, model *m)
                 m->layer_params[i][0] = m->layer_params[l->tied][0];
                 continue;
             }
-            tensor *p = make_param(r, (uint64_t)m->n_params + 1, l, ps[k].name, ps[k].ndim,
+            tensor *p = make_param(r, (uint64_t)m->n_params + 1, l, ps[k].ndim,
                                    ps[k].shape, &ps[k], init_bound(&ps[k]));
             m->layer_params[i][k] = p;
             if (!param_is_buffer(&ps[k]))
