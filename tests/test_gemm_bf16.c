@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "core/half.h"
 #include "ops/cpu/cpu.h"
@@ -224,4 +225,31 @@ Test(gemm_bf16, batched_matmul_within_the_summation_order_bound_of_sgemm)
     expect_same_counts(&st[0].counts, &st[2].counts);
     expect_same_counts(&st[1].counts, &st[3].counts);
     env_close(&e);
+}
+
+/* config.csv's GEMM counts of a run against a hand count of small-fp32.case's GEMMs under
+ * autocast bfloat16, two steps: per step three linear forwards, three weight gradients and
+ * two input gradients (fc1's input needs none): 16 in all, split by path. Without the fast
+ * path, all 16 run through sgemm. */
+Test(gemm_bf16, config_csv_counts_every_gemm_of_a_run_by_path)
+{
+    char out[256], path[1024];
+    make_temp_dir(out, sizeof out);
+    case_result res;
+    const char *sets[] = {"precision.autocast=bfloat16", "train.steps=2"};
+    run_case_file_set("tests/cases/small-fp32.case", sets, 2, out, &res, NULL);
+    snprintf(path, sizeof path, "%s/small-fp32/config.csv", out);
+    csv c;
+    cr_assert(csv_read(path, &c), "%s", path);
+    cr_assert_eq(c.n_rows, 1);
+    long long sgemm = atoll(c.rows[0][csv_col(&c, "gemm_sgemm")]),
+              bf16 = atoll(c.rows[0][csv_col(&c, "gemm_bf16")]);
+    cr_expect_eq(sgemm + bf16, 16, "%lld through sgemm, %lld on bfloat16 instructions", sgemm, bf16);
+    if (!cpu_gemm_bf16_available())
+        cr_expect_eq(bf16, 0);
+    cr_log_info("small-fp32 under autocast bfloat16: %lld GEMMs through sgemm, %lld on bfloat16 "
+                "instructions",
+                sgemm, bf16);
+    csv_free(&c);
+    rm_rf(out);
 }

@@ -47,6 +47,12 @@ void cpu_gemm_path_count(cpu_gemm_path path) { atomic_fetch_add(&gemm_path_count
 
 int64_t cpu_gemm_path_total(cpu_gemm_path path) { return atomic_load(&gemm_path_counts[path]); }
 
+backend_gemm_paths backend_cpu_gemm_paths(void)
+{
+    return (backend_gemm_paths){cpu_gemm_path_total(CPU_GEMM_SGEMM),
+                                cpu_gemm_path_total(CPU_GEMM_BF16)};
+}
+
 /* the smallest exponent field among x's non-zero values (255 when all are zero; 0 when one
  * is subnormal) and the largest (255 when one is infinite or NaN) */
 static void bf16_exponents(const uint16_t *x, int64_t n, int *emin, int *emax)
