@@ -295,7 +295,9 @@ plots: $(AMPSCOPE) | deps
 	$(PYTHON) plot/plot.py --ampscope $(AMPSCOPE) $(RESULTS)
 
 # ---- the benchmark: figures and ratios, never a pass/fail on speed ----
-# BENCH=quick|all|counting (counting: the counting's cost alone, seconds); PyTorch's own steps
+# BENCH=quick|all|counting|graph (counting: the counting's cost alone, seconds; graph: the GPT-2,
+# ResNet and Llama block cases against PyTorch's CPU step on the same model, which all also
+# runs, into results/bench-graph.md); PyTorch's own steps
 # are timed with $(PYTHON) where it imports torch (make bench PYTHON=/path/to/venv/bin/python),
 # instructions counted by perf or valgrind. ISA=avx2|x86-64 runs it all at that level
 # (AMPSCOPE_CPU_ISA, harness/ops/cpu/cpu.h: an emulation of such a processor on this one) with
