@@ -14,7 +14,8 @@
 # slow each other down on few cores.
 # Options: CUDA=0 (skip the GPU library), CUDA=1 (require it), CUDA_ARCH=NN (default: the GPU's,
 # from nvidia-smi, else 90), SAN=1 (ASan+UBSan), MPI=0 (build without Open MPI: a case with
-# [distributed] world_size > 1 then fails with a message), MPI=1 (require it).
+# [distributed] world_size > 1 then fails with a message), MPI=1 (require it), DNNL=0 (build
+# without oneDNN: bfloat16 GEMMs always widen to float32 for sgemm), DNNL=1 (require it).
 
 CC      ?= cc
 CFLAGS  ?= -O3 -g
@@ -87,6 +88,29 @@ else
 $(info MPI: not found, distributed cases refused (scripts/install-deps.sh installs Open MPI))
 endif
 LDLIBS += $(MPI_LIBS)
+# oneDNN (Debian's libdnnl-dev, its v2 API), for bfloat16 GEMMs on avx512_bf16 where they are
+# provably exact (harness/ops/cpu/gemm_bf16.c); scripts/install-deps.sh installs it
+DNNL_FIND = $(shell test -f /usr/include/oneapi/dnnl/dnnl.h && echo /usr/include/oneapi/dnnl/dnnl.h)
+ifneq ($(DNNL),0)
+DNNL_HEADER := $(DNNL_FIND)
+ifeq ($(DNNL_HEADER),)
+DNNL_INSTALLED := $(shell scripts/install-deps.sh libdnnl-dev 1>&2)
+DNNL_HEADER := $(DNNL_FIND)
+endif
+endif
+ifeq ($(DNNL),0)
+WITH_DNNL :=
+$(info oneDNN: skipped (DNNL=0), bfloat16 GEMMs widened to float32 for sgemm)
+else ifneq ($(DNNL_HEADER),)
+WITH_DNNL := 1
+LDLIBS += -ldnnl
+$(info oneDNN: found ($(DNNL_HEADER)), exact bfloat16 GEMMs on avx512_bf16 where the processor has it)
+else ifeq ($(DNNL),1)
+$(error DNNL=1 but no oneDNN found (/usr/include/oneapi/dnnl/dnnl.h); scripts/install-deps.sh installs libdnnl-dev)
+else
+$(info oneDNN: not found, bfloat16 GEMMs widened to float32 for sgemm (scripts/install-deps.sh installs libdnnl-dev))
+endif
+export AMPSCOPE_NO_DNNL := $(if $(WITH_DNNL),,1)
 # NCCL, for distributed cases on GPUs (lib/libampscope_nccl.so, below)
 NCCL_LIB := lib/libampscope_nccl.so
 ifneq ($(WITH_CUDA),)
@@ -131,11 +155,21 @@ $(BUILD)/mpi.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(WITH_MPI) $(MPI_CFLAGS)' | cmp -s - $@ || echo '$(WITH_MPI) $(MPI_CFLAGS)' > $@
 FORCE:
-# the GPU bundle runs where no Open MPI is installed: it is built without it
+# ops/cpu/gemm_bf16.o likewise with oneDNN
+$(BUILD)/harness/ops/cpu/gemm_bf16.o: CFLAGS += $(if $(WITH_DNNL),-DAMPSCOPE_DNNL)
+$(BUILD)/harness/ops/cpu/gemm_bf16.o: $(BUILD)/dnnl.stamp
+$(BUILD)/dnnl.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(WITH_DNNL)' | cmp -s - $@ || echo '$(WITH_DNNL)' > $@
+# the GPU bundle runs where no Open MPI nor oneDNN is installed: it is built without them
 $(BUILD)/harness/distributed/mpi_nompi.o: harness/distributed/mpi.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
-BUNDLE_OBJ := $(patsubst $(BUILD)/harness/distributed/mpi.o,$(BUILD)/harness/distributed/mpi_nompi.o,$(HARNESS_OBJ))
+$(BUILD)/harness/ops/cpu/gemm_bf16_nodnnl.o: harness/ops/cpu/gemm_bf16.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+BUNDLE_OBJ := $(patsubst $(BUILD)/harness/distributed/mpi.o,$(BUILD)/harness/distributed/mpi_nompi.o,\
+              $(patsubst $(BUILD)/harness/ops/cpu/gemm_bf16.o,$(BUILD)/harness/ops/cpu/gemm_bf16_nodnnl.o,$(HARNESS_OBJ)))
 # the GPU path's tests read cuDNN's enums and the toolkit's place (they skip without them)
 $(BUILD)/tests/test_gpu_path.o: CFLAGS += $(if $(WITH_CUDA),-I$(CUDA_HOME)/include -DAMPSCOPE_CUDA_HOME='"$(CUDA_HOME)"')
 
@@ -261,7 +295,9 @@ plots: $(AMPSCOPE) | deps
 	$(PYTHON) plot/plot.py --ampscope $(AMPSCOPE) $(RESULTS)
 
 # ---- the benchmark: figures and ratios, never a pass/fail on speed ----
-# BENCH=quick|all|counting (counting: the counting's cost alone, seconds); PyTorch's own steps
+# BENCH=quick|all|counting|graph (counting: the counting's cost alone, seconds; graph: the GPT-2,
+# ResNet and Llama block cases against PyTorch's CPU step on the same model, which all also
+# runs, into results/bench-graph.md); PyTorch's own steps
 # are timed with $(PYTHON) where it imports torch (make bench PYTHON=/path/to/venv/bin/python),
 # instructions counted by perf or valgrind. ISA=avx2|x86-64 runs it all at that level
 # (AMPSCOPE_CPU_ISA, harness/ops/cpu/cpu.h: an emulation of such a processor on this one) with

@@ -3,12 +3,14 @@
 # Installs the missing ones when run as root with apt-get available; otherwise prints the
 # exact apt-get line and fails. Usage: scripts/install-deps.sh [PACKAGE...]
 # Open MPI (distributed cases) is among the defaults unless AMPSCOPE_NO_MPI=1 (make MPI=0),
-# with iproute2, whose `ip netns` makes the hosts of tests/test_hosts.c.
+# with iproute2, whose `ip netns` makes the hosts of tests/test_hosts.c; oneDNN (bfloat16 GEMMs
+# on avx512_bf16) unless AMPSCOPE_NO_DNNL=1 (make DNNL=0).
 set -u
 pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
     pkgs=(libopenblas-dev libcriterion-dev python3-matplotlib python3-numpy)
     [ "${AMPSCOPE_NO_MPI:-}" = 1 ] || pkgs+=(libopenmpi-dev openmpi-bin iproute2)
+    [ "${AMPSCOPE_NO_DNNL:-}" = 1 ] || pkgs+=(libdnnl-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

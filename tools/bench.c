@@ -17,15 +17,21 @@
  * reduced step, observed and not, which do not depend on the machine's load (perf stat where
  * the kernel allows it, else callgrind: instruction_counts); and PyTorch's own CPU step on
  * the same MLP (tools/bench_torch.py) where the python given imports torch.
+ * Graph models (graph_rows): the GPT-2 block, ResNet block and Llama block cases in float32 and
+ * under autocast bfloat16, each run by BIN observed and with --observe off and then by
+ * PyTorch's own CPU step on the same model, parameters and batch (tools/bench_torch.py
+ * --case), one after the other in one run, with the run's GEMMs by path (config.csv).
  * Output: tables on stdout, results/bench.csv, results/bench.md (the tables in Markdown).
  *
- * Usage: bin/ampscope-bench [quick|all|counting] [--python PY] [--ampscope BIN]
+ * Usage: bin/ampscope-bench [quick|all|counting|graph] [--python PY] [--ampscope BIN]
  *   quick: the scaled-down MLP and the scaling table; counting: the counting's cost only
- *   (a few seconds, stdout only, nothing written); PY: the python that runs PyTorch's
+ *   (a few seconds, stdout only, nothing written); graph: the graph models' rows only
+ *   (stdout and results/bench-graph.md); PY: the python that runs PyTorch's
  *   steps (default python3); BIN: the harness run for the instruction counts (default
  *   bin/ampscope)
  */
 #include <cblas.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,6 +604,165 @@ static void pytorch_rows(const char *python, const bench_case *shape, const benc
     fprintf(md, "\n");
 }
 
+
+/* a graph-model row: a case file with --set overrides (up to 2), steps per run */
+typedef struct graph_case {
+    const char *label, *path, *sets[2];
+    int steps;
+} graph_case;
+
+/* dir/r's case folder (a run of one case) into sub; "" when none */
+static void first_case_dir(const char *dir, char *sub, size_t len)
+{
+    char top[1024];
+    snprintf(top, sizeof top, "%s/r", dir);
+    sub[0] = 0;
+    DIR *d = opendir(top);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.' && e->d_type == DT_DIR &&
+            snprintf(sub, len, "%s/%s", top, e->d_name) >= (int)len)
+            sub[0] = 0; /* too long a path: no folder */
+    if (d)
+        closedir(d);
+}
+
+/* the fastest step after the first of DIR/r/<case>/steps.csv, and config.csv's GEMM counts;
+ * false when the run left no such files */
+static bool run_figures(const char *dir, double *ms, long long *sgemm, long long *bf16)
+{
+    char err[256], sub[1200];
+    csv_table t = {0};
+    first_case_dir(dir, sub, sizeof sub);
+    if (!sub[0] || csv_table_read_in(&t, sub, "steps.csv", false, NULL, NULL, err, sizeof err))
+        return false;
+    int c = -1;
+    for (int k = 0; k < t.n_cols; k++)
+        c = strcmp(t.header[k], "step_ms") == 0 ? k : c;
+    *ms = INFINITY;
+    for (int r = 1; c >= 0 && r < t.n_rows; r++)
+        *ms = fmin(*ms, atof(t.rows[r][c]));
+    csv_table_free(&t);
+    if (csv_table_read_in(&t, sub, "config.csv", false, NULL, NULL, err, sizeof err))
+        return false;
+    *sgemm = *bf16 = -1;
+    for (int k = 0; k < t.n_cols && t.n_rows; k++) {
+        if (strcmp(t.header[k], "gemm_sgemm") == 0)
+            *sgemm = atoll(t.rows[0][k]);
+        if (strcmp(t.header[k], "gemm_bf16") == 0)
+            *bf16 = atoll(t.rows[0][k]);
+    }
+    csv_table_free(&t);
+    return isfinite(*ms);
+}
+
+/* `BIN run` of the case into dir (extra: more options); false when it failed */
+static bool run_case(const char *ampscope, const graph_case *g, const char *dir, const char *extra)
+{
+    char cmd[4096];
+    int n = snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && %s run %s --device cpu --steps %d "
+                     "--out %s/r --quiet %s", dir, dir, ampscope, g->path, g->steps, dir, extra);
+    for (int k = 0; k < 2 && g->sets[k]; k++)
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n, " --set %s", g->sets[k]);
+    snprintf(cmd + n, sizeof cmd - (size_t)n, " >/dev/null");
+    fflush(stdout);
+    return system(cmd) == 0;
+}
+
+/* PyTorch's fastest step of the case after the first (dump: the observe-off run's --dump);
+ * NAN with the reason printed when it could not run */
+static double torch_case_ms(const char *python, const char *ampscope, const graph_case *g,
+                            const char *dump, char *version, size_t vlen)
+{
+    char cmd[4096], line[512];
+    int n = snprintf(cmd, sizeof cmd, "%s tools/bench_torch.py --case %s %s %d %s", python,
+                     g->path, dump, g->steps, ampscope);
+    for (int k = 0; k < 2 && g->sets[k]; k++)
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n, " %s", g->sets[k]);
+    snprintf(cmd + n, sizeof cmd - (size_t)n, " 2>&1");
+    fflush(stdout);
+    FILE *p = popen(cmd, "r");
+    double ms = NAN;
+    while (p && fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        if (strncmp(line, "pytorch ", 8) == 0) {
+            if (snprintf(version, vlen, "%s", line + 8) >= (int)vlen)
+                version[vlen - 1] = 0;
+        } else if (sscanf(line, "case %lf", &ms) != 1)
+            printf("  PyTorch: %s\n", line);
+    }
+    if (p)
+        pclose(p);
+    return ms;
+}
+
+/*
+ * The graph models' rows: each case run observed, then with --observe off (which also dumps
+ * its initial parameters and batch), then by PyTorch from that dump, one after the other, so
+ * that each ratio is measured in one stretch of the machine's load.
+ */
+static void graph_rows(const char *python, const char *ampscope, FILE *md)
+{
+    static const graph_case cases[] = {
+        {"GPT-2 block fp32", "cases/gpt2-block-fp32.case", {NULL, NULL}, 3},
+        {"GPT-2 block autocast bf16", "cases/gpt2-block-autocast-bf16.case", {NULL, NULL}, 3},
+        {"ResNet block fp32", "cases/resnet-block-fp32.case", {"train.steps=3", NULL}, 3},
+        {"ResNet block autocast bf16", "cases/resnet-block-autocast-fp16-scaler.case",
+         {"precision.autocast=bfloat16", "scaler.enabled=no"}, 3},
+        {"Llama block fp32", "cases/llama-block-fp32.case", {NULL, NULL}, 3},
+        {"Llama block autocast bf16", "cases/llama-block-autocast-bf16.case", {NULL, NULL}, 3},
+    };
+    char cmd[512], version[256] = "?";
+    snprintf(cmd, sizeof cmd, "%s -c 'import torch' >/dev/null 2>&1", python);
+    bool torch_ok = system(cmd) == 0;
+    if (!torch_ok)
+        printf("graph models: PyTorch skipped: %s cannot import torch\n", python);
+    fprintf(md,
+            "Graph models, CPU, each row's three runs one after the other (fastest step after "
+            "the first; PyTorch from the same parameters and batch, its defaults):\n\n"
+            "| case | ampscope observed ms | observe off ms | PyTorch ms | PyTorch / observed | "
+            "GEMMs sgemm / bf16 |\n|---|---:|---:|---:|---:|---:|\n");
+    printf("%-28s %12s %12s %12s %9s %14s\n", "graph model", "observed ms", "obs off ms",
+           "PyTorch ms", "PT/obs", "GEMMs sg/bf16");
+    const char *tmp = "build/bench-graph";
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const graph_case *g = &cases[i];
+        char obs[256], off[256], dump[300];
+        snprintf(obs, sizeof obs, "%s/observed", tmp);
+        snprintf(off, sizeof off, "%s/off", tmp);
+        snprintf(dump, sizeof dump, "%s/dump", off);
+        char extra[400];
+        snprintf(extra, sizeof extra, "--observe off --dump %s --dump-only input", dump);
+        double t_obs, t_off, t_pt = NAN;
+        long long sg, bf, sg2, bf2;
+        if (!run_case(ampscope, g, obs, "") || !run_figures(obs, &t_obs, &sg, &bf) ||
+            !run_case(ampscope, g, off, extra) || !run_figures(off, &t_off, &sg2, &bf2)) {
+            printf("%-28s could not run (%s)\n", g->label, g->path);
+            continue;
+        }
+        if (torch_ok)
+            t_pt = torch_case_ms(python, ampscope, g, dump, version, sizeof version);
+        printf("%-28s %12.1f %12.1f %12.1f %9.2f %7lld/%-6lld\n", g->label, t_obs, t_off, t_pt,
+               t_pt / t_obs, sg, bf);
+        fprintf(md, "| %s | %.1f | %.1f | %.1f | %.2f | %lld / %lld |\n", g->label, t_obs, t_off,
+                t_pt, t_pt / t_obs, sg, bf);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    if (system(cmd) != 0)
+        printf("bench: could not remove %s\n", tmp);
+    fprintf(md, "\nPyTorch %s.\n\n", version);
+}
+
+/* which GEMM paths bfloat16 operands may take here (ops/cpu/gemm_bf16.c) */
+static const char *gemm_line(void)
+{
+    if (cpu_gemm_bf16_available())
+        return "bfloat16 GEMMs: on avx512_bf16 through oneDNN where exact, else widened for sgemm";
+    return cpu_gemm_bf16_library()
+               ? "bfloat16 GEMMs: widened for sgemm (no avx512_bf16 here, or the ISA level is "
+                 "below avx512)"
+               : "bfloat16 GEMMs: widened for sgemm (built without oneDNN)";
+}
+
 /* The ISA level the run is at (cpu.h: the processor's best, or AMPSCOPE_CPU_ISA's), in a
  * line that says when it emulates a processor without the levels above. */
 static void isa_line(char *buf, size_t len)
@@ -652,19 +817,21 @@ int main(int argc, char **argv)
         execv("/proc/self/exe", argv);
         perror("bench: cannot restart with OpenMP's and OpenBLAS's settings");
     }
-    bool quick = false, counting_only = false;
+    bool quick = false, counting_only = false, graph_only = false;
     const char *python = "python3", *ampscope = "bin/ampscope";
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "quick") == 0 || strcmp(argv[a], "all") == 0)
             quick = strcmp(argv[a], "quick") == 0;
         else if (strcmp(argv[a], "counting") == 0)
             counting_only = true;
+        else if (strcmp(argv[a], "graph") == 0)
+            graph_only = true;
         else if (strcmp(argv[a], "--python") == 0 && a + 1 < argc)
             python = argv[++a];
         else if (strcmp(argv[a], "--ampscope") == 0 && a + 1 < argc)
             ampscope = argv[++a];
         else {
-            fprintf(stderr, "usage: %s [quick|all|counting] [--python PY] [--ampscope BIN]\n",
+            fprintf(stderr, "usage: %s [quick|all|counting|graph] [--python PY] [--ampscope BIN]\n",
                     argv[0]);
             return 2;
         }
@@ -687,6 +854,19 @@ int main(int argc, char **argv)
     count_levels levels;
     char isa[512];
     isa_line(isa, sizeof isa);
+    if (graph_only) {
+        FILE *md = fopen("results/bench-graph.md", "w");
+        if (!md) {
+            fprintf(stderr, "bench: cannot write results/bench-graph.md\n");
+            return 2;
+        }
+        printf("%s; OpenBLAS kernels %s; %s\n", isa, libenv_blas_core(), gemm_line());
+        fprintf(md, "%s; OpenBLAS kernels %s; %s.\n\n", isa, libenv_blas_core(), gemm_line());
+        graph_rows(python, ampscope, md);
+        fclose(md);
+        printf("wrote results/bench-graph.md\n");
+        return 0;
+    }
     if (counting_only) {
         printf("%s; OpenBLAS kernels %s\n", isa, libenv_blas_core());
         if (!in_child(counting_cost, NULL, count_ns, sizeof count_ns) ||
@@ -784,6 +964,10 @@ int main(int argc, char **argv)
         if (!cases[i].conv && strcmp(cases[i].group, "scaling") &&
             (i == 0 || strcmp(cases[i - 1].group, cases[i].group)))
             pytorch_rows(python, &cases[i], cases, rows, ran, n, md);
+    if (!quick) {
+        fprintf(md, "%s.\n\n", gemm_line());
+        graph_rows(python, ampscope, md);
+    }
     fclose(csv);
     fclose(md);
     printf("wrote results/bench.csv and results/bench.md\n");

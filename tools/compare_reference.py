@@ -10,7 +10,7 @@ same .csv and .md files and the same columns; row by row, tensors.csv's tensors 
 order, name, role, dtype, shape, numel, bytes), fp8.csv's quantizations (step, tensor,
 format), the matrix's errors.csv (config, tensor, dtype, numel), the sweep's and the matrix's
 variants (with their status and dtypes), steps.csv's steps, memory.csv's categories and
-config.csv whole; summary.csv's row of each REF case (status and dtypes). Every case named by
+config.csv whole but the CPU's GEMM counts by path (gemm_sgemm, gemm_bf16); summary.csv's row of each REF case (status and dtypes). Every case named by
 --ran (the case files the run ran) must be in REF: a case added since REF was made.
 
 Values and counts (zeros, underflow, amax, histograms, losses, bytes at peak, report.md's
@@ -48,6 +48,14 @@ STRUCTURE = {
 SUMMARY_STRUCTURE = ("status", "params", "autocast", "input_dtype", "output_dtype", "loss_dtype",
                      "param_grad_dtypes", "cast_grad_dtypes", "activation_grad_dtypes")
 HIST_KEY = ("case", "step", "pass", "tensor", "bin")
+# config.csv's columns that depend on the processor and the build (the CPU's GEMMs by path:
+# bfloat16 instructions where the processor has them), left out of the comparison
+MACHINE_CONFIG = ("gemm_sgemm", "gemm_bf16")
+
+
+def without_machine_columns(table):
+    keep = [i for i, c in enumerate(table[0]) if c not in MACHINE_CONFIG] if table else []
+    return [[r[i] for i in keep if i < len(r)] for r in table]
 CASE_FILES = ("tensors.csv", "steps.csv", "report.md")
 
 
@@ -97,6 +105,8 @@ class Tally:
 
 def compare_rows(where, fname, a, b, tally):
     """two CSV tables (header first) of one file: columns, structure, then values"""
+    if fname == "config.csv":
+        a, b = without_machine_columns(a), without_machine_columns(b)
     if not a or not b:
         if bool(a) != bool(b):
             tally.fail(where, "empty in one run only")

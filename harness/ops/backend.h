@@ -453,6 +453,14 @@ extern "C" {
 /* The CPU backend; always available. NULL when out of host memory, or (with backend_check's
  * message on stderr) when a build left a function of its table empty. */
 backend *backend_cpu_open(mem_account *account);
+/* The GEMMs of linear and matmul the CPU backend has run since the process began, by path:
+ * operands widened to float32 for OpenBLAS's sgemm, or bfloat16 operands on the processor's
+ * bfloat16 instructions where that is exact (ops/cpu/gemm_bf16.c). config.csv and report.md
+ * give a run's. */
+typedef struct backend_gemm_paths {
+    int64_t sgemm, bf16;
+} backend_gemm_paths;
+backend_gemm_paths backend_cpu_gemm_paths(void);
 /* The counting backend of the memory preflight (backend_dry.c); NULL as backend_cpu_open. */
 backend *backend_dry_open(mem_account *account);
 

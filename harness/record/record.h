@@ -173,6 +173,7 @@ typedef struct record_config {
     int64_t world_size;
     char comm[32], allreduce_algorithm[64]; /* the policy's and the algorithm's names */
     dtype reduce_dtype;
+    int64_t gemm_sgemm, gemm_bf16; /* the run's CPU GEMMs by path (backend_gemm_paths; 0 on a GPU) */
 } record_config;
 
 /* summary.csv's row of a case, and what the run knows besides */

@@ -22,5 +22,10 @@ void put_config_line(FILE *f, const record_config *cfg)
             (long long)cfg->steps, cfg->steps == 1 ? "" : "s", (unsigned long long)cfg->seed);
     if (cfg->baseline[0])
         fprintf(f, "; baseline %s", cfg->baseline);
+    if (cfg->gemm_sgemm || cfg->gemm_bf16) /* the CPU's: a GPU run has none */
+        fprintf(f,
+                "; CPU GEMMs: %lld with operands widened to float32 for sgemm, %lld on bfloat16 "
+                "instructions",
+                (long long)cfg->gemm_sgemm, (long long)cfg->gemm_bf16);
     fprintf(f, ".\n\n**Model:** %s.\n\n", cfg->model[0] ? cfg->model : "(config.csv names no layers)");
 }

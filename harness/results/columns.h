@@ -132,7 +132,10 @@ typedef struct csv_columns {
     X(CONFIG_COL_WORLD_SIZE, "world_size")                                                         \
     X(CONFIG_COL_COMM, "comm")                                                                     \
     X(CONFIG_COL_REDUCE_DTYPE, "reduce_dtype")                                                     \
-    X(CONFIG_COL_ALLREDUCE_ALGORITHM, "allreduce_algorithm")
+    X(CONFIG_COL_ALLREDUCE_ALGORITHM, "allreduce_algorithm")                                       \
+    /* the CPU's GEMMs by path: they depend on the processor and the build */                     \
+    X(CONFIG_COL_GEMM_SGEMM, "gemm_sgemm")                                                         \
+    X(CONFIG_COL_GEMM_BF16, "gemm_bf16")
 
 #define ALLREDUCE_CSV_COLUMNS(X)                                                                   \
     X(ALLREDUCE_COL_CASE, "case")                                                                  \

@@ -435,6 +435,8 @@ static int config_row(row_ctx *c, run_record *rec)
     snprintf(g->allreduce_algorithm, sizeof g->allreduce_algorithm, "%s",
              text(c, CONFIG_COL_ALLREDUCE_ALGORITHM)[0] ? text(c, CONFIG_COL_ALLREDUCE_ALGORITHM)
                                                        : "default");
+    g->gemm_sgemm = i64_or(c, CONFIG_COL_GEMM_SGEMM, 0);
+    g->gemm_bf16 = i64_or(c, CONFIG_COL_GEMM_BF16, 0);
     return 0;
 }
 

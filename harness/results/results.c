@@ -21,9 +21,13 @@ int results_run_case(const case_config *cfg, backend *be, const train_options *o
     record_clear(rec);
     results_record_config(rec, cfg);
     rec->has_allreduce = cfg->world_size > 1; /* rank 0 of a data-parallel case */
+    backend_gemm_paths before = backend_cpu_gemm_paths();
     int rc = train_case(cfg, be, opt, rec);
     if (rc)
         return rc;
+    backend_gemm_paths after = backend_cpu_gemm_paths();
+    rec->config.gemm_sgemm = after.sgemm - before.sgemm;
+    rec->config.gemm_bf16 = after.bf16 - before.bf16;
     expect_check(cfg, rec);
     char err[1024];
     if (results_write_case(dir, rec, err, sizeof err)) {

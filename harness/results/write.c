@@ -271,10 +271,11 @@ static void write_config(FILE *f, const run_record *rec)
     csv_write_field(f, c->path);
     fprintf(f, ",%s,", dtype_name(c->input_dtype));
     csv_write_field(f, c->model);
-    fprintf(f, ",%lld,%s,%.9g,%.9g,%.9g,%s,%s,%lld,%s,%s,%s\n", (long long)c->accumulate,
+    fprintf(f, ",%lld,%s,%.9g,%.9g,%.9g,%s,%s,%lld,%s,%s,%s,%lld,%lld\n", (long long)c->accumulate,
             yes_no(c->delay_unscale), c->clip_grad_norm, c->norm_type, c->clip_grad_value,
             yes_no(c->clip_before_unscale), c->fp8 ? fp8_recipe_names[c->fp8_recipe] : "off",
-            (long long)c->world_size, c->comm, dtype_name(c->reduce_dtype), c->allreduce_algorithm);
+            (long long)c->world_size, c->comm, dtype_name(c->reduce_dtype), c->allreduce_algorithm,
+            (long long)c->gemm_sgemm, (long long)c->gemm_bf16);
 }
 
 static void write_expect(FILE *f, const run_record *rec)

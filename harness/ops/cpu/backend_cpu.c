@@ -265,6 +265,9 @@ void cpu_load(const tensor *t, int64_t off, int64_t n, float *dst)
         memcpy(dst, (const float *)t->data + off, sizeof(float) * (size_t)n);
     else if (t->dtype == DTYPE_FLOAT16 && cpu_has_f16c())
         widen_half_f16c((const uint16_t *)t->data + off, dst, n);
+    else if (t->dtype == DTYPE_BFLOAT16) /* a shift: the loop the compiler vectorises */
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = float_from_bf16(((const uint16_t *)t->data)[off + i]);
     else
         for (int64_t i = 0; i < n; i++)
             dst[i] = load_as_float(t->data, t->dtype, off + i);

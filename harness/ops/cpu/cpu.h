@@ -103,6 +103,27 @@ const float *cpu_view(const tensor *t, int64_t off, int64_t n, float *buf);
  * (*owned set to it, to give to cpu_scratch_free). NULL when out of memory. */
 const float *cpu_as_f32(backend *be, const tensor *t, float **owned);
 
+/*
+ * bfloat16 GEMMs on bfloat16 instructions (gemm_bf16.c, which gives the argument): the fast
+ * path runs where the processor has avx512_bf16 (and the harness runs at avx512), the build
+ * has oneDNN, both operands are bfloat16 and their values pass cpu_gemm_bf16_exact, under
+ * which its float32 outputs are those of float32 arithmetic on the exact products, as the
+ * sgemm path's are, summed in another order. Every GEMM of linear and matmul is counted by
+ * the path it ran on.
+ */
+typedef enum cpu_gemm_path { CPU_GEMM_SGEMM, CPU_GEMM_BF16, CPU_GEMM_PATH_COUNT } cpu_gemm_path;
+void cpu_gemm_path_count(cpu_gemm_path path);
+int64_t cpu_gemm_path_total(cpu_gemm_path path); /* GEMMs run on path since the process began */
+bool cpu_gemm_bf16_available(void);   /* the processor, the ISA level and the build allow it */
+const char *cpu_gemm_bf16_library(void); /* "oneDNN", or NULL in a build without it */
+/* a [na] and b [nb] (bfloat16 bits) meet the guard for a GEMM summing k products */
+bool cpu_gemm_bf16_exact(const uint16_t *a, int64_t na, const uint16_t *b, int64_t nb, int64_t k);
+/* available, both bfloat16, and the guard holds for a and b's values */
+bool cpu_gemm_bf16_runs(const tensor *a, const tensor *b, int64_t k);
+/* c[batch, m, n] = op(a) op(b) in float32 (shapes as gemm_bf16.c says); 0, or -1 with be->err */
+int cpu_gemm_bf16(backend *be, bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  const tensor *a, const tensor *b, float *c);
+
 /* the ops, cpu_<op> for every op of backend.h's list (the table in backend_cpu.c) */
 #define CPU_OP_DECL(name, params) int cpu_##name params;
 BACKEND_OPS(CPU_OP_DECL)

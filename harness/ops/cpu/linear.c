@@ -24,11 +24,41 @@
  * later GEMM (the forward's weight, for the input gradient), or takes the held one */
 typedef enum gemm_b_copy { GEMM_B_OWN, GEMM_B_HOLD, GEMM_B_TAKE } gemm_b_copy;
 
+/* gemm_round's bfloat16 fast path (gemm_bf16.c): the same float32 products, the bias added
+ * after the sums (the sgemm path starts them from it: another order of the same float32
+ * additions), one counted rounding into out. A copy of b held for this GEMM is given up. */
+static int gemm_bf16_round(backend *be, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                           const tensor *a, const tensor *b, gemm_b_copy b_copy,
+                           const tensor *bias, tensor *out, round_stats *st)
+{
+    if (b_copy == GEMM_B_TAKE)
+        cpu_scratch_free(be, cpu_take(be, b), b->numel);
+    float *c_own = NULL;
+    float *c = out->dtype == DTYPE_FLOAT32 ? out->data : (c_own = cpu_scratch(be, m * n));
+    if (!c)
+        return -1;
+    int rc = cpu_gemm_bf16(be, ta, tb, 1, m, n, k, a, b, c);
+    if (rc == 0) {
+        if (bias) {
+#pragma omp parallel for schedule(static) if (m * n >= (1 << 16))
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++)
+                    c[i * n + j] += load_as_float(bias->data, bias->dtype, j);
+        }
+        cpu_store_parallel(c, out->data, out->dtype, 0, m * n, st);
+        cpu_gemm_path_count(CPU_GEMM_BF16);
+    }
+    cpu_scratch_free(be, c_own, m * n);
+    return rc;
+}
+
 /* c[m,n] (+)= op(a) op(b) in float32, then rounded into out; a and b of any float dtype */
 static int gemm_round(backend *be, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                       const tensor *a, const tensor *b, gemm_b_copy b_copy, const tensor *bias,
                       tensor *out, round_stats *st)
 {
+    if (cpu_gemm_bf16_runs(a, b, k))
+        return gemm_bf16_round(be, ta, tb, m, n, k, a, b, b_copy, bias, out, st);
     float *a_own, *b_own = NULL;
     const float *af = cpu_as_f32(be, a, &a_own), *bf = NULL;
     if (af && b_copy == GEMM_B_TAKE)
@@ -55,6 +85,7 @@ static int gemm_round(backend *be, bool ta, bool tb, int64_t m, int64_t n, int64
                 (blasint)m, (blasint)n, (blasint)k, 1.0f, af, (blasint)(ta ? m : k), bf,
                 (blasint)(tb ? k : n), beta, c, (blasint)n);
     cpu_store_parallel(c, out->data, out->dtype, 0, m * n, st);
+    cpu_gemm_path_count(CPU_GEMM_SGEMM);
     cpu_scratch_free(be, c_own, m * n);
     cpu_scratch_free(be, a_own, a->numel);
     if (b_own && b_copy == GEMM_B_HOLD)

@@ -3,6 +3,7 @@
  * kernels/matmul.cu). matmul widens half operands to exact float32 (cpu_as_f32), runs one
  * cblas_sgemm per matrix of the batch (float32 products and sums) and rounds each matrix's
  * output once (cpu_store_parallel) right after its GEMM, as cuBLAS does with float32 compute.
+ * bfloat16 operands run on bfloat16 instructions where that is exact (gemm_bf16.c).
  * transpose copies x into y with two dims swapped: every value is kept, and counted like any store.
  */
 #include <cblas.h>
@@ -16,6 +17,16 @@ int cpu_matmul(backend *be, const tensor *a, const tensor *b, bool ta, bool tb, 
     int64_t k = ta ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
     int64_t batch = y->numel / (m * n);
     float *a_own, *b_own, *c_own = NULL;
+    if (cpu_gemm_bf16_runs(a, b, k)) { /* one oneDNN matmul over the batch, then one rounding */
+        float *c = y->dtype == DTYPE_FLOAT32 ? y->data : (c_own = cpu_scratch(be, y->numel));
+        int rc = c ? cpu_gemm_bf16(be, ta, tb, batch, m, n, k, a, b, c) : -1;
+        if (rc == 0) {
+            cpu_store_parallel(c, y->data, y->dtype, 0, y->numel, st);
+            cpu_gemm_path_count(CPU_GEMM_BF16);
+        }
+        cpu_scratch_free(be, c_own, y->numel);
+        return rc;
+    }
     const float *af = cpu_as_f32(be, a, &a_own);
     const float *bf = af ? cpu_as_f32(be, b, &b_own) : NULL;
     float *c = y->dtype == DTYPE_FLOAT32 ? y->data : (c_own = cpu_scratch(be, y->numel));
@@ -32,6 +43,7 @@ int cpu_matmul(backend *be, const tensor *a, const tensor *b, bool ta, bool tb, 
                     bf + i * k * n, (blasint)(tb ? k : n), 0.0f, c + i * m * n, (blasint)n);
         cpu_store_parallel(c + i * m * n, y->data, y->dtype, i * m * n, m * n, st);
     }
+    cpu_gemm_path_count(CPU_GEMM_SGEMM);
     cpu_scratch_free(be, c_own, y->numel);
     cpu_scratch_free(be, a_own, a->numel);
     cpu_scratch_free(be, b_own, b->numel);
