@@ -333,7 +333,8 @@ FUZZ_CASE_SRC := tools/fuzz/fuzz_case.c $(wildcard harness/case/*.c harness/laye
     harness/core/npy.c harness/core/dtype.c harness/core/format.c harness/train/optimizers.c harness/autograd/autocast.c harness/autograd/tape.c harness/autograd/run.c \
     harness/autograd/observe.c harness/record/record.c harness/ops/tensor.c harness/ops/dtype_reason.c harness/autograd/dump.c harness/core/stats.c harness/core/interrupt.c \
     harness/distributed/policy.c harness/distributed/mpi.c \
-    harness/layers/fp8_linear.c harness/ops/fp8_recipe.c harness/ops/backend.c
+    harness/ops/fp8_recipe.c harness/ops/fp4_recipe.c harness/ops/backend.c harness/ops/pointwise.c \
+    harness/ops/reduce.c harness/autograd/host_values.c
 build/fuzz/fuzz_case: $(FUZZ_CASE_SRC)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ -o $@ -lm
