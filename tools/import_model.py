@@ -413,6 +413,11 @@ def row_expand(g, n):
     sizes = list(n.args[1])
     src = g.shape(x)
     lead = len(sizes) - len(src)
+    if g.whole(n) and sizes and sizes[0] == g.batch and (lead > 0 or src[0] != g.batch):
+        v = g.env.get(x.name)
+        fail(f"{n.name}: expand of {v.fqn if isinstance(v, Param) else x.name}, which has no "
+             f"batch dim, to the batch's size "
+             f"{sizes} (a class token's x.expand(B, -1, -1)): no kind gives a tensor a batch dim")
     words = [str(-1 if (i >= lead and s in (-1, src[i - lead])) else s)
              for i, s in enumerate(sizes)]
     return Line("expand", [], [g.tensor(x)], {"sizes": ",".join(words)})
