@@ -70,17 +70,10 @@ static tensor *expand_forward(run *r, const layer_spec *l, tensor *const *in, te
     tensor *x = in[0];
     unsigned sum_dims;
     strided_geom g = expanded(x, &l->opt_list, &sum_dims);
-    char name[TENSOR_NAME_MAX];
-    layer_out_name(l, name, sizeof name);
-    tensor *y = run_tensor(r, name, x->dtype, g.ndim, g.size, MEM_ACTIVATIONS);
-    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->strided_copy(r->be, x, &g, y, stp));
-    node *n = tape_record(r, "expand", expand_backward, y, &x, 1);
+    node *n;
+    tensor *y = strided_copy_layer(r, l, x, &g, g.ndim, g.size, "expand", expand_backward, &n);
     if (n)
         n->dims = sum_dims;
-    observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
     return y;
 }
 
@@ -223,17 +216,11 @@ static tensor *repeat_interleave_forward(run *r, const layer_spec *l, tensor *co
     for (int k = 0; k < x->ndim; k++)
         shape[k] = x->shape[k] * (k == d ? repeats : 1);
     strided_geom g = interleaved(x, d, repeats);
-    char name[TENSOR_NAME_MAX];
-    layer_out_name(l, name, sizeof name);
-    tensor *y = run_tensor(r, name, x->dtype, x->ndim, shape, MEM_ACTIVATIONS);
-    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->strided_copy(r->be, x, &g, y, stp));
-    node *n = tape_record(r, "repeat_interleave", repeat_interleave_backward, y, &x, 1);
+    node *n;
+    tensor *y = strided_copy_layer(r, l, x, &g, x->ndim, shape, "repeat_interleave",
+                                   repeat_interleave_backward, &n);
     if (n)
         n->dims = (unsigned)d, n->geom.stride = repeats;
-    observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
     return y;
 }
 

@@ -346,6 +346,12 @@ bool shape_dim(shape_check *sc, int64_t d, int rank, const char *op, int *out);
  * observed as the layer's output; its backward views the gradient back (shape.c) */
 tensor *view_layer(run *r, const layer_spec *l, tensor *x, int ndim, const int64_t *shape,
                    const char *op);
+/* The forward of a kind that copies its input (permute, expand, repeat_interleave): y, of
+ * shape [ndim, shape], is x read through g, named as the layer's output, its dtype's reason
+ * recorded, observed; *n is its node for `backward` on the tape, NULL when none is recorded
+ * (shape.c) */
+tensor *strided_copy_layer(run *r, const layer_spec *l, tensor *x, const strided_geom *g, int ndim,
+                           const int64_t *shape, const char *op, backward_fn backward, node **n);
 /* A view of base with another name and shape, or the run ends */
 tensor *view_or_fail(run *r, tensor *base, const char *name, int ndim, const int64_t *shape);
 /* "[2, -1, 3]": v[0..n) as PyTorch prints a list of sizes or dims (expand.c) */

@@ -52,17 +52,10 @@ static tensor *permute_forward(run *r, const layer_spec *l, tensor *const *in,
         packed |= (unsigned)perm[k] << (PERM_BITS * k);
     }
     strided_geom g = permuted(x->ndim, x->shape, perm);
-    char name[TENSOR_NAME_MAX];
-    layer_out_name(l, name, sizeof name);
-    tensor *y = run_tensor(r, name, x->dtype, x->ndim, g.size, MEM_ACTIVATIONS);
-    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
-    round_stats st;
-    round_stats *stp = run_stats(r, &st);
-    run_check(r, r->be->strided_copy(r->be, x, &g, y, stp));
-    node *n = tape_record(r, "permute", permute_backward, y, &x, 1);
+    node *n;
+    tensor *y = strided_copy_layer(r, l, x, &g, x->ndim, g.size, "permute", permute_backward, &n);
     if (n)
         n->dims = packed;
-    observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
     return y;
 }
 

@@ -66,6 +66,21 @@ static void view_backward(run *r, node *n)
     node_give_grad(r, n, 0, dx, stp);
 }
 
+tensor *strided_copy_layer(run *r, const layer_spec *l, tensor *x, const strided_geom *g, int ndim,
+                           const int64_t *shape, const char *op, backward_fn backward, node **n)
+{
+    char name[TENSOR_NAME_MAX];
+    layer_out_name(l, name, sizeof name);
+    tensor *y = run_tensor(r, name, x->dtype, ndim, shape, MEM_ACTIVATIONS);
+    autocast_why(r, y, layer_def_of(l->kind)->autocast, &x, 1);
+    round_stats st;
+    round_stats *stp = run_stats(r, &st);
+    run_check(r, r->be->strided_copy(r->be, x, g, y, stp));
+    *n = tape_record(r, op, backward, y, &x, 1);
+    observe_tensor(r->obs, y, ROLE_ACTIVATION, stp);
+    return y;
+}
+
 tensor *view_layer(run *r, const layer_spec *l, tensor *x, int ndim, const int64_t *shape,
                    const char *op)
 {
